@@ -1,0 +1,156 @@
+/**
+ * The public surface of the Raft core, in the style of etcd's RawNode.
+ * The core is pure and synchronous: the caller drives it with tick(), step()
+ * and the propose family, then drains ready() and calls advance() once the
+ * ready's hard state and entries are durable and its messages handed off.
+ *
+ * Ordering (done in exactly one place, libs/replica): persist hard state +
+ * entries (fsync) → send messages → install snapshot / apply committed
+ * entries → advance().
+ */
+import type { LogIndex, NodeId, Random, Term } from '@fencer/base';
+import type { ConfChange, Entry, HardState, RaftStorage, Snapshot } from './types.js';
+
+export const MessageType = {
+  PreVote: 'PreVote',
+  PreVoteResponse: 'PreVoteResponse',
+  RequestVote: 'RequestVote',
+  RequestVoteResponse: 'RequestVoteResponse',
+  AppendEntries: 'AppendEntries',
+  AppendEntriesResponse: 'AppendEntriesResponse',
+  Heartbeat: 'Heartbeat',
+  HeartbeatResponse: 'HeartbeatResponse',
+  InstallSnapshot: 'InstallSnapshot',
+  InstallSnapshotResponse: 'InstallSnapshotResponse',
+  TimeoutNow: 'TimeoutNow',
+} as const;
+export type MessageType = (typeof MessageType)[keyof typeof MessageType];
+
+/** One wire message between replicas. Fields beyond type/from/to/term are set per type. */
+export interface Message {
+  readonly type: MessageType;
+  readonly from: NodeId;
+  readonly to: NodeId;
+  readonly term: Term;
+  /** AppendEntries: index/term of the entry preceding `entries`. Votes: candidate's last log index/term. */
+  readonly index?: LogIndex;
+  readonly logTerm?: Term;
+  readonly entries?: readonly Entry[];
+  /** Leader's commit index (AppendEntries, Heartbeat). */
+  readonly commit?: LogIndex;
+  /** Responses: rejected, with a hint for fast backtracking (the follower's conflicting index/term). */
+  readonly reject?: boolean;
+  readonly rejectHint?: LogIndex;
+  readonly rejectTerm?: Term;
+  /** InstallSnapshot: one chunk of a snapshot. */
+  readonly snapshotMeta?: Snapshot['meta'];
+  readonly snapshotChunk?: Uint8Array;
+  readonly snapshotOffset?: number;
+  readonly snapshotDone?: boolean;
+  readonly snapshotTotalBytes?: number;
+  /** ReadIndex round: the id of the read batch that a heartbeat confirms. */
+  readonly context?: string;
+  /** RequestVote sent because of leadership transfer (skips the leader-lease check). */
+  readonly transfer?: boolean;
+}
+
+export type Role = 'follower' | 'pre-candidate' | 'candidate' | 'leader';
+
+export interface SoftState {
+  readonly leader: NodeId | null;
+  readonly role: Role;
+}
+
+/** A ReadIndex read that may now be served once the state machine has applied `index`. */
+export interface ReadState {
+  readonly index: LogIndex;
+  readonly requestCtx: string;
+}
+
+export interface Ready {
+  /** Set when role or leader changed since the last ready. */
+  readonly softState?: SoftState;
+  /** Set when term, vote or commit changed: persist (fsync) before sending messages. */
+  readonly hardState?: HardState;
+  /** Entries to persist (may overwrite a suffix from entries[0].index). */
+  readonly entries: readonly Entry[];
+  /** A snapshot received from the leader to persist and install in the state machine. */
+  readonly snapshot?: Snapshot;
+  /** Messages to send after the above is durable. */
+  readonly messages: readonly Message[];
+  /** Committed entries to apply, in order. */
+  readonly committedEntries: readonly Entry[];
+  /** ReadIndex requests whose index is known; serve each once applied >= index. */
+  readonly readStates: readonly ReadState[];
+}
+
+export interface RaftConfig {
+  readonly id: NodeId;
+  /** Voters and learners at bootstrap when storage is empty; ignored once storage holds a membership. */
+  readonly peers?: readonly NodeId[];
+  readonly learners?: readonly NodeId[];
+  /** Election timeout in ticks; randomised in [electionTicks, 2*electionTicks). Default 10. */
+  readonly electionTicks: number;
+  /** Heartbeat interval in ticks. Default 1. */
+  readonly heartbeatTicks: number;
+  readonly storage: RaftStorage;
+  readonly random: Random;
+  /** Applied index at restart (entries up to it are already in the state machine). */
+  readonly applied?: LogIndex;
+  readonly preVote: boolean;
+  readonly checkQuorum: boolean;
+  /** Flow control: most entries / bytes in one AppendEntries, and most in-flight appends per follower. */
+  readonly maxEntriesPerMsg: number;
+  readonly maxBytesPerMsg: number;
+  readonly maxInflightMsgs: number;
+  /** InstallSnapshot chunk size. */
+  readonly snapshotChunkBytes: number;
+  /** Test-only: put a known bug back in so the simulator can prove it notices. Off in production. */
+  readonly bugs?: Partial<Record<RaftBug, boolean>>;
+}
+
+export type RaftBug =
+  /** Commit an entry of a previous term by counting replicas (Figure 8). */
+  | 'commitPreviousTermByCounting'
+  /** Answer a vote before it is persisted (vote granted in messages of the same ready, but hard state dropped). */
+  | 'voteBeforePersist'
+  /** Serve ReadIndex before the leader's blank entry of its term commits. */
+  | 'readIndexBeforeBlankCommit'
+  /** Start a second membership change before the first commits. */
+  | 'concurrentConfChange'
+  /** Accept messages from a stale term as if current. */
+  | 'acceptStaleTerm';
+
+export interface Status {
+  readonly id: NodeId;
+  readonly role: Role;
+  readonly term: Term;
+  readonly leader: NodeId | null;
+  readonly commit: LogIndex;
+  readonly applied: LogIndex;
+  readonly lastIndex: LogIndex;
+  readonly voters: readonly NodeId[];
+  readonly learners: readonly NodeId[];
+  /** Leader only: per follower, match index and replication state. */
+  readonly progress?: Readonly<Record<string, { match: LogIndex; next: LogIndex; state: 'probe' | 'replicate' | 'snapshot' }>>;
+}
+
+/** What a RaftNode offers; `createRaftNode(config)` in raw-node.ts builds one. */
+export interface RaftNode {
+  tick(): void;
+  step(message: Message): void;
+  /** Appends data as a new entry on the leader; returns its index, or null when not leader (or transfer in progress). */
+  propose(data: Uint8Array): LogIndex | null;
+  proposeConfChange(change: ConfChange): LogIndex | null;
+  /** Starts a ReadIndex round; the answer comes back in a later ready's readStates with requestCtx. */
+  readIndex(requestCtx: string): void;
+  transferLeadership(to: NodeId): void;
+  /** Start an election now (test helper and for TimeoutNow handling). */
+  campaign(): void;
+  hasReady(): boolean;
+  ready(): Ready;
+  advance(): void;
+  /** The transport could not reach a peer (the leader falls back to probing it). */
+  reportUnreachable(id: NodeId): void;
+  status(): Status;
+}
