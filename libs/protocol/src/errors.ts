@@ -1,0 +1,95 @@
+/**
+ * The one table that maps every error code to how it travels: gRPC status,
+ * the `lock-reason` trailing metadata, an HTTP status for the control plane,
+ * and whether a client may retry the same call (with the same request_id).
+ * Switch on the code, never on the message.
+ */
+import { ERROR_CODES, ErrorCode, FencerError } from '@fencer/base';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+
+export const LOCK_REASON_KEY = 'lock-reason';
+export const LEADER_HINT_KEY = 'leader-hint';
+
+export interface ErrorSpec {
+  readonly grpc: status;
+  readonly http: number;
+  /** Safe to retry the same call unchanged (same request_id), possibly elsewhere. */
+  readonly retryable: boolean;
+}
+
+export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
+  INVALID_NAME: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
+  INVALID_MODE: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
+  INVALID_TTL: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
+  MISSING_REQUEST_ID: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
+  WRONG_NAMESPACE: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
+  INVALID_ARGUMENT: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
+  SESSION_NOT_FOUND: { grpc: status.NOT_FOUND, http: 404, retryable: false },
+  NOT_FOUND: { grpc: status.NOT_FOUND, http: 404, retryable: false },
+  NOT_LEADER: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
+  NO_LEADER: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
+  NAMESPACE_MOVING: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
+  OUTCOME_UNKNOWN: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
+  SHUTTING_DOWN: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
+  NAMESPACE_NOT_HERE: { grpc: status.FAILED_PRECONDITION, http: 421, retryable: false },
+  QUOTA_EXCEEDED: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: false },
+  TOO_MANY_REQUESTS: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
+  SLOW_WATCHER: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
+  BAD_CREDENTIALS: { grpc: status.UNAUTHENTICATED, http: 401, retryable: false },
+  NAMESPACE_FORBIDDEN: { grpc: status.PERMISSION_DENIED, http: 403, retryable: false },
+  COMPACTED: { grpc: status.OUT_OF_RANGE, http: 410, retryable: false },
+  DEADLINE_EXCEEDED: { grpc: status.DEADLINE_EXCEEDED, http: 504, retryable: true },
+  CANCELLED: { grpc: status.CANCELLED, http: 499, retryable: false },
+  INTERNAL: { grpc: status.INTERNAL, http: 500, retryable: false },
+};
+
+const CODES = new Set<string>(ERROR_CODES);
+
+/** A grpc-js ServiceError for a FencerError: status, message, `lock-reason` and `leader-hint` metadata. */
+export function toServiceError(error: FencerError): Partial<ServiceError> & { code: status; metadata: Metadata } {
+  const spec = ERROR_TABLE[error.code];
+  const metadata = new Metadata();
+  metadata.set(LOCK_REASON_KEY, error.code);
+  if (error.leaderHint) metadata.set(LEADER_HINT_KEY, error.leaderHint);
+  return { code: spec.grpc, details: error.message, message: error.message, metadata, name: 'FencerError' };
+}
+
+/** Default code for a gRPC status that arrived without `lock-reason` (e.g. from grpc-js itself). */
+function codeForStatus(code: status): ErrorCode {
+  switch (code) {
+    case status.INVALID_ARGUMENT:
+      return 'INVALID_ARGUMENT';
+    case status.NOT_FOUND:
+      return 'NOT_FOUND';
+    case status.UNAVAILABLE:
+      return 'NO_LEADER';
+    case status.FAILED_PRECONDITION:
+      return 'NAMESPACE_NOT_HERE';
+    case status.RESOURCE_EXHAUSTED:
+      return 'TOO_MANY_REQUESTS';
+    case status.UNAUTHENTICATED:
+      return 'BAD_CREDENTIALS';
+    case status.PERMISSION_DENIED:
+      return 'NAMESPACE_FORBIDDEN';
+    case status.OUT_OF_RANGE:
+      return 'COMPACTED';
+    case status.DEADLINE_EXCEEDED:
+      return 'DEADLINE_EXCEEDED';
+    case status.CANCELLED:
+      return 'CANCELLED';
+    default:
+      return 'INTERNAL';
+  }
+}
+
+/** The FencerError a client sees for a failed call. */
+export function fromServiceError(error: Pick<ServiceError, 'code' | 'details' | 'metadata'>): FencerError {
+  const reason = error.metadata?.get(LOCK_REASON_KEY)[0];
+  const hint = error.metadata?.get(LEADER_HINT_KEY)[0];
+  const code: ErrorCode = typeof reason === 'string' && CODES.has(reason) ? (reason as ErrorCode) : codeForStatus(error.code);
+  return new FencerError(code, error.details || ErrorCode[code], typeof hint === 'string' && hint !== '' ? hint : undefined);
+}
+
+export function isRetryable(code: ErrorCode): boolean {
+  return ERROR_TABLE[code].retryable;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// Generates libs/protocol/src/gen from proto/ with ts-proto, driven by buf
+// (both installed from the npm registry; buf's binary ships inside its npm
+// package, nothing is downloaded). With --check, generates into a temporary
+// folder and fails when the committed output differs: generated code is
+// committed and must be reproducible.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, cpSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const committed = path.join(root, 'libs/protocol/src/gen');
+const check = process.argv.includes('--check');
+
+const options = [
+  'outputServices=grpc-js',
+  'esModuleInterop=true',
+  'env=node',
+  'forceLong=number',
+  'importSuffix=.js',
+  'outputJsonMethods=true',
+  'outputPartialMethods=true',
+  'useOptionals=none',
+  'oneof=unions-value',
+];
+
+const out = mkdtempSync(path.join(tmpdir(), 'fencer-proto-'));
+const template = {
+  version: 'v2',
+  plugins: [{ local: path.join(root, 'node_modules/.bin/protoc-gen-ts_proto'), out, opt: options }],
+};
+execFileSync(path.join(root, 'node_modules/.bin/buf'), ['generate', 'proto', '--template', JSON.stringify(template)], {
+  cwd: root,
+  stdio: 'inherit',
+});
+
+function listFiles(dir, base = dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    return statSync(full).isDirectory() ? listFiles(full, base) : [path.relative(base, full)];
+  });
+}
+
+if (check) {
+  const want = listFiles(out).sort();
+  const have = listFiles(committed).sort();
+  const problems = [];
+  for (const f of new Set([...want, ...have])) {
+    if (!want.includes(f)) problems.push(`stale file (no proto generates it): ${f}`);
+    else if (!have.includes(f)) problems.push(`missing generated file: ${f}`);
+    else if (!readFileSync(path.join(out, f)).equals(readFileSync(path.join(committed, f)))) problems.push(`out of date: ${f}`);
+  }
+  rmSync(out, { recursive: true, force: true });
+  if (problems.length > 0) {
+    console.error(`generated protocol code differs from proto/:\n  ${problems.join('\n  ')}\nRun \`npm run gen:proto\` and commit the result.`);
+    process.exit(1);
+  }
+  console.log(`generated protocol code is current (${want.length} files)`);
+} else {
+  rmSync(committed, { recursive: true, force: true });
+  cpSync(out, committed, { recursive: true });
+  rmSync(out, { recursive: true, force: true });
+  console.log(`generated ${listFiles(committed).length} files into libs/protocol/src/gen`);
+}

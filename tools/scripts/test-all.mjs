@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// The whole test suite, as `npm test` runs it: typecheck, `nx sync:check`,
+// the generated-code check, then every project's tests through nx. Each
+// project's Vitest writes a JSON report to .reports/vitest/; the last line
+// printed is the plain sum over all of them: `N passed, N failed`.
+// Extra arguments go to `nx run-many` (e.g. `--projects=raft`).
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const reports = path.join(root, '.reports/vitest');
+const nx = path.join(root, 'node_modules/.bin/nx');
+const extra = process.argv.slice(2);
+
+let passed = 0;
+let failed = 0;
+const failures = [];
+
+function step(name, command, args, env = {}) {
+  console.log(`\n=== ${name}: ${[command, ...args].join(' ')}`);
+  const r = spawnSync(command, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+  return r.status === 0;
+}
+
+function check(name, command, args) {
+  if (step(name, command, args)) passed++;
+  else {
+    failed++;
+    failures.push(name);
+  }
+}
+
+check('typecheck', nx, ['run-many', '-t', 'typecheck', '--output-style=static', ...extra]);
+check('nx sync:check', nx, ['sync:check']);
+check('generated protocol code', process.execPath, [path.join(root, 'tools/scripts/gen-proto.mjs'), '--check']);
+
+rmSync(reports, { recursive: true, force: true });
+const projectsJson = spawnSync(nx, ['show', 'projects', '--with-target', 'test', '--json'], { cwd: root, encoding: 'utf8' });
+const projects = JSON.parse(projectsJson.stdout || '[]');
+const testsOk = step('tests', nx, ['run-many', '-t', 'test', '--output-style=static', ...extra, '--', '--run'], { FORCE_COLOR: '0' });
+
+const onlyProjects = extra.find((a) => a.startsWith('--projects='))?.slice('--projects='.length).split(',');
+for (const project of projects) {
+  if (onlyProjects && !onlyProjects.includes(project)) continue;
+  const file = path.join(reports, `${project}.json`);
+  if (!existsSync(file)) {
+    // A project whose run crashed before reporting (or was never run because a dependency failed).
+    failed++;
+    failures.push(`${project}: no test report`);
+    continue;
+  }
+  const report = JSON.parse(readFileSync(file, 'utf8'));
+  passed += report.numPassedTests;
+  failed += report.numFailedTests;
+  // A suite that fails to load counts its file once.
+  const brokenFiles = (report.testResults ?? []).filter((f) => f.status === 'failed' && (f.assertionResults ?? []).length === 0);
+  failed += brokenFiles.length;
+  if (report.numFailedTests > 0 || brokenFiles.length > 0) failures.push(`${project}: ${report.numFailedTests} failed tests, ${brokenFiles.length} broken files`);
+}
+if (!testsOk && failed === 0) {
+  failed++;
+  failures.push('nx run-many -t test exited non-zero');
+}
+
+console.log(`\nprojects: ${readdirSync(reports, { withFileTypes: false }).length} reports`);
+if (failures.length > 0) console.log(`failures:\n  ${failures.join('\n  ')}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
