@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The whole test suite, as `npm test` runs it: typecheck, `nx sync:check`,
-// the generated-code check, then every project's tests through nx. Each
+// the project-graph check (no cycles), the generated-code check, then every project's tests through nx. Each
 // project's Vitest writes a JSON report to .reports/vitest/; the last line
 // printed is the plain sum over all of them: `N passed, N failed`.
 // Extra arguments go to `nx run-many` (e.g. `--projects=raft`).
@@ -34,6 +34,7 @@ function check(name, command, args) {
 
 check('typecheck', nx, ['run-many', '-t', 'typecheck', '--output-style=static', ...extra]);
 check('nx sync:check', nx, ['sync:check']);
+check('project graph', process.execPath, [path.join(root, 'tools/scripts/check-graph.mjs')]);
 check('generated protocol code', process.execPath, [path.join(root, 'tools/scripts/gen-proto.mjs'), '--check']);
 
 rmSync(reports, { recursive: true, force: true });
