@@ -9,7 +9,7 @@
  * entries → advance().
  */
 import type { LogIndex, NodeId, Random, Term } from '@fencer/base';
-import type { ConfChange, Entry, HardState, RaftStorage, Snapshot } from './types.js';
+import type { ConfChange, ConfState, Entry, HardState, RaftStorage, Snapshot } from './types.js';
 
 export const MessageType = {
   PreVote: 'PreVote',
@@ -119,7 +119,13 @@ export type RaftBug =
   /** Start a second membership change before the first commits. */
   | 'concurrentConfChange'
   /** Accept messages from a stale term as if current. */
-  | 'acceptStaleTerm';
+  | 'acceptStaleTerm'
+  /**
+   * Acknowledge (send messages) before the ready's entries and hard state are
+   * fsynced. The core ignores it: the ordering lives in libs/replica, which
+   * reads this switch from the same record.
+   */
+  | 'ackBeforeFsync';
 
 export interface Status {
   readonly id: NodeId;
@@ -142,8 +148,14 @@ export interface RaftNode {
   /** Appends data as a new entry on the leader; returns its index, or null when not leader (or transfer in progress). */
   propose(data: Uint8Array): LogIndex | null;
   proposeConfChange(change: ConfChange): LogIndex | null;
-  /** Starts a ReadIndex round; the answer comes back in a later ready's readStates with requestCtx. */
-  readIndex(requestCtx: string): void;
+  /**
+   * Starts a ReadIndex read; the answer comes back in a later ready's
+   * readStates with requestCtx. Returns false when refused at once (not
+   * leader, or too many reads queued). An accepted read is dropped silently
+   * if leadership is lost before it completes: the caller fails its pending
+   * reads when ready().softState shows the node is no longer leader.
+   */
+  readIndex(requestCtx: string): boolean;
   transferLeadership(to: NodeId): void;
   /** Start an election now (test helper and for TimeoutNow handling). */
   campaign(): void;
@@ -153,4 +165,10 @@ export interface RaftNode {
   /** The transport could not reach a peer (the leader falls back to probing it). */
   reportUnreachable(id: NodeId): void;
   status(): Status;
+  /**
+   * The membership in force at log position `index` (from the snapshot's
+   * index through lastIndex): what a snapshot taken at `index` must record
+   * in its meta.conf.
+   */
+  confStateAt(index: LogIndex): ConfState;
 }

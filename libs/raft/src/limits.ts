@@ -1,0 +1,37 @@
+/**
+ * Every queue and buffer in the core that grows with input has a limit, and
+ * the limits live here (CONVENTIONS "Limits"). Configurable knobs (batch
+ * sizes, the in-flight window) are in RaftConfig; these bound them and the
+ * internal queues that the configuration does not name.
+ */
+import { assert } from '@fencer/base';
+
+/** Upper bound for RaftConfig.maxInflightMsgs: the in-flight ring is allocated at this size at most. */
+export const inflightMsgsMax = 4096;
+
+/**
+ * Leader: most entries appended but not yet committed. Past it, propose()
+ * refuses (returns null): an isolated leader must not grow its log without
+ * bound while check-quorum waits to depose it.
+ */
+export const uncommittedEntriesMax = 8192;
+
+/** ReadIndex requests queued on a leader (waiting for its blank entry or for a heartbeat round). */
+export const pendingReadIndexMax = 4096;
+
+/** Most bytes of committed entries handed out in one Ready (the rest come in the next one). */
+export const committedBytesPerReadyMax = 16 * 1024 * 1024;
+
+/** A follower refuses to assemble a snapshot larger than this (it would not fit in one buffer). */
+export const snapshotBytesMax = 1024 * 1024 * 1024;
+
+/** Bytes read per storage call while scanning the log for membership changes at start. */
+export const startupScanBytes = 16 * 1024 * 1024;
+
+/** Entries in one AppendEntries, and bytes, may not exceed these whatever the config says. */
+export const entriesPerMsgMax = 65_536;
+export const bytesPerMsgMax = 64 * 1024 * 1024;
+
+assert(inflightMsgsMax > 0 && inflightMsgsMax <= uncommittedEntriesMax, 'the in-flight window fits in the uncommitted tail');
+assert(committedBytesPerReadyMax >= bytesPerMsgMax / 4, 'a Ready can carry at least a quarter of a full append');
+assert(snapshotBytesMax > bytesPerMsgMax, 'snapshots are chunked, so they may exceed one message');
