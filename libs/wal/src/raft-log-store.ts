@@ -11,6 +11,8 @@
  */
 import type { LogIndex } from '@fencer/base';
 import type { Entry, HardState, RaftStorage, Snapshot } from '@fencer/raft';
+import type { Disk } from './disk.js';
+import type { WalOptions } from './wal-store.js';
 
 export type Done = (err: Error | null) => void;
 
@@ -35,7 +37,16 @@ export interface RaftLogStore extends RaftStorage {
   close(done: Done): void;
 }
 
-/** Opens (recovering) or creates a store in `dir`; defined by the implementation. */
-export type OpenRaftLogStore = (dir: string, done: (err: Error | null, store?: RaftLogStore) => void) => void;
+/**
+ * Opens (recovering) or creates a store in `dir` on `disk`; `openRaftLogStore`
+ * in wal-store.ts is the implementation. Recovery errors (a corrupt log)
+ * arrive as `done(err)`; the replica must refuse to start.
+ */
+export type OpenRaftLogStore = (
+  disk: Disk,
+  dir: string,
+  options: WalOptions,
+  done: (err: Error | null, store?: RaftLogStore) => void,
+) => void;
 
 export type { LogIndex };

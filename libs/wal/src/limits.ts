@@ -1,0 +1,31 @@
+/**
+ * Sizes and bounds of the WAL, with how they relate asserted once at load.
+ */
+import { assert } from '@fencer/base';
+
+/** Default segment size: big enough that rolling (a seal, an fsync, a switch) is rare. */
+export const segmentBytesDefault = 64 * 1024 * 1024;
+/** Smallest segment a store accepts (tests use small segments to roll often). */
+export const segmentBytesMin = 4096;
+/** Largest segment: offsets stay far inside 32-bit record length fields and 53-bit positions. */
+export const segmentBytesMax = 1024 * 1024 * 1024;
+
+/**
+ * Most bytes written past the last fsync at any moment (one group-commit
+ * batch). Recovery relies on it: damage farther than this past the first bad
+ * record cannot be a torn write, so it is reported as corruption instead of
+ * being truncated. A constant (not an option) because it must hold for logs
+ * written by earlier runs.
+ */
+export const unsyncedBytesMax = 1024 * 1024;
+
+/** Default number of snapshot files kept; the log is compacted only below the oldest kept. */
+export const snapshotsKeptDefault = 2;
+export const snapshotsKeptMax = 16;
+
+/** Longest node id in a vote or a membership list, in UTF-8 bytes. */
+export const nodeIdBytesMax = 1024;
+
+assert(segmentBytesMin <= segmentBytesDefault && segmentBytesDefault <= segmentBytesMax, 'default segment size within bounds');
+assert(unsyncedBytesMax <= segmentBytesDefault, 'one batch fits in a default segment');
+assert(snapshotsKeptDefault >= 1 && snapshotsKeptDefault <= snapshotsKeptMax, 'keep at least the newest snapshot');

@@ -1,0 +1,105 @@
+/**
+ * `NodeDisk`: the `Disk` seam over node:fs, for the cell node and the
+ * benchmarks. Kept out of the main entry (import it from `@fencer/wal/node`)
+ * so the replica and the simulator, which import `@fencer/wal`, stay free of
+ * `node:` modules.
+ *
+ * Writes are positional (pwrite) and syncs are fdatasync, which is what
+ * fault injection with `fiu-run` reaches (set UV_USE_IO_URING=0 so libuv
+ * goes through the thread pool and the libc calls fiu intercepts).
+ */
+import fs from 'node:fs';
+import { assert, assertUint } from '@fencer/base';
+import type { Disk, DiskFile, Done } from './disk.js';
+
+/** Zero-fill chunk for preallocation: big enough to be fast, small enough not to hog memory. */
+const allocateChunkBytes = 1024 * 1024;
+const zeros = new Uint8Array(allocateChunkBytes);
+
+class NodeFile implements DiskFile {
+  private closed = false;
+
+  constructor(
+    readonly path: string,
+    private readonly fd: number,
+  ) {}
+
+  write(position: number, data: Uint8Array, done: Done): void {
+    assert(!this.closed, `write after close: ${this.path}`);
+    assertUint(position, 'position');
+    const step = (written: number): void => {
+      if (written === data.length) return done(null);
+      fs.write(this.fd, data, written, data.length - written, position + written, (err, n) => {
+        if (err !== null) return done(err);
+        // pwrite may write less than asked (a signal, a full disk): continue where it stopped.
+        assert(n > 0, 'pwrite made progress');
+        step(written + n);
+      });
+    };
+    step(0);
+  }
+
+  allocate(bytes: number, done: Done): void {
+    assert(!this.closed, `allocate after close: ${this.path}`);
+    fs.fstat(this.fd, (err, stat) => {
+      if (err !== null) return done(err);
+      // Write real zeros (not ftruncate's holes) so later writes allocate no blocks and fdatasync flushes no metadata.
+      const fill = (at: number): void => {
+        if (at >= bytes) return done(null);
+        const n = Math.min(allocateChunkBytes, bytes - at);
+        this.write(at, n === allocateChunkBytes ? zeros : zeros.subarray(0, n), (e) => (e === null ? fill(at + n) : done(e)));
+      };
+      fill(stat.size);
+    });
+  }
+
+  sync(done: Done): void {
+    assert(!this.closed, `sync after close: ${this.path}`);
+    fs.fdatasync(this.fd, (err) => done(err));
+  }
+
+  close(done: Done): void {
+    assert(!this.closed, `double close: ${this.path}`);
+    this.closed = true;
+    fs.close(this.fd, (err) => done(err));
+  }
+}
+
+export class NodeDisk implements Disk {
+  mkdirp(dir: string): void {
+    fs.mkdirSync(dir, { recursive: true });
+  }
+
+  list(dir: string): string[] {
+    try {
+      return fs.readdirSync(dir).sort();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  read(path: string): Uint8Array {
+    const b = fs.readFileSync(path);
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  }
+
+  open(path: string, mode: 'create' | 'existing', done: (err: Error | null, file?: DiskFile) => void): void {
+    fs.open(path, mode === 'create' ? 'w' : 'r+', 0o644, (err, fd) => (err !== null ? done(err) : done(null, new NodeFile(path, fd))));
+  }
+
+  rename(from: string, to: string, done: Done): void {
+    fs.rename(from, to, (err) => done(err));
+  }
+
+  unlink(path: string, done: Done): void {
+    fs.unlink(path, (err) => done(err));
+  }
+
+  syncDir(dir: string, done: Done): void {
+    fs.open(dir, 'r', (err, fd) => {
+      if (err !== null) return done(err);
+      fs.fsync(fd, (syncErr) => fs.close(fd, (closeErr) => done(syncErr ?? closeErr)));
+    });
+  }
+}

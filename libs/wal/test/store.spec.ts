@@ -1,0 +1,128 @@
+/**
+ * Goal: the store keeps what it acknowledged across restarts, and its read
+ * view follows Raft's storage contract. Method: drive openRaftLogStore over
+ * MemDisk, draining its completion queue, then reopen and compare.
+ */
+import { LogIndex, Term } from '@fencer/base';
+import { describe, expect, it } from 'vitest';
+import { MemDisk } from '../src/index.js';
+import { allEntries, entry, hs, open, openOk, run, snapshotAt, text } from './helpers.js';
+
+describe('store basics', () => {
+  it('starts empty', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    expect(store.firstIndex()).toBe(1);
+    expect(store.lastIndex()).toBe(0);
+    expect(store.term(LogIndex(0))).toBe(0);
+    expect(store.initialState().hardState).toEqual(hs(0, null, 0));
+    expect(store.snapshot().meta.index).toBe(0);
+  });
+
+  it('keeps saved entries and hard state across a crash', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk, { segmentBytesMax: 4096 });
+    for (let i = 1; i <= 100; i++) {
+      expect(run(disk, (d) => store.save(hs(2, 'b', i - 1), [entry(i, i < 50 ? 1 : 2)], d))).toBeNull();
+    }
+    expect(store.stats.segmentsRolled).toBeGreaterThan(0);
+    disk.crash();
+    const again = openOk(disk, { segmentBytesMax: 4096 });
+    expect(again.lastIndex()).toBe(100);
+    expect(again.initialState().hardState).toEqual(hs(2, 'b', 99));
+    expect(allEntries(again).map(text)).toEqual(Array.from({ length: 100 }, (_, k) => `e${k + 1}`));
+    expect(again.term(LogIndex(49))).toBe(1);
+    expect(again.term(LogIndex(50))).toBe(2);
+  });
+
+  it('loses nothing acknowledged when unsynced writes are lost', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    expect(run(disk, (d) => store.save(hs(1, 'a', 0), [entry(1, 1), entry(2, 1)], d))).toBeNull();
+    store.save(undefined, [entry(3, 1)], () => {});
+    disk.crash(); // before the write of entry 3 completed
+    const again = openOk(disk);
+    expect(again.lastIndex()).toBe(2);
+  });
+
+  it('truncates a suffix when a save starts inside the log', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    run(disk, (d) => store.save(undefined, [entry(1, 1), entry(2, 1), entry(3, 1)], d));
+    run(disk, (d) => store.save(hs(2, null, 1), [entry(2, 2, 'x2')], d));
+    expect(store.lastIndex()).toBe(2);
+    disk.crash();
+    const again = openOk(disk);
+    expect(allEntries(again).map(text)).toEqual(['e1', 'x2']);
+    expect(again.term(LogIndex(2))).toBe(2);
+  });
+
+  it('group commit: many saves in flight share fsyncs, callbacks in call order', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    const order: number[] = [];
+    const syncsBefore = disk.stats.syncs;
+    for (let i = 1; i <= 200; i++) store.save(undefined, [entry(i, 1)], () => order.push(i));
+    disk.runPending();
+    expect(order).toEqual(Array.from({ length: 200 }, (_, k) => k + 1));
+    // The first save starts a cycle; the other 199 wait for it and ride the next one.
+    expect(disk.stats.syncs - syncsBefore).toBeLessThanOrEqual(3);
+  });
+
+  it('entries() honours the byte limit but returns at least one', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    run(disk, (d) => store.save(undefined, [entry(1, 1, 'aaaa'), entry(2, 1, 'bbbb'), entry(3, 1, 'cccc')], d));
+    expect(store.entries(LogIndex(1), LogIndex(4), 0).length).toBe(1);
+    expect(store.entries(LogIndex(1), LogIndex(4), 8).length).toBe(2);
+    expect(store.entries(LogIndex(2), LogIndex(4), 100).map(text)).toEqual(['bbbb', 'cccc']);
+  });
+
+  it('snapshots compact the read view and survive restarts', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk, { segmentBytesMax: 4096 });
+    for (let i = 1; i <= 300; i++) run(disk, (d) => store.save(hs(1, null, i), [entry(i, 1)], d));
+    expect(run(disk, (d) => store.saveSnapshot(snapshotAt(100, 1), d))).toBeNull();
+    expect(store.firstIndex()).toBe(101);
+    expect(store.term(LogIndex(100))).toBe(1);
+    expect(run(disk, (d) => store.saveSnapshot(snapshotAt(250, 1), d))).toBeNull();
+    expect(store.stats.segmentsDeleted).toBeGreaterThan(0);
+    disk.crash();
+    const again = openOk(disk, { segmentBytesMax: 4096 });
+    expect(again.snapshot().meta.index).toBe(250);
+    expect(again.firstIndex()).toBe(251);
+    expect(again.lastIndex()).toBe(300);
+    expect(again.initialState().hardState).toEqual(hs(1, null, 300));
+  });
+
+  it('a snapshot that does not match the log replaces it', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    run(disk, (d) => store.save(undefined, [entry(1, 1), entry(2, 1), entry(3, 1)], d));
+    expect(run(disk, (d) => store.saveSnapshot(snapshotAt(10, 3), d))).toBeNull();
+    expect(store.firstIndex()).toBe(11);
+    expect(store.lastIndex()).toBe(10);
+    run(disk, (d) => store.save(hs(3, null, 11), [entry(11, 3)], d));
+    disk.crash();
+    const again = openOk(disk);
+    expect(again.snapshot().meta.index).toBe(10);
+    expect(allEntries(again).map((e) => e.index)).toEqual([11]);
+    expect(again.term(LogIndex(10))).toBe(Term(3));
+  });
+
+  it('an fsync error fails the save and every later one, without retrying', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    run(disk, (d) => store.save(undefined, [entry(1, 1)], d));
+    disk.failNext('sync', { match: '.wal' });
+    const syncs = disk.stats.syncs;
+    const errA = run(disk, (d) => store.save(undefined, [entry(2, 1)], d));
+    expect(errA?.message).toMatch(/EIO/);
+    expect(disk.stats.syncs - syncs).toBe(1);
+    const errB = run(disk, (d) => store.save(undefined, [entry(3, 1)], d));
+    expect(errB).toBe(errA);
+    expect(disk.stats.syncs - syncs).toBe(1);
+    disk.crash();
+    expect(open(disk).store?.lastIndex()).toBe(1);
+  });
+});
