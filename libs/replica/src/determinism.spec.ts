@@ -1,0 +1,37 @@
+/**
+ * Goal: the replica stays pure, so the simulator's seed decides everything it does.
+ * Method: scan every non-spec source file for clocks, timers, unseeded randomness
+ * and node: imports, and for imports outside base, raft and wal's pure entry.
+ * Also plant a forbidden token in a copy to show the scan can fail.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { findForbiddenTokens, findForeignImports } from '@fencer/base';
+
+const srcDir = dirname(fileURLToPath(import.meta.url));
+const sources = readdirSync(srcDir)
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
+  .map((f) => ({ file: f, text: readFileSync(join(srcDir, f), 'utf8') }));
+const allowed = ['@fencer/base', '@fencer/raft', '@fencer/wal'];
+
+describe('libs/replica purity', () => {
+  it('has sources to scan', () => {
+    expect(sources.map((s) => s.file)).toContain('replica.ts');
+  });
+
+  it.each(sources.map((s) => [s.file, s.text] as const))('%s uses no clock, timer, unseeded randomness or node: module', (_file, text) => {
+    expect(findForbiddenTokens(text)).toEqual([]);
+  });
+
+  it.each(sources.map((s) => [s.file, s.text] as const))('%s imports only base, raft and the pure entry of wal', (_file, text) => {
+    expect(findForeignImports(text, allowed)).toEqual([]);
+  });
+
+  it('notices a planted clock read and a deep import', () => {
+    const planted = `${sources[0]?.text ?? ''}\nconst t = Date.now();\nimport { x } from '@fencer/wal/node';\n`;
+    expect(findForbiddenTokens(planted)).toHaveLength(1);
+    expect(findForeignImports(planted, allowed).map((h) => h.text)).toEqual(['@fencer/wal/node']);
+  });
+});

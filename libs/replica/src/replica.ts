@@ -1,0 +1,613 @@
+/**
+ * One replica: the Raft core, its durable log store and a state machine,
+ * composed over an injected environment. The cell node and the simulator run
+ * this same code; only the environment differs.
+ *
+ * The core is callback-based (no promises) so the simulator decides, in
+ * virtual time, when every persist completes and every callback runs; see
+ * `proposeAsync` / `readIndexAsync` for the promise wrappers the cell node uses.
+ *
+ * Ordering. `handleReady()` is the one place that drains the core:
+ *   persist hard state + entries (+ received snapshot), wait for fsync
+ *   → send messages → install snapshot / apply committed entries, serve reads
+ *   → advance.
+ * We keep the strict order even for the leader's own new entries: etcd lets a
+ * leader send AppendEntries while its own fsync runs, which is safe only if
+ * the leader's self-acknowledgement counts after that fsync. The strict order
+ * costs one fsync of latency per round and needs no such care in the core.
+ */
+import {
+  type Clock,
+  type LogIndex,
+  type NodeId,
+  type Result,
+  type Term,
+  AssertionError,
+  ErrorCode,
+  FencerError,
+  assert,
+  assertUint,
+  err,
+  ok,
+} from '@fencer/base';
+import {
+  type ConfChange,
+  type ConfState,
+  type Entry,
+  type Message,
+  type RaftBug,
+  type RaftConfig,
+  type RaftNode,
+  type Ready,
+  type Snapshot,
+  type SoftState,
+  type Status,
+  EntryType,
+  createRaftNode,
+} from '@fencer/raft';
+import type { RaftLogStore } from '@fencer/wal';
+import { type Logger, type Metrics, type ReplicaEnv, noopLogger, noopMetrics } from './env.js';
+import {
+  pendingProposalsMax,
+  pendingReadsMax,
+  proposalBytesMax,
+  readTimeoutTicksDefault,
+  snapshotEveryEntriesDefault,
+} from './limits.js';
+import type { StateMachine } from './state-machine.js';
+
+/**
+ * Bugs a test may put back in. The core reads its own; the replica reads
+ * 'ackBeforeFsync' (send messages before the fsync of the ready completes).
+ */
+export type ReplicaBug = RaftBug;
+
+/** The core's tuning knobs, all optional here with production defaults. */
+export interface RaftTuning {
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  readonly preVote: boolean;
+  readonly checkQuorum: boolean;
+  readonly maxEntriesPerMsg: number;
+  readonly maxBytesPerMsg: number;
+  readonly maxInflightMsgs: number;
+  readonly snapshotChunkBytes: number;
+}
+
+export const raftTuningDefault: RaftTuning = {
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  preVote: true,
+  checkQuorum: true,
+  maxEntriesPerMsg: 256,
+  maxBytesPerMsg: 1024 * 1024,
+  maxInflightMsgs: 64,
+  snapshotChunkBytes: 64 * 1024,
+};
+
+export interface ReplicaConfig {
+  readonly id: NodeId;
+  /** Bootstrap membership when the store is empty (a node joining an existing cell passes none). */
+  readonly peers?: readonly NodeId[];
+  readonly learners?: readonly NodeId[];
+  readonly raft?: Partial<RaftTuning>;
+  /** Take a state-machine snapshot (and compact the log below it) every this many applied entries. */
+  readonly snapshotEveryEntries?: number;
+  /** A ReadIndex request unanswered after this many ticks fails with DEADLINE_EXCEEDED. */
+  readonly readTimeoutTicks?: number;
+  /** Test-only: known bugs put back in. Off in production. */
+  readonly bugs?: Partial<Record<ReplicaBug, boolean>>;
+}
+
+/** What a successful proposal receives: where its entry landed and what the state machine returned. */
+export interface Applied {
+  readonly index: LogIndex;
+  readonly term: Term;
+  readonly result: unknown;
+}
+
+export type ProposeCallback = (outcome: Result<Applied, FencerError>) => void;
+/** A read may be served once the callback runs: the state machine has applied at least `index`. */
+export type ReadCallback = (outcome: Result<LogIndex, FencerError>) => void;
+
+interface PendingProposal {
+  readonly index: LogIndex;
+  readonly term: Term;
+  readonly done: ProposeCallback;
+}
+
+interface PendingRead {
+  readonly ctx: string;
+  readonly startTick: number;
+  /** Known once the core reports the read state. */
+  index: LogIndex | null;
+  readonly done: ReadCallback;
+}
+
+
+export class Replica {
+  readonly id: NodeId;
+  private readonly raft: RaftNode;
+  private readonly logger: Logger;
+  private readonly metrics: Metrics;
+  private readonly clock: Clock;
+  private readonly snapshotEveryEntries: number;
+  private readonly readTimeoutTicks: number;
+  private readonly ackBeforeFsync: boolean;
+
+  private stoppedFlag = false;
+  /** Set while a ready's persist is in flight: the core gets no new ready() until it completes. */
+  private persistInFlight = false;
+  /** Guards handleReady against re-entry from synchronous store callbacks. */
+  private handlingReady = false;
+  private snapshotInFlight = false;
+
+  /** Index of the last entry handed to the state machine (or installed by snapshot). Only grows within a life. */
+  private appliedIndex: LogIndex;
+  /** Index of the latest snapshot this replica stored or installed. */
+  private snapshotIndex: LogIndex;
+  private softState: SoftState = { leader: null, role: 'follower' };
+  private ticks = 0;
+  private nextReadId = 0;
+
+  private readonly proposals = new Map<number, PendingProposal>();
+  private readonly reads = new Map<string, PendingRead>();
+  /** User callbacks are run after the ready window closes, so a callback may propose again. */
+  private completions: (() => void)[] = [];
+
+  constructor(
+    config: ReplicaConfig,
+    private readonly store: RaftLogStore,
+    private readonly stateMachine: StateMachine,
+    private readonly env: ReplicaEnv,
+  ) {
+    this.id = config.id;
+    this.logger = env.logger ?? noopLogger;
+    this.metrics = env.metrics ?? noopMetrics;
+    this.clock = env.clock;
+    this.snapshotEveryEntries = config.snapshotEveryEntries ?? snapshotEveryEntriesDefault;
+    this.readTimeoutTicks = config.readTimeoutTicks ?? readTimeoutTicksDefault;
+    assert(this.snapshotEveryEntries > 0, 'snapshotEveryEntries must be positive');
+    assert(this.readTimeoutTicks > 0, 'readTimeoutTicks must be positive');
+    this.ackBeforeFsync = config.bugs?.ackBeforeFsync === true;
+
+    // Restart: the state machine starts from the latest snapshot; the core
+    // then hands back committed entries above it to replay.
+    const snapshot = store.snapshot();
+    const { hardState } = store.initialState();
+    this.snapshotIndex = snapshot.meta.index;
+    this.appliedIndex = snapshot.meta.index;
+    if (snapshot.meta.index > 0) stateMachine.restore(snapshot.data);
+    assertUint(hardState.commit, 'recovered commit index');
+
+    const tuning = { ...raftTuningDefault, ...config.raft };
+    const raftConfig: RaftConfig = {
+      id: config.id,
+      ...(config.peers ? { peers: config.peers } : {}),
+      ...(config.learners ? { learners: config.learners } : {}),
+      ...tuning,
+      storage: store,
+      random: env.random.fork(),
+      applied: this.appliedIndex,
+      bugs: { ...config.bugs },
+    };
+    this.raft = createRaftNode(raftConfig);
+    this.logger.info(
+      { id: this.id, term: hardState.term, commit: hardState.commit, snapshotIndex: this.snapshotIndex, lastIndex: store.lastIndex() },
+      'replica started',
+    );
+    // A restarted replica may have committed entries to replay right away.
+    this.handleReady();
+  }
+
+  // ---- driving from outside ----
+
+  /** One logical clock tick (heartbeat and election timing are counted in ticks). */
+  tick(): void {
+    if (this.stoppedFlag) return;
+    this.ticks++;
+    this.raft.tick();
+    this.expireReads();
+    this.handleReady();
+  }
+
+  /** A message from a peer. */
+  receive(message: Message): void {
+    if (this.stoppedFlag) return;
+    assert(message.to === this.id, 'message delivered to the wrong replica');
+    this.raft.step(message);
+    this.handleReady();
+  }
+
+  /**
+   * Proposes a command. `done` runs once the entry is applied (with the state
+   * machine's result) or fails: NOT_LEADER when this replica cannot take it,
+   * OUTCOME_UNKNOWN once it was handed to Raft but leadership was lost, the
+   * entry overwritten or the replica stopped.
+   */
+  propose(data: Uint8Array, done: ProposeCallback): void {
+    if (data.byteLength === 0) {
+      // Empty data is the leader's blank entry; the state machine never sees one.
+      return this.later(done, err(new FencerError(ErrorCode.INVALID_ARGUMENT, 'a command must not be empty')));
+    }
+    if (data.byteLength > proposalBytesMax) {
+      return this.later(
+        done,
+        err(new FencerError(ErrorCode.INVALID_ARGUMENT, `a command is at most ${proposalBytesMax} bytes, got ${data.byteLength}`)),
+      );
+    }
+    this.proposeWith(() => this.raft.propose(data), done);
+  }
+
+  /** Proposes a membership change (one server at a time); `done` gets the membership after it as result. */
+  proposeConfChange(change: ConfChange, done: ProposeCallback): void {
+    this.proposeWith(() => this.raft.proposeConfChange(change), done);
+  }
+
+  /** A linearizable read barrier (ReadIndex): `done` runs once applied ≥ the leader's confirmed commit index. */
+  readIndex(done: ReadCallback): void {
+    const refusal = this.refusal();
+    if (refusal) return this.later(done, err(refusal));
+    if (this.reads.size >= pendingReadsMax) {
+      return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, `more than ${pendingReadsMax} reads pending`)));
+    }
+    const ctx = `${this.id}/${this.nextReadId++}`;
+    this.reads.set(ctx, { ctx, startTick: this.ticks, index: null, done });
+    this.metrics.inc('replica_reads_total');
+    if (!this.raft.readIndex(ctx)) {
+      // Refused at once (lost leadership meanwhile, or the core's read queue is full).
+      this.reads.delete(ctx);
+      return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, 'the leader refused the read; retry')));
+    }
+    this.handleReady();
+    this.flushCompletions();
+  }
+
+  /** Asks the leader to hand leadership to `to` (a no-op on a follower). */
+  transferLeadership(to: NodeId): void {
+    if (this.stoppedFlag) return;
+    this.raft.transferLeadership(to);
+    this.handleReady();
+  }
+
+  /** Starts an election now (operators and tests). */
+  campaign(): void {
+    if (this.stoppedFlag) return;
+    this.raft.campaign();
+    this.handleReady();
+  }
+
+  /** The transport lost its connection to a peer. */
+  reportUnreachable(to: NodeId): void {
+    if (this.stoppedFlag) return;
+    this.raft.reportUnreachable(to);
+    this.handleReady();
+  }
+
+  /**
+   * Stops the replica: pending proposals fail with OUTCOME_UNKNOWN and reads
+   * with SHUTTING_DOWN, and later store callbacks are ignored. The store
+   * stays open (see close) so a simulator may crash it instead.
+   */
+  stop(): void {
+    if (this.stoppedFlag) return;
+    this.stoppedFlag = true;
+    this.failProposals(() => new FencerError(ErrorCode.OUTCOME_UNKNOWN, 'the replica stopped before the entry applied'));
+    this.failReads(() => new FencerError(ErrorCode.SHUTTING_DOWN, 'the replica is stopping'));
+    this.flushCompletions();
+  }
+
+  /** Stops, then closes the store; `done` fires when its file handles are released. */
+  close(done: (error: Error | null) => void): void {
+    this.stop();
+    this.store.close(done);
+  }
+
+  // ---- inspection ----
+
+  get stopped(): boolean {
+    return this.stoppedFlag;
+  }
+
+  get applied(): LogIndex {
+    return this.appliedIndex;
+  }
+
+  /** Membership as of the applied index (committed). */
+  get conf(): ConfState {
+    return this.raft.confStateAt(this.appliedIndex);
+  }
+
+  get isLeader(): boolean {
+    return this.softState.role === 'leader';
+  }
+
+  get leader(): NodeId | null {
+    return this.softState.leader;
+  }
+
+  get pendingProposals(): number {
+    return this.proposals.size;
+  }
+
+  status(): Status {
+    return this.raft.status();
+  }
+
+  // ---- the one ready loop ----
+
+  /**
+   * Drains the core's readies in the only correct order: persist (and wait
+   * for the fsync) → send → install snapshot / apply → advance. At most one
+   * ready is in flight; the core keeps stepping meanwhile and batches what
+   * arrives into the next one (group commit at the Raft level).
+   */
+  private handleReady(): void {
+    if (this.handlingReady) return;
+    this.handlingReady = true;
+    try {
+      while (!this.stoppedFlag && !this.persistInFlight && this.raft.hasReady()) {
+        const rd = this.raft.ready();
+        const needsPersist = rd.snapshot !== undefined || rd.hardState !== undefined || rd.entries.length > 0;
+        const startedMs = this.clock.monoMs();
+
+        // Everything after the fsync: send, install/apply, advance.
+        const afterPersist = (): void => {
+          if (!this.ackBeforeFsync) this.send(rd.messages);
+          if (rd.snapshot) this.installSnapshot(rd.snapshot);
+          this.applyEntries(rd.committedEntries);
+          this.noteReadStates(rd);
+          this.noteSoftState(rd.softState);
+          this.raft.advance();
+          this.maybeSnapshot();
+        };
+
+        if (!needsPersist) {
+          afterPersist();
+          continue;
+        }
+        if (this.ackBeforeFsync) {
+          // The bug: acknowledge first, as if the disk had already said yes.
+          this.send(rd.messages);
+          this.persistReady(rd, () => {});
+          afterPersist();
+          continue;
+        }
+        this.persistInFlight = true;
+        this.persistReady(rd, () => {
+          this.metrics.observe('replica_persist_ms', this.clock.monoMs() - startedMs);
+          this.persistInFlight = false;
+          afterPersist();
+          // Completed asynchronously: keep draining. (A synchronous completion
+          // lands inside the loop above, whose guard makes this a no-op.)
+          this.handleReady();
+        });
+      }
+    } finally {
+      this.handlingReady = false;
+    }
+    this.flushCompletions();
+  }
+
+  /** Writes a ready's snapshot, hard state and entries; `persisted` runs once all of it is durable. */
+  private persistReady(rd: Ready, persisted: () => void): void {
+    let waiting = 1;
+    const done = (error: Error | null): void => {
+      if (this.stoppedFlag) return;
+      if (error) return this.fatal(error);
+      waiting--;
+      assert(waiting >= 0, 'a persist completed twice');
+      if (waiting === 0) persisted();
+    };
+    if (rd.snapshot) {
+      waiting++;
+      this.store.saveSnapshot(rd.snapshot, done);
+    }
+    if (rd.hardState !== undefined || rd.entries.length > 0) {
+      waiting++;
+      this.store.save(rd.hardState, rd.entries, done);
+    }
+    done(null);
+  }
+
+  private send(messages: readonly Message[]): void {
+    if (messages.length === 0) return;
+    this.metrics.inc('replica_messages_sent_total', messages.length);
+    this.env.transport.send(messages);
+  }
+
+  private installSnapshot(snapshot: Snapshot): void {
+    const { index } = snapshot.meta;
+    if (index <= this.appliedIndex) {
+      // The core handed an old snapshot; the state machine is already past it.
+      this.logger.warn({ id: this.id, index, applied: this.appliedIndex }, 'ignoring a snapshot at or below applied');
+      return;
+    }
+    this.stateMachine.restore(snapshot.data);
+    this.appliedIndex = index;
+    this.snapshotIndex = index;
+    this.metrics.inc('replica_snapshots_installed_total');
+    this.env.observer?.snapshotInstalled?.(snapshot.meta);
+    this.logger.info({ id: this.id, index, term: snapshot.meta.term }, 'installed snapshot');
+    // Proposals at or below the snapshot never reached our state machine.
+    for (const [at, p] of this.proposals) {
+      if (at > index) continue;
+      this.proposals.delete(at);
+      this.later(p.done, err(new FencerError(ErrorCode.OUTCOME_UNKNOWN, 'a snapshot replaced the entry before it applied here')));
+    }
+  }
+
+  private applyEntries(entries: readonly Entry[]): void {
+    for (const entry of entries) {
+      if (entry.index <= this.appliedIndex) continue; // Already covered by an installed snapshot.
+      assert(entry.index === this.appliedIndex + 1, `apply out of order: ${entry.index} after ${this.appliedIndex}`);
+      let result: unknown = undefined;
+      if (entry.type === EntryType.ConfChange) {
+        // The core tracks membership itself; the proposer gets the configuration the change made.
+        result = this.raft.confStateAt(entry.index);
+      } else if (entry.data.byteLength > 0) {
+        result = this.stateMachine.apply(entry);
+      }
+      this.appliedIndex = entry.index;
+      this.env.observer?.applied?.(entry);
+      const p = this.proposals.get(entry.index);
+      if (p) {
+        this.proposals.delete(entry.index);
+        if (p.term === entry.term) {
+          this.later(p.done, ok({ index: entry.index, term: entry.term, result }));
+        } else {
+          this.later(
+            p.done,
+            err(new FencerError(ErrorCode.OUTCOME_UNKNOWN, `entry ${entry.index} of term ${p.term} was overwritten by term ${entry.term}`)),
+          );
+        }
+      }
+    }
+    if (entries.length > 0) this.metrics.inc('replica_applied_entries_total', entries.length);
+    this.serveReads();
+  }
+
+  private noteReadStates(rd: Ready): void {
+    for (const rs of rd.readStates) {
+      const read = this.reads.get(rs.requestCtx);
+      if (!read) continue; // Timed out or failed meanwhile.
+      read.index = rs.index;
+    }
+    this.serveReads();
+  }
+
+  private serveReads(): void {
+    if (this.reads.size === 0) return;
+    for (const [ctx, read] of this.reads) {
+      if (read.index === null || read.index > this.appliedIndex) continue;
+      this.reads.delete(ctx);
+      this.later(read.done, ok(read.index));
+    }
+  }
+
+  private noteSoftState(soft: SoftState | undefined): void {
+    if (!soft) return;
+    const wasLeader = this.softState.role === 'leader';
+    this.softState = soft;
+    if (wasLeader && soft.role !== 'leader') {
+      this.logger.info({ id: this.id, leader: soft.leader }, 'lost leadership');
+      this.failProposals(() => new FencerError(ErrorCode.OUTCOME_UNKNOWN, 'leadership was lost before the entry applied'));
+      this.failReads(() => new FencerError(ErrorCode.NOT_LEADER, 'leadership was lost before the read was confirmed', soft.leader ?? undefined));
+    } else if (!wasLeader && soft.role === 'leader') {
+      this.logger.info({ id: this.id }, 'became leader');
+    }
+    const observe = this.env.observer?.softStateChanged;
+    if (observe) observe(soft, this.raft.status().term);
+  }
+
+  /** Snapshot policy: every snapshotEveryEntries applied entries, one in flight at a time. */
+  private maybeSnapshot(): void {
+    if (this.snapshotInFlight || this.appliedIndex - this.snapshotIndex < this.snapshotEveryEntries) return;
+    const index = this.appliedIndex;
+    const snapshot: Snapshot = {
+      meta: { index, term: this.store.term(index), conf: this.raft.confStateAt(index) },
+      data: this.stateMachine.snapshot(),
+    };
+    this.snapshotInFlight = true;
+    this.snapshotIndex = index;
+    this.metrics.inc('replica_snapshots_taken_total');
+    this.store.saveSnapshot(snapshot, (error) => {
+      if (this.stoppedFlag) return;
+      if (error) return this.fatal(error);
+      this.snapshotInFlight = false;
+    });
+  }
+
+  // ---- proposals and reads bookkeeping ----
+
+  private proposeWith(append: () => LogIndex | null, done: ProposeCallback): void {
+    const refusal = this.refusal();
+    if (refusal) return this.later(done, err(refusal));
+    if (this.proposals.size >= pendingProposalsMax) {
+      return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, `more than ${pendingProposalsMax} proposals pending`)));
+    }
+    const index = append();
+    if (index === null) {
+      // Not leader (or a leadership transfer is under way).
+      return this.later(done, err(this.notLeader()));
+    }
+    assertUint(index, 'proposal index');
+    const term = this.raft.status().term;
+    assert(!this.proposals.has(index), `two proposals at index ${index}`);
+    this.proposals.set(index, { index, term, done });
+    this.metrics.inc('replica_proposals_total');
+    this.handleReady();
+    this.flushCompletions();
+  }
+
+  private refusal(): FencerError | null {
+    if (this.stoppedFlag) return new FencerError(ErrorCode.SHUTTING_DOWN, 'the replica is stopped');
+    if (this.softState.role !== 'leader') return this.notLeader();
+    return null;
+  }
+
+  private notLeader(): FencerError {
+    const leader = this.softState.leader;
+    return leader === null || leader === this.id
+      ? new FencerError(ErrorCode.NO_LEADER, 'no leader is known')
+      : new FencerError(ErrorCode.NOT_LEADER, `${leader} is the leader`, leader);
+  }
+
+  private expireReads(): void {
+    if (this.reads.size === 0) return;
+    for (const [ctx, read] of this.reads) {
+      if (this.ticks - read.startTick < this.readTimeoutTicks) continue;
+      this.reads.delete(ctx);
+      this.later(read.done, err(new FencerError(ErrorCode.DEADLINE_EXCEEDED, 'the read was not confirmed in time')));
+    }
+  }
+
+  private failProposals(error: () => FencerError): void {
+    for (const p of this.proposals.values()) this.later(p.done, err(error()));
+    this.proposals.clear();
+  }
+
+  private failReads(error: () => FencerError): void {
+    for (const r of this.reads.values()) this.later(r.done, err(error()));
+    this.reads.clear();
+  }
+
+  private later<T>(done: (outcome: T) => void, outcome: T): void {
+    this.completions.push(() => done(outcome));
+  }
+
+  private flushCompletions(): void {
+    if (this.handlingReady) return;
+    while (this.completions.length > 0) {
+      const batch = this.completions;
+      this.completions = [];
+      for (const run of batch) run();
+    }
+  }
+
+  private fatal(error: Error): void {
+    this.logger.error({ id: this.id, error: error.message }, 'storage failed; stopping');
+    this.stop();
+    if (this.env.onFatal) this.env.onFatal(error);
+    else throw error instanceof AssertionError ? error : new AssertionError(`storage failed: ${error.message}`);
+  }
+}
+
+/** Promise wrapper for the cell node. The simulator uses the callbacks directly (promises resolve in microtasks). */
+export function proposeAsync(replica: Replica, data: Uint8Array): Promise<Applied> {
+  return new Promise((resolve, reject) => {
+    replica.propose(data, (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)));
+  });
+}
+
+export function proposeConfChangeAsync(replica: Replica, change: ConfChange): Promise<Applied> {
+  return new Promise((resolve, reject) => {
+    replica.proposeConfChange(change, (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)));
+  });
+}
+
+export function readIndexAsync(replica: Replica): Promise<LogIndex> {
+  return new Promise((resolve, reject) => {
+    replica.readIndex((outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)));
+  });
+}

@@ -1,0 +1,282 @@
+/**
+ * The simulator's safety and liveness checkers. They see the run through
+ * observation points (stores' saves and their completions, state machine
+ * applies, role changes, client acknowledgements and reads) and record a
+ * violation the moment a property breaks, with the virtual time and a
+ * detail a person can act on.
+ *
+ * Properties (Raft paper Figure 3, plus our client promises):
+ * - election safety: at most one leader per term;
+ * - log matching: two logs with an entry of the same index and term hold the
+ *   same entry there and the same entries before it;
+ * - leader completeness: a leader's log holds every entry committed before it;
+ * - state machine safety: every replica applies the same entry at an index;
+ * - a replica's commit index never goes backwards, across restarts too;
+ * - no acknowledged proposal is lost;
+ * - a ReadIndex read reflects every write acknowledged before it began;
+ * - after the faults stop: a leader within a bound, and all members converge.
+ */
+import type { NodeId } from '@fencer/base';
+import type { Entry, HardState, RaftStorage } from '@fencer/raft';
+import { digest } from './hash.js';
+import { KV_KEYS } from './kv.js';
+
+export type CheckerName =
+  | 'election-safety'
+  | 'log-matching'
+  | 'leader-completeness'
+  | 'state-machine-safety'
+  | 'commit-monotonic'
+  | 'acked-lost'
+  | 'stale-read'
+  | 'no-leader-after-faults'
+  | 'no-convergence'
+  | 'no-progress-after-faults'
+  | 'crash';
+
+export interface Violation {
+  readonly checker: CheckerName;
+  readonly timeUs: number;
+  readonly detail: string;
+}
+
+interface Applied {
+  readonly term: number;
+  readonly digest: string;
+  readonly node: NodeId;
+}
+
+interface LogPoint {
+  readonly digest: string;
+  /** Term of the entry before it in the log that first held it (-1 when unknown, after a snapshot). */
+  readonly prevTerm: number;
+  readonly node: NodeId;
+}
+
+export interface AckedWrite {
+  readonly writeId: number;
+  readonly key: number;
+  readonly index: number;
+  readonly term: number;
+  readonly digest: string;
+  readonly ackUs: number;
+}
+
+/** What a read must reflect: captured when it begins. */
+export interface ReadBarrier {
+  readonly startUs: number;
+  /** Highest index of any write acknowledged before the read began. */
+  readonly ackedIndexMax: number;
+  /** Per key: index of the latest acknowledged write to it. */
+  readonly ackedIndexByKey: readonly number[];
+}
+
+/** Violations beyond this many are counted but not kept (a broken run would otherwise fill memory). */
+const violationsKeptMax = 50;
+
+export class Checkers {
+  readonly violations: Violation[] = [];
+  violationCount = 0;
+  private readonly leaderOfTerm = new Map<number, NodeId>();
+  /** Committed entries as first applied anywhere: index → (term, digest). */
+  private readonly applied = new Map<number, Applied>();
+  private appliedIndexMax = 0;
+  /** Every (index, term) ever written to any log. */
+  private readonly logPoints = new Map<string, LogPoint>();
+  /** Per node: commit index in the last hard state saved in this life, and the last one known durable. */
+  private readonly commitSaved = new Map<NodeId, number>();
+  private readonly commitDurable = new Map<NodeId, number>();
+  readonly acked: AckedWrite[] = [];
+  private ackedIndexMax = 0;
+  private readonly ackedIndexByKey = new Array<number>(KV_KEYS).fill(0);
+  readsChecked = 0;
+  electionsSeen = 0;
+
+  constructor(private readonly now: () => number) {}
+
+  fail(checker: CheckerName, detail: string): void {
+    this.violationCount++;
+    if (this.violations.length < violationsKeptMax) this.violations.push({ checker, timeUs: this.now(), detail });
+  }
+
+  // ---- elections ----
+
+  /** A node became leader of `term`; its log is `log` at that moment. */
+  becameLeader(node: NodeId, term: number, log: RaftStorage): void {
+    this.electionsSeen++;
+    const other = this.leaderOfTerm.get(term);
+    if (other !== undefined && other !== node) {
+      this.fail('election-safety', `${node} and ${other} are both leaders of term ${term}`);
+    } else {
+      this.leaderOfTerm.set(term, node);
+    }
+    this.checkLeaderCompleteness(node, term, log);
+  }
+
+  /** `node` sent a message only a leader sends, in `term`. Catches a leadership no role change reported. */
+  leaderMessage(node: NodeId, term: number): void {
+    const other = this.leaderOfTerm.get(term);
+    if (other === undefined) this.leaderOfTerm.set(term, node);
+    else if (other !== node) this.fail('election-safety', `${node} and ${other} both acted as leader of term ${term}`);
+  }
+
+  private checkLeaderCompleteness(node: NodeId, term: number, log: RaftStorage): void {
+    const first = log.firstIndex();
+    const last = log.lastIndex();
+    if (this.appliedIndexMax > last) {
+      this.fail('leader-completeness', `${node} leads term ${term} with last index ${last}, but ${this.appliedIndexMax} is committed`);
+      return;
+    }
+    for (let i = Math.max(first, 1); i <= this.appliedIndexMax; i++) {
+      const a = this.applied.get(i);
+      if (a === undefined) continue;
+      const t = log.term(i as never);
+      if (t !== a.term) {
+        this.fail('leader-completeness', `${node} leads term ${term} with term ${t} at ${i}, but (${i}, ${a.term}) is committed`);
+        return;
+      }
+    }
+  }
+
+  // ---- logs, as written through the store ----
+
+  /**
+   * A store accepted `entries` (and maybe a hard state) for `node`. The
+   * read view `log` already reflects them.
+   */
+  saved(node: NodeId, hardState: HardState | undefined, entries: readonly Entry[], log: RaftStorage): void {
+    if (hardState !== undefined) {
+      const before = this.commitSaved.get(node) ?? 0;
+      if (hardState.commit < before) {
+        this.fail('commit-monotonic', `${node} saved commit ${hardState.commit} after ${before}`);
+      }
+      this.commitSaved.set(node, Math.max(before, hardState.commit));
+    }
+    if (entries.length === 0) return;
+    const firstIndex = (entries[0] as Entry).index;
+    let prevTerm = -1;
+    if (firstIndex - 1 >= log.firstIndex() - 1 && firstIndex - 1 >= 0) {
+      prevTerm = firstIndex - 1 === 0 ? 0 : log.term((firstIndex - 1) as never);
+    }
+    for (const e of entries) {
+      this.logPoint(node, e.index, e.term, digest(e.type, e.data), prevTerm);
+      prevTerm = e.term;
+    }
+  }
+
+  private logPoint(node: NodeId, index: number, term: number, d: string, prevTerm: number): void {
+    const key = `${index}:${term}`;
+    const seen = this.logPoints.get(key);
+    if (seen === undefined) {
+      this.logPoints.set(key, { digest: d, prevTerm, node });
+      return;
+    }
+    if (seen.digest !== d) {
+      this.fail('log-matching', `(${index}, ${term}) holds different entries on ${seen.node} and ${node}`);
+    } else if (seen.prevTerm >= 0 && prevTerm >= 0 && seen.prevTerm !== prevTerm) {
+      this.fail('log-matching', `(${index}, ${term}) follows term ${seen.prevTerm} on ${seen.node} but ${prevTerm} on ${node}`);
+    }
+  }
+
+  /** A hard state of `node` is durable (its save completed). */
+  durable(node: NodeId, hardState: HardState): void {
+    this.commitDurable.set(node, Math.max(this.commitDurable.get(node) ?? 0, hardState.commit));
+  }
+
+  /** `node` restarted and recovered `hardState` from its disk. */
+  recovered(node: NodeId, hardState: HardState, snapshotIndex: number): void {
+    const durable = this.commitDurable.get(node) ?? 0;
+    const recovered = Math.max(hardState.commit, snapshotIndex);
+    if (recovered < durable) this.fail('commit-monotonic', `${node} recovered commit ${recovered} after a durable ${durable}`);
+    this.commitSaved.set(node, hardState.commit);
+  }
+
+  /** `node` was removed for good (its disk is gone): forget its durable state. */
+  forget(node: NodeId): void {
+    this.commitSaved.delete(node);
+    this.commitDurable.delete(node);
+  }
+
+  // ---- applies ----
+
+  appliedEntry(node: NodeId, index: number, term: number, d: string): void {
+    const seen = this.applied.get(index);
+    if (seen === undefined) {
+      this.applied.set(index, { term, digest: d, node });
+      if (index > this.appliedIndexMax) this.appliedIndexMax = index;
+      return;
+    }
+    if (seen.term !== term || seen.digest !== d) {
+      this.fail('state-machine-safety', `${node} applied (${index}, term ${term}) but ${seen.node} applied (${index}, term ${seen.term})`);
+    }
+  }
+
+  get committedIndexMax(): number {
+    return this.appliedIndexMax;
+  }
+
+  committedAt(index: number): { term: number; digest: string } | undefined {
+    return this.applied.get(index);
+  }
+
+  // ---- clients ----
+
+  ackedWrite(w: AckedWrite): void {
+    this.acked.push(w);
+    const a = this.applied.get(w.index);
+    if (a === undefined || a.term !== w.term || a.digest !== w.digest) {
+      this.fail('acked-lost', `write ${w.writeId} acked at (${w.index}, ${w.term}) but that is not what was applied there`);
+    }
+    if (w.index > this.ackedIndexMax) this.ackedIndexMax = w.index;
+    if (w.index > (this.ackedIndexByKey[w.key] as number)) this.ackedIndexByKey[w.key] = w.index;
+  }
+
+  readBarrier(): ReadBarrier {
+    return { startUs: this.now(), ackedIndexMax: this.ackedIndexMax, ackedIndexByKey: [...this.ackedIndexByKey] };
+  }
+
+  /** A read served by `node` saw the state machine at `appliedIndex`, and `version` as key's last write index. */
+  readServed(node: NodeId, barrier: ReadBarrier, key: number, appliedIndex: number, version: number): void {
+    this.readsChecked++;
+    if (appliedIndex < barrier.ackedIndexMax) {
+      this.fail('stale-read', `${node} served a read at applied ${appliedIndex}, begun after a write acked at ${barrier.ackedIndexMax}`);
+      return;
+    }
+    const need = barrier.ackedIndexByKey[key] as number;
+    if (version < need) this.fail('stale-read', `${node} read key ${key} at version ${version}, begun after a write to it acked at ${need}`);
+  }
+
+  // ---- end of run ----
+
+  /** Every acknowledged write is in the final committed log: `logs` are the final members' read views. */
+  finalAcks(logs: readonly { node: NodeId; log: RaftStorage; applied: number }[]): void {
+    for (const w of this.acked) {
+      const a = this.applied.get(w.index);
+      if (a === undefined || a.term !== w.term || a.digest !== w.digest) {
+        this.fail('acked-lost', `write ${w.writeId} acked at (${w.index}, ${w.term}) is not in the committed log`);
+        continue;
+      }
+      for (const { node, log, applied } of logs) {
+        if (applied < w.index) {
+          this.fail('acked-lost', `${node} ended at applied ${applied}, below the acked write ${w.writeId} at ${w.index}`);
+        } else if (w.index >= log.firstIndex() && w.index <= log.lastIndex() && log.term(w.index as never) !== w.term) {
+          this.fail('acked-lost', `${node} ends with term ${log.term(w.index as never)} at ${w.index}, where write ${w.writeId} was acked in ${w.term}`);
+        }
+      }
+    }
+  }
+
+  /** Pairwise log matching over the final logs (the incremental check sees every write; this re-reads what is on disk). */
+  finalLogs(logs: readonly { node: NodeId; log: RaftStorage }[]): void {
+    for (const { node, log } of logs) {
+      const first = log.firstIndex();
+      const last = log.lastIndex();
+      if (last < first) continue;
+      let prevTerm = first - 1 === 0 ? 0 : log.term((first - 1) as never);
+      for (const e of log.entries(first, (last + 1) as never, Number.MAX_SAFE_INTEGER)) {
+        this.logPoint(node, e.index, e.term, digest(e.type, e.data), prevTerm);
+        prevTerm = e.term;
+      }
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * What a run simulates. A seed plus these options fix a run exactly; the
+ * defaults are "all faults on" as CI runs them. Per-bug profiles tune the
+ * fault mix so each planted bug gets the conditions that expose it; the
+ * checkers stay the same.
+ */
+import type { ReplicaBug } from '@fencer/replica';
+
+/** Relative weights of the nemesis's actions (0 turns one off). */
+export interface FaultMix {
+  readonly partition: number;
+  readonly rollingPartition: number;
+  readonly crash: number;
+  readonly pause: number;
+  readonly drift: number;
+  readonly transfer: number;
+  readonly membership: number;
+  readonly lossyNetwork: number;
+  readonly slowDisk: number;
+}
+
+export interface SimOptions {
+  readonly seed: number;
+  /** Simulated seconds in total, the quiet tail included. */
+  readonly seconds: number;
+  readonly replicas: number;
+  /** Last seconds of the run with no faults: a leader must emerge and all members converge. */
+  readonly quietSeconds: number;
+  /** Bound on electing a stable leader once the faults stop. */
+  readonly leaderBoundSeconds: number;
+  /** Mean time between nemesis actions. */
+  readonly faultEveryMs: number;
+  readonly faults: FaultMix;
+  /** Concurrent clients; each issues one operation at a time. */
+  readonly clients: number;
+  readonly clientThinkMs: number;
+  readonly readShare: number;
+  readonly tickMs: number;
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  readonly snapshotEveryEntries: number;
+  /** Base fsync latency (log-normal median) of every disk. */
+  readonly fsyncMs: number;
+  /** Most nodes down (crashed) at once. */
+  readonly crashedMax: number;
+  readonly bugs: Partial<Record<ReplicaBug, boolean>>;
+  /** A double membership change (the second before the first commits) in the nemesis's repertoire. */
+  readonly doubleConfChange: boolean;
+}
+
+export const allFaults: FaultMix = {
+  partition: 3,
+  rollingPartition: 1,
+  crash: 3,
+  pause: 1,
+  drift: 1,
+  transfer: 1,
+  membership: 1,
+  lossyNetwork: 1,
+  slowDisk: 1,
+};
+
+export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
+  const replicas = overrides.replicas ?? 5;
+  return {
+    seed,
+    seconds: 120,
+    replicas,
+    quietSeconds: 20,
+    leaderBoundSeconds: 10,
+    faultEveryMs: 2_000,
+    faults: allFaults,
+    clients: 3,
+    clientThinkMs: 60,
+    readShare: 0.3,
+    tickMs: 100,
+    electionTicks: 10,
+    heartbeatTicks: 1,
+    snapshotEveryEntries: 300,
+    fsyncMs: 2,
+    crashedMax: Math.floor(replicas / 2) + 1,
+    bugs: {},
+    doubleConfChange: false,
+    ...overrides,
+  };
+}
+
+export const BUGS: readonly ReplicaBug[] = [
+  'commitPreviousTermByCounting',
+  'voteBeforePersist',
+  'ackBeforeFsync',
+  'readIndexBeforeBlankCommit',
+  'concurrentConfChange',
+  'acceptStaleTerm',
+];
+
+/**
+ * The run a bug test uses: the bug on, and a fault mix that gives it its
+ * chance. Shorter runs than CI's safety sweep, since a caught bug ends a
+ * seed's run early and an uncaught one should be rare.
+ */
+export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
+  const base = { bugs: { [bug]: true }, seconds: 60, quietSeconds: 10 } satisfies Partial<SimOptions>;
+  switch (bug) {
+    case 'ackBeforeFsync':
+      // Slow fsyncs widen the window; crashes lose what was acknowledged early.
+      return defaultOptions(seed, { ...base, replicas: 3, fsyncMs: 30, faults: { ...allFaults, crash: 8, membership: 0 }, ...overrides });
+    case 'voteBeforePersist':
+      return defaultOptions(seed, { ...base, faults: { ...allFaults, crash: 8, partition: 4, membership: 0 }, ...overrides });
+    case 'concurrentConfChange':
+      return defaultOptions(seed, { ...base, doubleConfChange: true, faults: { ...allFaults, membership: 6 }, ...overrides });
+    default:
+      return defaultOptions(seed, { ...base, ...overrides });
+  }
+}

@@ -1,0 +1,830 @@
+/**
+ * One deterministic run: a cell of replicas (the production `Replica` over
+ * the production log store on an in-memory disk), a faulty network, a
+ * nemesis that injects faults, clients that write and read, and the
+ * checkers. Everything random comes from one seed, and everything happens in
+ * virtual time on one scheduler, so a seed replays a run exactly.
+ */
+import { type NodeId, type Random, NodeId as toNodeId, SeededRandom, assert } from '@fencer/base';
+import { type ConfChange, type Entry, type HardState, type Message, type SoftState, ConfChangeType } from '@fencer/raft';
+import { type ReplicaEnv, Replica } from '@fencer/replica';
+import type { RaftLogStore } from '@fencer/wal';
+import { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers } from './checkers.js';
+import { digest } from './hash.js';
+import { KV_KEYS, KvStateMachine, encodePut } from './kv.js';
+import { Network, faultyNetwork, quietNetwork } from './network.js';
+import { type FaultMix, type SimOptions } from './options.js';
+import { PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';
+import { Scheduler } from './scheduler.js';
+import { type SimDisk, createSimDisk, openSimStore } from './store.js';
+import { Tag } from './tags.js';
+
+const MS = 1_000;
+const SECOND = 1_000_000;
+/** Most nodes a run ever creates (joiners included): a guard on membership churn. */
+const nodesMax = 24;
+const clientTimeoutUs = 2 * SECOND;
+const clientLatencyUs = 300;
+
+export interface RunReport {
+  readonly seed: number;
+  readonly ok: boolean;
+  readonly violations: readonly Violation[];
+  readonly violationCount: number;
+  /** Checkers that fired (a crash of the code under test counts as 'crash'). */
+  readonly fired: readonly CheckerName[];
+  readonly traceHash: string;
+  readonly simulatedSeconds: number;
+  readonly realMs: number;
+  readonly stats: RunStats;
+}
+
+export interface RunStats {
+  events: number;
+  messagesSent: number;
+  messagesDropped: number;
+  elections: number;
+  writesAcked: number;
+  writesFailed: number;
+  clientTimeouts: number;
+  readsChecked: number;
+  crashes: number;
+  restarts: number;
+  pauses: number;
+  partitions: number;
+  transfers: number;
+  confChanges: number;
+  snapshotsInstalled: number;
+  committedIndexMax: number;
+  finalLeader: string | null;
+  finalMembers: number;
+}
+
+type NodeState = 'starting' | 'up' | 'down' | 'removed';
+
+class SimNode {
+  state: NodeState = 'down';
+  /** Bumped on every crash or removal: events of an older life are dropped. */
+  life = 0;
+  replica: Replica | null = null;
+  store: RaftLogStore | null = null;
+  kv: KvStateMachine | null = null;
+  pausedUntilUs = 0;
+  deferred: (() => void)[] = [];
+  /** Clock rate: a drifting node ticks faster or slower than real time. */
+  rate = 1;
+  localMs = 0;
+  localAtUs = 0;
+  /** Multiplies disk latency (a slow disk). */
+  diskSlowFactor = 1;
+  diskFreeAtUs = 0;
+  role: SoftState['role'] = 'follower';
+  leaderSinceUs = 0;
+  joinedAtUs = 0;
+  member = true;
+
+  constructor(
+    readonly id: NodeId,
+    readonly num: number,
+    readonly random: Random,
+    readonly disk: SimDisk,
+  ) {}
+
+  monoMs(nowUs: number): number {
+    return this.localMs + ((nowUs - this.localAtUs) * this.rate) / MS;
+  }
+
+  setRate(nowUs: number, rate: number): void {
+    this.localMs = this.monoMs(nowUs);
+    this.localAtUs = nowUs;
+    this.rate = rate;
+  }
+}
+
+interface ClientState {
+  readonly id: number;
+  target: NodeId | null;
+  /** The operation in flight (its id), or 0. */
+  op: number;
+}
+
+export class Simulation {
+  readonly options: SimOptions;
+  readonly scheduler = new Scheduler();
+  readonly checkers: Checkers;
+  private readonly rootRandom: Random;
+  private readonly netRandom: Random;
+  private readonly nemesisRandom: Random;
+  private readonly clientRandom: Random;
+  private readonly spawnRandom: Random;
+  private readonly network: Network;
+  private readonly nodes = new Map<string, SimNode>();
+  private readonly bootstrap: NodeId[] = [];
+  private readonly endUs: number;
+  private readonly quietUs: number;
+  private quiet = false;
+  private nextOp = 1;
+  private nextWriteId = 1;
+  private partitionEpoch = 0;
+  private membershipBusy = false;
+  private stopped = false;
+  private tailAcks = 0;
+  readonly stats: RunStats = {
+    events: 0,
+    messagesSent: 0,
+    messagesDropped: 0,
+    elections: 0,
+    writesAcked: 0,
+    writesFailed: 0,
+    clientTimeouts: 0,
+    readsChecked: 0,
+    crashes: 0,
+    restarts: 0,
+    pauses: 0,
+    partitions: 0,
+    transfers: 0,
+    confChanges: 0,
+    snapshotsInstalled: 0,
+    committedIndexMax: 0,
+    finalLeader: null,
+    finalMembers: 0,
+  };
+
+  constructor(options: SimOptions) {
+    assert(options.replicas >= 1 && options.replicas <= 9, 'a cell has 1 to 9 replicas');
+    assert(options.quietSeconds < options.seconds, 'the quiet tail is part of the run');
+    this.options = options;
+    this.checkers = new Checkers(() => this.scheduler.now);
+    this.rootRandom = new SeededRandom(options.seed);
+    this.netRandom = this.rootRandom.fork();
+    this.nemesisRandom = this.rootRandom.fork();
+    this.clientRandom = this.rootRandom.fork();
+    this.spawnRandom = this.rootRandom.fork();
+    this.endUs = options.seconds * SECOND;
+    this.quietUs = (options.seconds - options.quietSeconds) * SECOND;
+    this.network = new Network(this.scheduler, this.netRandom, (m) => this.deliver(m), (id) => this.nodes.get(id)?.num ?? 0);
+    this.network.profile = faultyNetwork;
+    for (let i = 1; i <= options.replicas; i++) this.bootstrap.push(toNodeId(`n${i}`));
+  }
+
+  run(): RunReport {
+    const started = performance.now();
+    try {
+      for (const id of this.bootstrap) this.start(this.addNode(id));
+      for (let c = 0; c < this.options.clients; c++) this.startClient({ id: c, target: null, op: 0 });
+      this.scheduleNemesis();
+      this.scheduler.at(this.quietUs, Tag.phase, () => this.beginQuiet());
+      this.scheduler.runUntil(this.endUs, () => this.stopped);
+      if (!this.stopped) this.finalChecks();
+    } catch (e) {
+      const error = e as Error;
+      this.checkers.fail('crash', `${error.name}: ${error.message}\n${(error.stack ?? '').split('\n').slice(1, 8).join('\n')}`);
+    }
+    const realMs = performance.now() - started;
+    this.stats.events = this.scheduler.eventsRun;
+    this.stats.messagesSent = this.network.messagesSent;
+    this.stats.messagesDropped = this.network.messagesDropped;
+    this.stats.elections = this.checkers.electionsSeen;
+    this.stats.readsChecked = this.checkers.readsChecked;
+    this.stats.committedIndexMax = this.checkers.committedIndexMax;
+    const fired = [...new Set(this.checkers.violations.map((v) => v.checker))];
+    return {
+      seed: this.options.seed,
+      ok: this.checkers.violationCount === 0,
+      violations: this.checkers.violations,
+      violationCount: this.checkers.violationCount,
+      fired,
+      traceHash: this.scheduler.trace.hex(),
+      simulatedSeconds: this.scheduler.now / SECOND,
+      realMs,
+      stats: this.stats,
+    };
+  }
+
+  // ---- nodes ----
+
+  private addNode(id: NodeId): SimNode {
+    assert(this.nodes.size < nodesMax, `more than ${nodesMax} nodes`);
+    const random = this.spawnRandom.fork();
+    const num = this.nodes.size + 1;
+    // Filled in below: the disk's scheduler needs the node to route completions through its pauses.
+    let node: SimNode | null = null;
+    const disk = createSimDisk(random.fork(), (op, delayMs, fn) => {
+      const n = node as SimNode;
+      const life = n.life;
+      const latencyUs = Math.max(1, Math.round(delayMs * MS * n.diskSlowFactor));
+      // One queue per disk: operations complete in the order they were issued.
+      const at = Math.max(this.scheduler.now + latencyUs, n.diskFreeAtUs);
+      n.diskFreeAtUs = at;
+      this.scheduler.at(at, Tag.disk | (n.num << 8), () => this.onNode(n, life, fn, true));
+    }, this.options.fsyncMs);
+    node = new SimNode(id, num, random, disk);
+    node.localAtUs = this.scheduler.now;
+    node.localMs = random.range(0, 10_000_000);
+    node.joinedAtUs = this.scheduler.now;
+    this.nodes.set(id, node);
+    return node;
+  }
+
+  /** Opens the node's store (recovering it) and starts a replica over it. */
+  private start(node: SimNode): void {
+    assert(node.state === 'down', `start of a ${node.state} node`);
+    node.state = 'starting';
+    node.life++;
+    const life = node.life;
+    openSimStore(node.disk, (error, store) => {
+      if (node.life !== life) return;
+      if (error || !store) {
+        // The store refuses to open (corruption it will not repair): a real failure to report.
+        this.checkers.fail('crash', `${node.id} failed to open its store: ${error?.message ?? 'no store'}`);
+        this.stopped = true;
+        return;
+      }
+      this.checkers.recovered(node.id, store.initialState().hardState, store.snapshot().meta.index);
+      const kv = new KvStateMachine();
+      const observed = observeStore(store, node.id, this.checkers, () => node.life === life);
+      const env = this.envFor(node, life);
+      node.store = store;
+      node.kv = kv;
+      node.role = 'follower';
+      node.state = 'up';
+      node.replica = new Replica(
+        {
+          id: node.id,
+          // Every node, joiners too, knows the bootstrap membership: the log's
+          // ConfChange entries replay on top of it (see the report on joiners).
+          peers: this.bootstrap,
+          raft: {
+            electionTicks: this.options.electionTicks,
+            heartbeatTicks: this.options.heartbeatTicks,
+            preVote: true,
+            checkQuorum: true,
+            maxEntriesPerMsg: 64,
+            maxBytesPerMsg: 64 * 1024,
+            maxInflightMsgs: 16,
+            snapshotChunkBytes: 64,
+          },
+          snapshotEveryEntries: this.options.snapshotEveryEntries,
+          readTimeoutTicks: 3 * this.options.electionTicks,
+          bugs: this.options.bugs,
+        },
+        observed,
+        kv,
+        env,
+      );
+      this.scheduleTick(node, life);
+    });
+  }
+
+  private envFor(node: SimNode, life: number): ReplicaEnv {
+    return {
+      clock: { monoMs: () => node.monoMs(this.scheduler.now), wallMs: () => 1_700_000_000_000 + node.monoMs(this.scheduler.now) },
+      random: node.random.fork(),
+      transport: {
+        send: (messages: readonly Message[]) => {
+          if (node.life !== life) return;
+          for (const m of messages) {
+            assert(m.from === node.id, 'a replica sends only as itself');
+            if (m.type === 'AppendEntries' || m.type === 'Heartbeat' || m.type === 'InstallSnapshot') {
+              this.checkers.leaderMessage(node.id, m.term);
+            }
+          }
+          this.network.send(messages);
+        },
+      },
+      onFatal: (error) => {
+        if (node.life !== life) return;
+        // An fsync error: the process exits. Crash the node; it restarts later.
+        this.crash(node, `fatal: ${error.message}`, this.nemesisRandom.range(200 * MS, 4 * SECOND));
+      },
+      observer: {
+        softStateChanged: (soft, term) => {
+          if (node.life !== life) return;
+          const was = node.role;
+          node.role = soft.role;
+          if (soft.role === 'leader' && was !== 'leader') {
+            node.leaderSinceUs = this.scheduler.now;
+            this.checkers.becameLeader(node.id, term, node.store as RaftLogStore);
+          }
+        },
+        applied: (entry: Entry) => {
+          if (node.life !== life) return;
+          this.checkers.appliedEntry(node.id, entry.index, entry.term, digest(entry.type, entry.data));
+        },
+        snapshotInstalled: () => {
+          this.stats.snapshotsInstalled++;
+        },
+      },
+    };
+  }
+
+  private scheduleTick(node: SimNode, life: number): void {
+    const intervalUs = Math.max(1, Math.round((this.options.tickMs * MS) / node.rate));
+    this.scheduler.after(intervalUs, Tag.tick | (node.num << 8), () => {
+      if (node.life !== life) return;
+      // A paused process misses its timers; it ticks again after it resumes.
+      if (this.scheduler.now >= node.pausedUntilUs) node.replica?.tick();
+      this.scheduleTick(node, life);
+    });
+  }
+
+  /** Runs `fn` in the node's process: dropped if it died since, held while it is paused. */
+  private onNode(node: SimNode, life: number, fn: () => void, duringStart = false): void {
+    if (node.life !== life) return;
+    if (node.state !== 'up' && !(duringStart && node.state === 'starting')) return;
+    if (this.scheduler.now < node.pausedUntilUs) {
+      node.deferred.push(fn);
+      return;
+    }
+    fn();
+  }
+
+  private deliver(m: Message): void {
+    const node = this.nodes.get(m.to);
+    this.scheduler.trace.str(m.type).num(m.term).num(m.index ?? 0).num(m.entries?.length ?? 0).num(m.commit ?? 0);
+    if (!node || node.state !== 'up') return;
+    this.onNode(node, node.life, () => node.replica?.receive(m));
+  }
+
+  /** A power cut; the node restarts after `restartUs` (at the latest when the quiet tail begins). */
+  private crash(node: SimNode, why: string, restartUs: number): void {
+    if (node.state === 'down' || node.state === 'removed') return;
+    this.stats.crashes++;
+    this.scheduler.trace.str(`crash ${node.id} ${why}`);
+    node.life++;
+    node.replica?.stop();
+    node.replica = null;
+    node.store = null;
+    node.kv = null;
+    node.state = 'down';
+    node.role = 'follower';
+    node.pausedUntilUs = 0;
+    node.deferred = [];
+    node.diskFreeAtUs = 0;
+    node.disk.crash(node.random);
+    const life = node.life;
+    this.scheduler.after(restartUs, Tag.restart | (node.num << 8), () => {
+      if (node.life !== life || node.state !== 'down' || this.quiet) return;
+      this.stats.restarts++;
+      this.start(node);
+    });
+  }
+
+  private pause(node: SimNode, durationUs: number): void {
+    if (node.state !== 'up') return;
+    this.stats.pauses++;
+    node.pausedUntilUs = Math.max(node.pausedUntilUs, this.scheduler.now + durationUs);
+    const life = node.life;
+    this.scheduler.at(node.pausedUntilUs, Tag.resume | (node.num << 8), () => this.resume(node, life));
+  }
+
+  private resume(node: SimNode, life: number): void {
+    if (node.life !== life || this.scheduler.now < node.pausedUntilUs) return;
+    const deferred = node.deferred;
+    node.deferred = [];
+    for (const fn of deferred) {
+      if (node.life !== life) return;
+      fn();
+    }
+  }
+
+  private decommission(node: SimNode): void {
+    if (node.state === 'removed') return;
+    this.scheduler.trace.str(`remove ${node.id}`);
+    node.life++;
+    node.replica?.stop();
+    node.replica = null;
+    node.store = null;
+    node.kv = null;
+    node.state = 'removed';
+    node.member = false;
+    this.checkers.forget(node.id);
+  }
+
+  // ---- views ----
+
+  private live(): SimNode[] {
+    return [...this.nodes.values()].filter((n) => n.state !== 'removed');
+  }
+
+  private up(): SimNode[] {
+    return [...this.nodes.values()].filter((n) => n.state === 'up');
+  }
+
+  /** The up node that believes it leads the highest term. */
+  private leader(): SimNode | null {
+    let best: SimNode | null = null;
+    let bestTerm = -1;
+    for (const n of this.nodes.values()) {
+      if (n.state !== 'up' || n.role !== 'leader' || !n.replica) continue;
+      const term = n.replica.status().term;
+      if (term > bestTerm) {
+        best = n;
+        bestTerm = term;
+      }
+    }
+    return best;
+  }
+
+  // ---- clients ----
+
+  private startClient(client: ClientState): void {
+    const think = Math.round(this.options.clientThinkMs * MS * (0.2 + 1.6 * this.clientRandom.float()));
+    this.scheduler.after(think, Tag.client | (client.id << 16), () => this.clientOp(client));
+  }
+
+  private clientOp(client: ClientState): void {
+    if (this.scheduler.now >= this.endUs - 4 * SECOND) return; // Let the last operations settle before the final checks.
+    const op = this.nextOp++;
+    client.op = op;
+    const candidates = this.live();
+    let target = client.target !== null ? this.nodes.get(client.target) : undefined;
+    if (!target || target.state === 'removed') target = this.clientRandom.pick(candidates);
+    client.target = target.id;
+    const isRead = this.clientRandom.chance(this.options.readShare);
+    const key = this.clientRandom.int(KV_KEYS);
+    const finish = (retarget: NodeId | null): void => {
+      if (client.op !== op) return;
+      client.op = 0;
+      client.target = retarget;
+      this.startClient(client);
+    };
+    // Give up after a timeout: the outcome stays unknown to this client.
+    this.scheduler.after(clientTimeoutUs, Tag.client | (client.id << 16), () => {
+      if (client.op === op) this.stats.clientTimeouts++;
+      finish(null);
+    });
+    const node = target;
+    if (isRead) {
+      const barrier = this.checkers.readBarrier();
+      this.toNode(node, () => this.serveRead(node, key, barrier, (retarget) => this.toClient(() => finish(retarget))));
+    } else {
+      const writeId = this.nextWriteId++;
+      const data = encodePut(key, writeId);
+      this.toNode(node, () => {
+        const replica = node.replica;
+        if (!replica) return;
+        replica.propose(data, (outcome) => {
+          if (outcome.ok) {
+            const { index, term } = outcome.value;
+            const ack: AckedWrite = { writeId, key, index, term, digest: digest(0, data), ackUs: 0 };
+            this.toClient(() => {
+              if (client.op !== op) return; // The client gave up before the answer came.
+              this.checkers.ackedWrite({ ...ack, ackUs: this.scheduler.now });
+              this.stats.writesAcked++;
+              if (this.quiet) this.tailAcks++;
+              finish(node.id);
+            });
+          } else {
+            this.stats.writesFailed++;
+            const hint = outcome.error.leaderHint;
+            this.toClient(() => finish(hint !== undefined ? toNodeId(hint) : null));
+          }
+        });
+      });
+    }
+  }
+
+  private serveRead(node: SimNode, key: number, barrier: ReadBarrier, respond: (retarget: NodeId | null) => void): void {
+    const replica = node.replica;
+    if (!replica) return;
+    replica.readIndex((outcome) => {
+      if (!outcome.ok) {
+        const hint = outcome.error.leaderHint;
+        respond(hint !== undefined ? toNodeId(hint) : null);
+        return;
+      }
+      const kv = node.kv as KvStateMachine;
+      this.checkers.readServed(node.id, barrier, key, replica.applied, kv.versions[key] as number);
+      respond(node.id);
+    });
+  }
+
+  private toNode(node: SimNode, fn: () => void): void {
+    const life = node.life;
+    this.scheduler.after(clientLatencyUs, Tag.client | (node.num << 8), () => this.onNode(node, life, fn));
+  }
+
+  private toClient(fn: () => void): void {
+    this.scheduler.after(clientLatencyUs, Tag.client, fn);
+  }
+
+  // ---- the nemesis ----
+
+  private scheduleNemesis(): void {
+    const gap = Math.round(this.options.faultEveryMs * MS * (0.25 + 1.5 * this.nemesisRandom.float()));
+    this.scheduler.after(gap, Tag.nemesis, () => {
+      if (this.quiet) return;
+      this.reconcileMembership();
+      this.nemesisStep();
+      this.scheduleNemesis();
+    });
+  }
+
+  private nemesisStep(): void {
+    const r = this.nemesisRandom;
+    const mix = this.options.faults;
+    const kinds = Object.keys(mix) as (keyof FaultMix)[];
+    const total = kinds.reduce((s, k) => s + mix[k], 0);
+    if (total <= 0) return;
+    let x = r.float() * total;
+    let kind: keyof FaultMix = kinds[0] as keyof FaultMix;
+    for (const k of kinds) {
+      x -= mix[k];
+      if (x < 0) {
+        kind = k;
+        break;
+      }
+    }
+    this.scheduler.trace.str(kind);
+    switch (kind) {
+      case 'partition':
+        return this.partitionFor(r.range(1 * SECOND, 6 * SECOND));
+      case 'rollingPartition': {
+        const steps = r.range(3, 8);
+        for (let i = 0; i < steps; i++) {
+          this.scheduler.after(i * 800 * MS, Tag.nemesis, () => {
+            if (!this.quiet) this.partitionFor(r.range(400 * MS, 1_500 * MS));
+          });
+        }
+        return;
+      }
+      case 'crash':
+        return this.crashSome();
+      case 'pause': {
+        const node = this.pickTarget();
+        if (node) this.pause(node, r.range(12 * this.options.tickMs * MS, 4 * SECOND));
+        return;
+      }
+      case 'drift': {
+        const node = r.pick(this.live());
+        node.setRate(this.scheduler.now, 0.7 + 0.6 * r.float());
+        return;
+      }
+      case 'transfer': {
+        const leader = this.leader();
+        if (!leader?.replica) return;
+        const voters = leader.replica.conf.voters.filter((v) => v !== leader.id);
+        if (voters.length === 0) return;
+        this.stats.transfers++;
+        leader.replica.transferLeadership(r.pick(voters));
+        return;
+      }
+      case 'membership':
+        return this.options.doubleConfChange && r.chance(0.7) ? this.doubleConfChange() : this.changeMembership();
+      case 'lossyNetwork': {
+        const epoch = ++this.partitionEpoch;
+        this.network.profile = { ...faultyNetwork, dropP: 0.1 + 0.4 * r.float(), duplicateP: 0.1, tailP: 0.1 };
+        this.scheduler.after(r.range(1 * SECOND, 5 * SECOND), Tag.nemesis, () => {
+          if (!this.quiet && this.partitionEpoch === epoch) this.network.profile = faultyNetwork;
+        });
+        return;
+      }
+      case 'slowDisk': {
+        const node = r.pick(this.live());
+        node.diskSlowFactor = r.range(10, 100);
+        this.scheduler.after(r.range(1 * SECOND, 5 * SECOND), Tag.nemesis, () => {
+          node.diskSlowFactor = 1;
+        });
+        return;
+      }
+    }
+  }
+
+  /** The leader half the time (the interesting target), otherwise any up node. */
+  private pickTarget(): SimNode | null {
+    const leader = this.leader();
+    if (leader && this.nemesisRandom.chance(0.5)) return leader;
+    const up = this.up();
+    return up.length > 0 ? this.nemesisRandom.pick(up) : null;
+  }
+
+  private partitionFor(durationUs: number): void {
+    const r = this.nemesisRandom;
+    const nodes = this.live().map((n) => n.id);
+    if (nodes.length < 2) return;
+    const shape = r.pick(PARTITION_SHAPES);
+    const partition = makePartition(shape, nodes, this.leader()?.id ?? null, r);
+    this.stats.partitions++;
+    this.scheduler.trace.str(partition.describe);
+    const epoch = ++this.partitionEpoch;
+    this.network.setCut(partition.links);
+    this.scheduler.after(durationUs, Tag.nemesis, () => {
+      if (this.partitionEpoch === epoch) this.network.heal();
+    });
+  }
+
+  private crashSome(): void {
+    const r = this.nemesisRandom;
+    const down = this.live().filter((n) => n.state === 'down').length;
+    if (down >= this.options.crashedMax) return;
+    const node = this.pickTarget();
+    if (!node) return;
+    if (r.chance(0.15)) {
+      // An fsync error: the replica must stop itself (and never retry the fsync).
+      node.disk.failNextSync();
+      const life = node.life;
+      // If nothing fsyncs soon (an idle follower), crash it outright.
+      this.scheduler.after(2 * SECOND, Tag.nemesis, () => {
+        if (node.life === life) this.crash(node, 'no fsync came', r.range(200 * MS, 4 * SECOND));
+      });
+      return;
+    }
+    this.crash(node, 'power cut', r.chance(0.3) ? r.range(20 * MS, 300 * MS) : r.range(300 * MS, 6 * SECOND));
+  }
+
+  /** Remove a voter, add a learner, or promote one; one change at a time. */
+  private changeMembership(): void {
+    const r = this.nemesisRandom;
+    const leader = this.leader();
+    if (!leader?.replica || this.membershipBusy) return;
+    const conf = leader.replica.conf;
+    const n = this.options.replicas;
+    const learner = conf.learners[0];
+    if (learner !== undefined && r.chance(0.8)) {
+      return this.proposeChange(leader, { type: ConfChangeType.AddVoter, node: learner });
+    }
+    const canRemove = conf.voters.length >= n && conf.voters.length > 1;
+    const canAdd = conf.voters.length <= n && this.nodes.size < nodesMax - 2;
+    if (canRemove && (!canAdd || r.chance(0.5))) {
+      // The leader itself a fifth of the time: it must step down once its removal commits.
+      const others = conf.voters.filter((v) => v !== leader.id);
+      const victim = r.chance(0.2) || others.length === 0 ? leader.id : r.pick(others);
+      return this.proposeChange(leader, { type: ConfChangeType.RemoveNode, node: victim });
+    }
+    if (canAdd) {
+      const fresh = this.addNode(toNodeId(`n${this.nodes.size + 1}`));
+      this.start(fresh);
+      const type = r.chance(0.7) ? ConfChangeType.AddLearner : ConfChangeType.AddVoter;
+      return this.proposeChange(leader, { type, node: fresh.id });
+    }
+  }
+
+  private proposeChange(leader: SimNode, change: ConfChange): void {
+    const replica = leader.replica;
+    if (!replica) return;
+    this.membershipBusy = true;
+    this.stats.confChanges++;
+    this.scheduler.trace.str(`conf ${change.type} ${change.node}`);
+    replica.proposeConfChange(change, (outcome) => {
+      this.membershipBusy = false;
+      if (outcome.ok && change.type === ConfChangeType.RemoveNode) {
+        const gone = this.nodes.get(change.node);
+        // Let it hear the commit first; then its disk goes away with it.
+        if (gone) this.scheduler.after(500 * MS, Tag.nemesis, () => this.decommissionIfOut(gone));
+      }
+    });
+  }
+
+  /**
+   * The planted-bug scenario for concurrent membership changes: add two
+   * voters back to back, then cut the cell so that the leader and the new
+   * voters are a majority of the new configuration and the rest a majority
+   * of the old one. With one change at a time the second is refused and
+   * the leader's side cannot commit alone.
+   */
+  private doubleConfChange(): void {
+    const r = this.nemesisRandom;
+    const leader = this.leader();
+    if (!leader?.replica || this.membershipBusy || this.nodes.size >= nodesMax - 2) return;
+    const voters = leader.replica.conf.voters;
+    const n = voters.length;
+    const majorityNew = Math.floor((n + 2) / 2) + 1;
+    const majorityOld = Math.floor(n / 2) + 1;
+    const extra = majorityNew - 3;
+    if (extra < 0 || n - 1 - extra < majorityOld) return this.changeMembership();
+    const a = this.addNode(toNodeId(`n${this.nodes.size + 1}`));
+    const b = this.addNode(toNodeId(`n${this.nodes.size + 1}`));
+    this.start(a);
+    this.start(b);
+    this.proposeChange(leader, { type: ConfChangeType.AddVoter, node: a.id });
+    this.membershipBusy = false;
+    this.proposeChange(leader, { type: ConfChangeType.AddVoter, node: b.id });
+    const others = r.shuffle(voters.filter((v) => v !== leader.id));
+    const side = [leader.id, a.id, b.id, ...others.slice(0, extra)];
+    const rest = this.live()
+      .map((x) => x.id)
+      .filter((id) => !side.includes(id));
+    const epoch = ++this.partitionEpoch;
+    this.scheduler.after(r.range(50 * MS, 400 * MS), Tag.nemesis, () => {
+      if (this.quiet || this.partitionEpoch !== epoch) return;
+      this.stats.partitions++;
+      this.network.setCut(cutBetween(side, rest));
+      this.scheduler.after(r.range(3 * SECOND, 8 * SECOND), Tag.nemesis, () => {
+        if (this.partitionEpoch === epoch) this.network.heal();
+      });
+    });
+  }
+
+  private decommissionIfOut(node: SimNode): void {
+    const leader = this.leader();
+    if (!leader?.replica || node.state === 'removed') return;
+    const status = leader.replica.status();
+    const inApplied = leader.replica.conf.voters.includes(node.id) || leader.replica.conf.learners.includes(node.id);
+    const inLog = status.voters.includes(node.id) || status.learners.includes(node.id);
+    if (!inApplied && !inLog) this.decommission(node);
+  }
+
+  /** Nodes outside the leader's membership (removed, or joiners whose add failed) are shut down for good. */
+  private reconcileMembership(): void {
+    const leader = this.leader();
+    if (!leader?.replica) return;
+    for (const node of this.nodes.values()) {
+      if (node.state === 'removed' || node === leader) continue;
+      const isBootstrap = this.bootstrap.includes(node.id);
+      // A joiner gets a while to be added; a bootstrap node out of the membership was removed.
+      if (!isBootstrap && this.scheduler.now - node.joinedAtUs < 15 * SECOND) continue;
+      this.decommissionIfOut(node);
+    }
+  }
+
+  // ---- the quiet tail and the end ----
+
+  private beginQuiet(): void {
+    this.quiet = true;
+    this.partitionEpoch++;
+    this.network.heal();
+    this.network.profile = quietNetwork;
+    for (const node of this.nodes.values()) {
+      node.diskSlowFactor = 1;
+      if (node.state === 'up' && node.pausedUntilUs > this.scheduler.now) {
+        node.pausedUntilUs = this.scheduler.now;
+        const life = node.life;
+        this.scheduler.after(0, Tag.resume | (node.num << 8), () => this.resume(node, life));
+      }
+      if (node.state === 'down') {
+        this.stats.restarts++;
+        this.start(node);
+      }
+    }
+    this.scheduler.after(this.options.leaderBoundSeconds * SECOND, Tag.check, () => {
+      if (!this.leader()) this.checkers.fail('no-leader-after-faults', `no leader ${this.options.leaderBoundSeconds} s after the faults stopped`);
+    });
+  }
+
+  private finalChecks(): void {
+    const leader = this.leader();
+    if (!leader?.replica) {
+      this.checkers.fail('no-leader-after-faults', 'no leader at the end of the quiet tail');
+      return;
+    }
+    this.stats.finalLeader = leader.id;
+    const boundUs = this.quietUs + this.options.leaderBoundSeconds * SECOND;
+    if (leader.leaderSinceUs > boundUs) {
+      this.checkers.fail('no-leader-after-faults', `the final leader ${leader.id} was elected at ${leader.leaderSinceUs / SECOND} s, after the bound`);
+    }
+    if (this.options.clients > 0 && this.tailAcks === 0) {
+      this.checkers.fail('no-progress-after-faults', 'no write was acknowledged after the faults stopped');
+    }
+    const conf = leader.replica.conf;
+    const members = [...conf.voters, ...conf.learners];
+    this.stats.finalMembers = members.length;
+    const finals: { node: NodeId; log: RaftLogStore; applied: number }[] = [];
+    const want = { applied: leader.replica.applied, hash: (leader.kv as KvStateMachine).stateHash() };
+    for (const id of members) {
+      const node = this.nodes.get(id);
+      if (!node || node.state !== 'up' || !node.replica || !node.store || !node.kv) {
+        this.checkers.fail('no-convergence', `member ${id} is ${node?.state ?? 'unknown'} at the end`);
+        continue;
+      }
+      finals.push({ node: node.id, log: node.store, applied: node.replica.applied });
+      if (node.replica.applied !== want.applied || node.kv.stateHash() !== want.hash) {
+        this.checkers.fail(
+          'no-convergence',
+          `${id} ends at applied ${node.replica.applied} (${node.kv.stateHash()}), the leader ${leader.id} at ${want.applied} (${want.hash})`,
+        );
+      }
+    }
+    this.checkers.finalAcks(finals);
+    this.checkers.finalLogs(finals);
+  }
+}
+
+/** Wraps a store so the checkers see every save and its durability; the replica sees no difference. */
+function observeStore(store: RaftLogStore, node: NodeId, checkers: Checkers, alive: () => boolean): RaftLogStore {
+  return {
+    initialState: () => store.initialState(),
+    entries: (lo, hi, maxBytes) => store.entries(lo, hi, maxBytes),
+    term: (index) => store.term(index),
+    firstIndex: () => store.firstIndex(),
+    lastIndex: () => store.lastIndex(),
+    snapshot: () => store.snapshot(),
+    save(hardState: HardState | undefined, entries: readonly Entry[], done) {
+      store.save(hardState, entries, (error) => {
+        if (error === null && hardState !== undefined && alive()) checkers.durable(node, hardState);
+        done(error);
+      });
+      checkers.saved(node, hardState, entries, store);
+    },
+    saveSnapshot(snapshot, done) {
+      store.saveSnapshot(snapshot, done);
+    },
+    close(done) {
+      store.close(done);
+    },
+  };
+}
+
+export function runSimulation(options: SimOptions): RunReport {
+  return new Simulation(options).run();
+}
