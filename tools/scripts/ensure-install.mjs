@@ -28,6 +28,11 @@ function manifestHash() {
 }
 
 const want = manifestHash();
+if (process.argv.includes('--stamp')) {
+  // After a hand-run `npm install`: record that node_modules matches the manifests.
+  writeFileSync(stampFile, `${want}\n`);
+  process.exit(0);
+}
 const have = existsSync(stampFile) ? readFileSync(stampFile, 'utf8').trim() : '';
 if (have !== want) {
   console.log(have ? 'dependencies changed: running npm ci' : 'dependencies not installed: running npm ci');

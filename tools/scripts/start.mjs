@@ -1,13 +1,19 @@
 #!/usr/bin/env node
-// `npm start`: builds, then runs the local fleet. The fleet launcher arrives
-// with the cell node (apps/cell-node); until then this says so and exits 0.
-import { existsSync } from 'node:fs';
+// `npm start`: builds every project, then runs the local fleet launcher in
+// the foreground (arguments pass through, e.g. `npm start -- --replicas 3`).
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-if (!existsSync(path.join(root, 'tools/fleet/launch.mjs'))) {
-  console.log('Fencer: the local fleet launcher (tools/fleet) is not built yet; nothing to start. Run `npm test` to check the libraries.');
-  process.exit(0);
+const build = spawnSync(path.join(root, 'node_modules/.bin/nx'), ['run-many', '-t', 'build', '--output-style=static'], { cwd: root, stdio: 'inherit' });
+if (build.status !== 0) {
+  console.error('fencer: the build failed; see above.');
+  process.exit(build.status ?? 1);
 }
-await import(path.join(root, 'tools/fleet/launch.mjs'));
+const launcher = spawn(process.execPath, [path.join(root, 'tools/fleet/launch.mjs'), ...process.argv.slice(2)], { cwd: root, stdio: 'inherit' });
+// Ctrl-C reaches the launcher too (same process group); a SIGTERM sent to
+// this process alone is passed on. Either way the launcher stops the fleet.
+process.on('SIGINT', () => {});
+process.on('SIGTERM', () => launcher.kill('SIGTERM'));
+launcher.on('exit', (code) => process.exit(code ?? 0));

@@ -1,0 +1,117 @@
+/**
+ * The admin API of one node: status, leadership transfer, membership
+ * changes (one server at a time), snapshot now. Membership calls go to the
+ * leader; elsewhere they answer NOT_LEADER with a leader-hint.
+ */
+import type { sendUnaryData, ServerUnaryCall, ServiceError } from '@grpc/grpc-js';
+import { ConfChangeType } from '@fencer/raft';
+import { FencerError, NodeId } from '@fencer/base';
+import { adminpb, toServiceError } from '@fencer/protocol';
+import type { CellNode } from './node.js';
+
+function handle<Req, Res>(node: CellNode, fn: (req: Req) => Promise<Res>) {
+  return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>): void => {
+    fn(call.request).then(
+      (res) => cb(null, res),
+      (e: unknown) => {
+        const fe = e instanceof FencerError ? e : new FencerError('INTERNAL', (e as Error)?.message ?? String(e));
+        if (!(e instanceof FencerError)) node.env.logger.error({ err: (e as Error)?.stack }, 'admin call failed');
+        cb(toServiceError(fe) as ServiceError);
+      },
+    );
+  };
+}
+
+function requireLeader(node: CellNode): void {
+  if (!node.isLeader) throw new FencerError('NOT_LEADER', 'membership and transfer calls go to the leader', node.leaderAddress());
+}
+
+/** Resolves once `predicate` holds, checking every tick-ish interval, or rejects after timeoutMs. */
+function until(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const timer = setInterval(() => {
+      if (predicate()) {
+        clearInterval(timer);
+        resolve();
+      } else if (Date.now() - started > timeoutMs) {
+        clearInterval(timer);
+        reject(new FencerError('DEADLINE_EXCEEDED', `${what} did not happen within ${timeoutMs} ms`));
+      }
+    }, 20);
+  });
+}
+
+export function statusOf(node: CellNode): adminpb.StatusResponse {
+  const st = node.replica.status();
+  const leaderId = st.leader ?? '';
+  const members: adminpb.MemberStatus[] = [];
+  for (const id of [...st.voters, ...st.learners]) {
+    const p = st.progress?.[id];
+    members.push({
+      id,
+      address: node.addresses.get(id) ?? '',
+      voter: st.voters.includes(id),
+      matchIndex: id === node.id && node.isLeader ? st.lastIndex : (p?.match ?? 0),
+      lag: p ? Math.max(0, st.lastIndex - p.match) : 0,
+      state: id === node.id ? 'self' : (p?.state ?? ''),
+    });
+  }
+  const stats = node.fsm.stats();
+  return {
+    cellId: node.config.cellId,
+    nodeId: node.id,
+    role: st.role,
+    term: st.term,
+    leaderId,
+    leaderAddress: node.addresses.get(leaderId as NodeId) ?? '',
+    commitIndex: st.commit,
+    appliedIndex: node.replica.applied,
+    lastIndex: st.lastIndex,
+    snapshotIndex: node.replica.snapshotIndexNow,
+    members,
+    revisionBase: stats.revisionBase,
+    sessions: stats.sessions,
+    locks: stats.locks,
+    waiters: stats.waiters,
+  };
+}
+
+export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
+  const electionMs = node.config.electionTicks * node.config.tickMs;
+  return {
+    status: handle(node, async () => statusOf(node)),
+    transferLeadership: handle(node, async (req: adminpb.TransferLeadershipRequest) => {
+      requireLeader(node);
+      const to = req.to ? NodeId(req.to) : node.bestTransferTarget();
+      if (!to) throw new FencerError('INVALID_ARGUMENT', 'no other voter to transfer leadership to');
+      if (!node.replica.status().voters.includes(to)) throw new FencerError('INVALID_ARGUMENT', `${to} is not a voter of this cell`);
+      node.replica.transferLeadership(to);
+      await until(() => !node.isLeader && node.replica.leader !== null, 4 * electionMs, `leadership transfer to ${to}`);
+      return { leaderId: node.replica.leader ?? '' };
+    }),
+    addMember: handle(node, async (req: adminpb.AddMemberRequest) => {
+      requireLeader(node);
+      if (!/^[A-Za-z0-9._-]+$/.test(req.id)) throw new FencerError('INVALID_ARGUMENT', 'member id must use [A-Za-z0-9._-]');
+      if (!/^[^\s:]+:\d+$/.test(req.address)) throw new FencerError('INVALID_ARGUMENT', 'member address must be host:port');
+      node.addMemberAddress(NodeId(req.id), req.address);
+      const index = await node.proposeConfChange({ type: req.learner ? ConfChangeType.AddLearner : ConfChangeType.AddVoter, node: NodeId(req.id) });
+      return { index };
+    }),
+    removeMember: handle(node, async (req: adminpb.RemoveMemberRequest) => {
+      requireLeader(node);
+      const index = await node.proposeConfChange({ type: ConfChangeType.RemoveNode, node: NodeId(req.id) });
+      return { index };
+    }),
+    promoteLearner: handle(node, async (req: adminpb.PromoteLearnerRequest) => {
+      requireLeader(node);
+      if (!node.replica.status().learners.includes(NodeId(req.id))) throw new FencerError('INVALID_ARGUMENT', `${req.id} is not a learner of this cell`);
+      const index = await node.proposeConfChange({ type: ConfChangeType.AddVoter, node: NodeId(req.id) });
+      return { index };
+    }),
+    takeSnapshot: handle(node, async () => {
+      const r = await node.snapshotNow();
+      return { index: r.index, bytes: r.bytes };
+    }),
+  };
+}

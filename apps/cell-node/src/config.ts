@@ -1,0 +1,128 @@
+/**
+ * Configuration of one cell node: flags, with environment variables
+ * (FENCER_<FLAG>) as the fallback. Every duration is named with its unit.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { NodeId } from '@fencer/base';
+
+export interface CellNodeConfig {
+  readonly id: NodeId;
+  readonly cellId: string;
+  /** gRPC address for the lock service, the peer transport and internal calls. */
+  readonly listen: string;
+  readonly adminListen: string;
+  /** host:port for Prometheus metrics over HTTP (/metrics). */
+  readonly metricsListen: string;
+  readonly dataDir: string;
+  /** Initial members (bootstrap) and their gRPC addresses, this node included unless it joins. */
+  readonly peers: ReadonlyMap<NodeId, string>;
+  /** Start without bootstrapping: wait to be added to an existing cell. */
+  readonly join: boolean;
+  readonly tickMs: number;
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  readonly ttlMinMs: number;
+  readonly ttlMaxMs: number;
+  readonly ttlDefaultMs: number;
+  readonly snapshotEveryEntries: number;
+  readonly watchHistoryMax: number;
+  readonly watcherBufferMax: number;
+  readonly watchersMax: number;
+  readonly watchProgressMs: number;
+  readonly peerSendQueueMax: number;
+  /** Most held-open Acquire calls on this node. */
+  readonly waitingCallsMax: number;
+  /** gRPC messages larger than this are refused (RESOURCE_EXHAUSTED). */
+  readonly grpcMessageBytesMax: number;
+  /** On SIGTERM, how long a leader waits for leadership to move before it stops anyway. */
+  readonly shutdownTransferMs: number;
+}
+
+const int = (what: string) => (value: string): number => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${what} must be a non-negative integer, got "${value}"`);
+  return n;
+};
+
+export function parsePeers(spec: string): Map<NodeId, string> {
+  const peers = new Map<NodeId, string>();
+  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^([A-Za-z0-9._-]+)=([^\s=]+:\d+)$/.exec(part);
+    if (!m) throw new InvalidArgumentError(`peer "${part}" is not of the form id=host:port`);
+    peers.set(NodeId(m[1]!), m[2]!);
+  }
+  return peers;
+}
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CellNodeConfig {
+  const e = (flag: string): string | undefined => env[`FENCER_${flag.toUpperCase().replace(/-/g, '_')}`];
+  const program = new Command('fencer-cell-node')
+    .description('One replica of a Fencer cell.')
+    .exitOverride()
+    .requiredOption('--id <id>', 'this replica\'s node id', e('id'))
+    .option('--cell-id <id>', 'the cell this replica belongs to', e('cell-id') ?? 'cell-1')
+    .option('--listen <host:port>', 'gRPC address (lock service, peers, internal)', e('listen') ?? '127.0.0.1:7001')
+    .option('--admin-listen <host:port>', 'admin gRPC address', e('admin-listen') ?? '127.0.0.1:7101')
+    .option('--metrics-listen <host:port>', 'Prometheus metrics address', e('metrics-listen') ?? '127.0.0.1:7201')
+    .option('--data-dir <dir>', 'where the WAL and snapshots live', e('data-dir') ?? './.fencer/node')
+    .option('--peers <list>', 'initial members: id=host:port,...', e('peers') ?? '')
+    .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
+    .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
+    .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
+    .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', int('heartbeat-ticks'), Number(e('heartbeat-ticks') ?? 1))
+    .option('--ttl-min-ms <ms>', 'smallest session TTL', int('ttl-min-ms'), Number(e('ttl-min-ms') ?? 2_000))
+    .option('--ttl-max-ms <ms>', 'largest session TTL', int('ttl-max-ms'), Number(e('ttl-max-ms') ?? 3_600_000))
+    .option('--ttl-default-ms <ms>', 'TTL when a client asks for 0', int('ttl-default-ms'), Number(e('ttl-default-ms') ?? 12_000))
+    .option('--snapshot-every-entries <n>', 'snapshot and compact every n applied entries', int('snapshot-every-entries'), Number(e('snapshot-every-entries') ?? 10_000))
+    .option('--watch-history-max <n>', 'events kept for Watch resumption', int('watch-history-max'), Number(e('watch-history-max') ?? 100_000))
+    .option('--watcher-buffer-max <n>', 'events buffered for one watcher before it is ended as too slow', int('watcher-buffer-max'), Number(e('watcher-buffer-max') ?? 10_000))
+    .option('--watchers-max <n>', 'most watchers on this node', int('watchers-max'), Number(e('watchers-max') ?? 10_000))
+    .option('--watch-progress-ms <ms>', 'PROGRESS interval for idle watchers', int('watch-progress-ms'), Number(e('watch-progress-ms') ?? 5_000))
+    .option('--peer-send-queue-max <n>', 'messages queued per peer link', int('peer-send-queue-max'), Number(e('peer-send-queue-max') ?? 4_096))
+    .option('--waiting-calls-max <n>', 'held-open Acquire calls on this node', int('waiting-calls-max'), Number(e('waiting-calls-max') ?? 100_000))
+    .option('--grpc-message-bytes-max <n>', 'largest gRPC message accepted', int('grpc-message-bytes-max'), Number(e('grpc-message-bytes-max') ?? 4 * 1024 * 1024))
+    .option('--shutdown-transfer-ms <ms>', 'leadership transfer wait on SIGTERM', int('shutdown-transfer-ms'), Number(e('shutdown-transfer-ms') ?? 3_000));
+  program.parse(argv, { from: 'user' });
+  const o = program.opts();
+  const config: CellNodeConfig = {
+    id: NodeId(o.id),
+    cellId: o.cellId,
+    listen: o.listen,
+    adminListen: o.adminListen,
+    metricsListen: o.metricsListen,
+    dataDir: o.dataDir,
+    peers: parsePeers(o.peers),
+    join: Boolean(o.join),
+    tickMs: o.tickMs,
+    electionTicks: o.electionTicks,
+    heartbeatTicks: o.heartbeatTicks,
+    ttlMinMs: o.ttlMinMs,
+    ttlMaxMs: o.ttlMaxMs,
+    ttlDefaultMs: o.ttlDefaultMs,
+    snapshotEveryEntries: o.snapshotEveryEntries,
+    watchHistoryMax: o.watchHistoryMax,
+    watcherBufferMax: o.watcherBufferMax,
+    watchersMax: o.watchersMax,
+    watchProgressMs: o.watchProgressMs,
+    peerSendQueueMax: o.peerSendQueueMax,
+    waitingCallsMax: o.waitingCallsMax,
+    grpcMessageBytesMax: o.grpcMessageBytesMax,
+    shutdownTransferMs: o.shutdownTransferMs,
+  };
+  validateConfig(config);
+  return config;
+}
+
+export function validateConfig(c: CellNodeConfig): void {
+  const fail = (msg: string): never => {
+    throw new InvalidArgumentError(msg);
+  };
+  if (!/^[A-Za-z0-9._-]+$/.test(c.id)) fail(`--id "${c.id}" may use only [A-Za-z0-9._-]`);
+  if (!c.join && !c.peers.has(c.id)) fail(`--peers must list this node (${c.id}) unless --join is given`);
+  if (c.tickMs < 1) fail('--tick-ms must be at least 1');
+  if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
+  if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs)) fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');
+  // A session must survive a leader election: its TTL must exceed the worst election timeout.
+  if (c.ttlMinMs <= 2 * c.electionTicks * c.tickMs) fail(`--ttl-min-ms (${c.ttlMinMs}) must exceed twice the election timeout (${2 * c.electionTicks * c.tickMs} ms)`);
+  if (c.snapshotEveryEntries < 1) fail('--snapshot-every-entries must be at least 1');
+}

@@ -1,0 +1,171 @@
+/**
+ * What only the leader does, on its monotonic clock (ARCHITECTURE decisions
+ * 1 and 2): track session deadlines from heartbeats that are never logged,
+ * wait deadlines of queued Acquires, and lock-delays; and turn each passed
+ * deadline into a command for the log (ExpireSession, CancelWait,
+ * LiftLockDelay). Deterministic: time comes in as numbers, commands go out
+ * as values; the cell node proposes them.
+ *
+ * Safety of expiry: a deadline is only ever set to now + the full TTL, on
+ * becoming leader (every session gets a fresh TTL), on a session opening and
+ * on a heartbeat. So the leader proposes ExpireSession only after a full TTL
+ * without a heartbeat it received, never before.
+ */
+import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
+
+export interface SessionSeed {
+  readonly sessionId: SessionId;
+  readonly ttlMs: number;
+}
+
+export interface WaiterSeed {
+  readonly sessionId: SessionId;
+  readonly name: string;
+  readonly requestId: RequestId;
+  readonly waitMs: number;
+}
+
+export interface DelaySeed {
+  readonly name: string;
+  readonly delayMs: number;
+  readonly delayRevision: Revision;
+}
+
+export type DutyCommand =
+  | { readonly kind: 'ExpireSession'; readonly sessionId: SessionId }
+  | { readonly kind: 'CancelWait'; readonly sessionId: SessionId; readonly name: string; readonly requestId: RequestId; readonly reason: 'timed-out' }
+  | { readonly kind: 'LiftLockDelay'; readonly name: string; readonly delayRevision: Revision };
+
+interface SessionDeadline {
+  ttlMs: number;
+  deadlineMonoMs: number;
+  /** An ExpireSession is in flight; not proposed again until retryAtMonoMs. */
+  retryAtMonoMs: number;
+}
+
+interface WaitDeadline {
+  readonly seed: WaiterSeed;
+  deadlineMonoMs: number;
+  retryAtMonoMs: number;
+}
+
+interface DelayDeadline {
+  readonly seed: DelaySeed;
+  liftAtMonoMs: number;
+  retryAtMonoMs: number;
+}
+
+/** A proposal that did not land (lost leadership, outcome unknown) is tried again after this long. */
+export const DUTY_RETRY_MS = 1_000;
+
+const waitKey = (sessionId: string, requestId: string): string => `${sessionId}\u0000${requestId}`;
+
+export class LeaderDuties {
+  private active = false;
+  private readonly sessions = new Map<SessionId, SessionDeadline>();
+  private readonly waits = new Map<string, WaitDeadline>();
+  private readonly delays = new Map<string, DelayDeadline>();
+
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  /** This node became leader: every session, waiter and lock-delay starts a fresh full period now. */
+  becomeLeader(nowMonoMs: number, sessions: Iterable<SessionSeed>, waiters: Iterable<WaiterSeed>, delays: Iterable<DelaySeed>): void {
+    this.stepDown();
+    this.active = true;
+    for (const s of sessions) this.sessionOpened(nowMonoMs, s);
+    for (const w of waiters) this.waiterQueued(nowMonoMs, w);
+    for (const d of delays) this.lockDelayed(nowMonoMs, d);
+  }
+
+  stepDown(): void {
+    this.active = false;
+    this.sessions.clear();
+    this.waits.clear();
+    this.delays.clear();
+  }
+
+  sessionOpened(nowMonoMs: number, s: SessionSeed): void {
+    if (!this.active) return;
+    assert(s.ttlMs > 0, 'a session TTL is positive');
+    this.sessions.set(s.sessionId, { ttlMs: s.ttlMs, deadlineMonoMs: nowMonoMs + s.ttlMs, retryAtMonoMs: 0 });
+  }
+
+  sessionGone(sessionId: SessionId): void {
+    this.sessions.delete(sessionId);
+  }
+
+  /**
+   * A heartbeat reached the leader: the session gets a full TTL from now.
+   * Returns the TTL left, or undefined for a session the leader does not know
+   * (closed, expired, never opened).
+   */
+  heartbeat(nowMonoMs: number, sessionId: SessionId): number | undefined {
+    const s = this.sessions.get(sessionId);
+    if (!s) return undefined;
+    s.deadlineMonoMs = nowMonoMs + s.ttlMs;
+    return s.ttlMs;
+  }
+
+  /** TTL left for a session without renewing it; undefined when unknown. */
+  remainingMs(nowMonoMs: number, sessionId: SessionId): number | undefined {
+    const s = this.sessions.get(sessionId);
+    return s ? Math.max(0, s.deadlineMonoMs - nowMonoMs) : undefined;
+  }
+
+  waiterQueued(nowMonoMs: number, w: WaiterSeed): void {
+    if (!this.active) return;
+    const key = waitKey(w.sessionId, w.requestId);
+    // A retry of the same request keeps the deadline of the wait already tracked.
+    if (this.waits.has(key)) return;
+    this.waits.set(key, { seed: w, deadlineMonoMs: nowMonoMs + w.waitMs, retryAtMonoMs: 0 });
+  }
+
+  waiterGone(sessionId: SessionId, requestId: RequestId): void {
+    this.waits.delete(waitKey(sessionId, requestId));
+  }
+
+  lockDelayed(nowMonoMs: number, d: DelaySeed): void {
+    if (!this.active) return;
+    this.delays.set(d.name, { seed: d, liftAtMonoMs: nowMonoMs + d.delayMs, retryAtMonoMs: 0 });
+  }
+
+  lockDelayLifted(name: string): void {
+    this.delays.delete(name);
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  get waitCount(): number {
+    return this.waits.size;
+  }
+
+  /** Commands for every deadline that has passed; each is proposed once, then retried after DUTY_RETRY_MS until it lands. */
+  due(nowMonoMs: number): DutyCommand[] {
+    if (!this.active) return [];
+    const out: DutyCommand[] = [];
+    for (const [sessionId, s] of this.sessions) {
+      if (nowMonoMs > s.deadlineMonoMs && nowMonoMs >= s.retryAtMonoMs) {
+        s.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
+        out.push({ kind: 'ExpireSession', sessionId });
+      }
+    }
+    for (const w of this.waits.values()) {
+      if (nowMonoMs >= w.deadlineMonoMs && nowMonoMs >= w.retryAtMonoMs) {
+        w.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
+        const { sessionId, name, requestId } = w.seed;
+        out.push({ kind: 'CancelWait', sessionId, name, requestId, reason: 'timed-out' });
+      }
+    }
+    for (const d of this.delays.values()) {
+      if (nowMonoMs >= d.liftAtMonoMs && nowMonoMs >= d.retryAtMonoMs) {
+        d.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
+        out.push({ kind: 'LiftLockDelay', name: d.seed.name, delayRevision: d.seed.delayRevision });
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env node
+/**
+ * The cell-node process: parses its configuration, opens the WAL, starts the
+ * replica, serves gRPC (lock service + peers + internal on --listen, admin on
+ * --admin-listen) and Prometheus metrics, and ticks. On SIGTERM a leader
+ * hands leadership to the most up-to-date follower first; then the node
+ * stops serving, flushes and exits 0. A storage error (fsync) exits non-zero
+ * at once: it is never retried.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { CommanderError } from 'commander';
+import { type Clock, SeededRandom } from '@fencer/base';
+import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
+import { NodeDisk } from '@fencer/wal/node';
+import { openRaftLogStore, type RaftLogStore } from '@fencer/wal';
+import { parseConfig, type CellNodeConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { NodeMetrics } from './metrics.js';
+import { CellNode } from './node.js';
+import { PeerTransport, raftTransportHandlers } from './peer-transport.js';
+import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
+import { adminHandlers } from './admin-service.js';
+
+const logger = createLogger('cell-node');
+
+function die(message: string, err?: unknown): never {
+  logger.fatal({ err: err instanceof Error ? err.stack : err }, message);
+  // The log line above may still sit in pino's async buffer: say it synchronously too.
+  process.stderr.write(`fencer-cell-node: ${message}${err instanceof Error ? `: ${err.message}` : ''}\n`);
+  process.exit(1);
+}
+
+process.on('uncaughtException', (err) => die('uncaught exception (a bug): exiting', err));
+process.on('unhandledRejection', (err) => die('unhandled rejection (a bug): exiting', err));
+
+let config: CellNodeConfig;
+try {
+  config = parseConfig(process.argv.slice(2));
+} catch (err) {
+  if (err instanceof CommanderError && (err.code === 'commander.helpDisplayed' || err.code === 'commander.version')) process.exit(0);
+  process.stderr.write(`fencer-cell-node: ${(err as Error).message}\n`);
+  process.exit(2);
+}
+
+const clock: Clock = { monoMs: () => performance.now(), wallMs: () => Date.now() };
+const seed = randomBytes(6).readUIntBE(0, 6);
+const random = new SeededRandom(seed);
+const metrics = new NodeMetrics();
+
+logger.info({ config: { ...config, peers: Object.fromEntries(config.peers) } }, 'starting with this configuration');
+
+const store: RaftLogStore = await new Promise((resolve) =>
+  openRaftLogStore(new NodeDisk(), config.dataDir, {}, (err, s) => {
+    if (err || !s) die(`cannot open the log in ${config.dataDir}`, err);
+    resolve(s);
+  }),
+);
+
+let transport: PeerTransport | undefined;
+const node = new CellNode(config, store, {
+  clock,
+  random,
+  logger,
+  metrics,
+  send: (messages) => transport?.send(messages),
+  onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
+});
+transport = new PeerTransport({
+  selfId: config.id,
+  cellId: config.cellId,
+  sendQueueMax: config.peerSendQueueMax,
+  reconnectDelayMs: 100,
+  logger,
+  onUnreachable: (peer) => node.replica.reportUnreachable(peer),
+  onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
+  onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
+});
+for (const [id, address] of node.addresses) transport.setPeer(id, address);
+node.onAddress = (id, address) => transport?.setPeer(id, address);
+
+const grpcOptions = {
+  'grpc.max_receive_message_length': config.grpcMessageBytesMax,
+  'grpc.max_send_message_length': 64 * 1024 * 1024,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.http2.min_ping_interval_without_data_ms': 5_000,
+};
+const service = new LockServiceImpl(node);
+const server = new Server(grpcOptions);
+server.addService(lockservice.LockServiceService, lockServiceHandlers(service));
+server.addService(internalpb.CellInternalService, internalHandlers(service));
+// Peer batches may carry snapshot chunks and many entries: allow them more than client calls.
+server.addService(raftpb.RaftTransportService, raftTransportHandlers(config.cellId, (m) => node.replica.receive(m), logger));
+const adminServer = new Server(grpcOptions);
+adminServer.addService(adminpb.CellAdminService, adminHandlers(node));
+
+function bind(s: Server, address: string): Promise<void> {
+  return new Promise((resolve) =>
+    s.bindAsync(address, ServerCredentials.createInsecure(), (err) => {
+      if (err) die(`cannot listen on ${address}`, err);
+      resolve();
+    }),
+  );
+}
+await bind(server, config.listen);
+await bind(adminServer, config.adminListen);
+const metricsServer = await metrics.serve(config.metricsListen).catch((err) => die(`cannot serve metrics on ${config.metricsListen}`, err));
+
+const ticker = setInterval(() => node.tick(), config.tickMs);
+logger.info({ id: config.id, listen: config.listen, admin: config.adminListen, metrics: config.metricsListen }, 'cell node serving');
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  if (node.isLeader) {
+    const target = node.bestTransferTarget();
+    if (target) {
+      node.replica.transferLeadership(target);
+      const until = Date.now() + config.shutdownTransferMs;
+      while (node.isLeader && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      logger.info({ to: target, moved: !node.isLeader }, 'leadership transfer before shutdown');
+    }
+  }
+  node.waits.resolveAll({ kind: 'leadership-lost' });
+  node.hub.close();
+  await Promise.race([
+    Promise.all([
+      new Promise<void>((r) => server.tryShutdown(() => r())),
+      new Promise<void>((r) => adminServer.tryShutdown(() => r())),
+    ]),
+    new Promise((r) => setTimeout(r, 2_000)),
+  ]);
+  server.forceShutdown();
+  adminServer.forceShutdown();
+  clearInterval(ticker);
+  transport?.close();
+  service.close();
+  metricsServer.close();
+  node.replica.close((err) => {
+    if (err) die('closing the log failed', err);
+    logger.info({}, 'stopped cleanly');
+    logger.flush?.();
+    setTimeout(() => process.exit(0), 50);
+  });
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,82 @@
+/**
+ * Prometheus metrics (prom-client) for one cell node, and the adapter the
+ * replica's tiny Metrics interface writes through. Served over plain HTTP
+ * at /metrics.
+ */
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  readonly leaderChanges = new Counter({ name: 'fencer_leader_changes_total', help: 'Times this node saw the leader change', registers: [this.registry] });
+  readonly isLeader = new Gauge({ name: 'fencer_is_leader', help: '1 when this node is the leader', registers: [this.registry] });
+  readonly term = new Gauge({ name: 'fencer_raft_term', help: 'Current Raft term', registers: [this.registry] });
+  readonly commitIndex = new Gauge({ name: 'fencer_raft_commit_index', help: 'Commit index', registers: [this.registry] });
+  readonly appliedIndex = new Gauge({ name: 'fencer_raft_applied_index', help: 'Applied index', registers: [this.registry] });
+  readonly proposals = new Counter({ name: 'fencer_proposals_total', help: 'Proposals by outcome', labelNames: ['outcome'], registers: [this.registry] });
+  readonly commitLatency = new Histogram({
+    name: 'fencer_proposal_commit_seconds',
+    help: 'Time from proposal to applied result on the leader',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly readIndexLatency = new Histogram({
+    name: 'fencer_read_index_seconds',
+    help: 'ReadIndex latency (linearizable reads)',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly sessions = new Gauge({ name: 'fencer_sessions', help: 'Live sessions in the state machine', registers: [this.registry] });
+  readonly locks = new Gauge({ name: 'fencer_locks', help: 'Live locks in the state machine', registers: [this.registry] });
+  readonly waiters = new Gauge({ name: 'fencer_waiters', help: 'Queued waiters in the state machine', registers: [this.registry] });
+  readonly watchers = new Gauge({ name: 'fencer_watchers', help: 'Open Watch streams on this node', registers: [this.registry] });
+  readonly keepalives = new Counter({ name: 'fencer_keepalives_total', help: 'Heartbeats answered', labelNames: ['path'], registers: [this.registry] });
+  readonly expiries = new Counter({ name: 'fencer_session_expiries_total', help: 'ExpireSession entries applied', registers: [this.registry] });
+  readonly peerQueueDepth = new Gauge({ name: 'fencer_peer_send_queue_depth', help: 'Messages queued per peer link', labelNames: ['peer'], registers: [this.registry] });
+  readonly peerDropped = new Counter({ name: 'fencer_peer_messages_dropped_total', help: 'Peer messages dropped (queue full or link down)', labelNames: ['peer'], registers: [this.registry] });
+  readonly rpcs = new Counter({ name: 'fencer_rpcs_total', help: 'Client RPCs by method and code', labelNames: ['method', 'code'], registers: [this.registry] });
+  /** Replica-reported counters and histograms by name (fsync duration and batch size come from the WAL through it). */
+  private readonly replicaCounters = new Counter({ name: 'fencer_replica_events_total', help: 'Replica counters by name', labelNames: ['name'], registers: [this.registry] });
+  private readonly replicaObservations = new Histogram({
+    name: 'fencer_replica_observations',
+    help: 'Replica-reported observations by name (durations in ms, sizes in entries or bytes)',
+    labelNames: ['name'],
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The replica's Metrics interface. */
+  readonly replica = {
+    inc: (name: string, by = 1): void => this.replicaCounters.inc({ name }, by),
+    observe: (name: string, value: number): void => this.replicaObservations.observe({ name }, value),
+  };
+
+  serve(listen: string): Promise<Server> {
+    const [host, port] = splitHostPort(listen);
+    const server = createServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('metrics are at /metrics\n');
+        return;
+      }
+      this.registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(body),
+        (err: Error) => res.writeHead(500).end(String(err.message)),
+      );
+    });
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve(server));
+    });
+  }
+}
+
+export function splitHostPort(address: string): [string, number] {
+  const at = address.lastIndexOf(':');
+  const port = Number(address.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`"${address}" is not host:port`);
+  return [address.slice(0, at), port];
+}

@@ -1,0 +1,304 @@
+/**
+ * One cell node: the replica (raft + WAL + lock state machine) with the
+ * leader's duties, the watch hub, held-open calls and the peer transport.
+ * The gRPC services (lock-service.ts, admin-service.ts) sit on top of it.
+ */
+import {
+  type Clock,
+  FencerError,
+  type LogIndex,
+  type NodeId,
+  type Random,
+  type RequestId,
+  type SessionId,
+  assert,
+} from '@fencer/base';
+import type { ConfChange, Entry } from '@fencer/raft';
+import { type Applied, Replica, type StateMachine } from '@fencer/replica';
+import type { RaftLogStore } from '@fencer/wal';
+import {
+  type Command,
+  LockStateMachine,
+  decodeCommand,
+  encodeCommand,
+  type LockEvent,
+} from '@fencer/lock-fsm';
+import { LeaderDuties } from './leader-duties.js';
+import { WatchHub } from './watch-hub.js';
+import { WaitingCalls } from './waiting-calls.js';
+import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
+import type { CellNodeConfig } from './config.js';
+import type { Logger } from './logger.js';
+import type { NodeMetrics } from './metrics.js';
+
+export interface NodeEnv {
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly metrics: NodeMetrics;
+  /** Hands Raft messages to the peer transport. */
+  readonly send: (messages: readonly import('@fencer/raft').Message[]) => void;
+  /** The replica hit a storage error: the process must exit (never retry an fsync). */
+  readonly onFatal: (error: Error) => void;
+}
+
+/** The lock state machine as the replica sees it, feeding every applied entry to the node. */
+class FsmAdapter implements StateMachine {
+  constructor(private readonly node: CellNode) {}
+
+  apply(entry: Entry): unknown {
+    const command = decodeCommand(entry.data);
+    const applied = this.node.fsm.apply(entry.index, command);
+    this.node.afterApply(command, applied.outcome, applied.events, applied.revision);
+    return applied.outcome;
+  }
+
+  snapshot(): Uint8Array {
+    return this.node.fsm.snapshot();
+  }
+
+  restore(data: Uint8Array): void {
+    this.node.fsm = LockStateMachine.restore(data, { autoClaim: true });
+    this.node.afterRestore();
+  }
+}
+
+export class CellNode {
+  fsm = new LockStateMachine({ autoClaim: true });
+  readonly replica: Replica;
+  readonly hub: WatchHub;
+  readonly duties = new LeaderDuties();
+  readonly waits: WaitingCalls;
+  readonly heartbeats: HeartbeatConfirmer;
+  /** Node id → gRPC address of every member this node knows. */
+  readonly addresses: Map<NodeId, string>;
+  private readonly log: Logger;
+  /** Told when a member's address becomes known (the peer transport dials it). */
+  onAddress: ((id: NodeId, address: string) => void) | undefined;
+  private wasLeader = false;
+  private lastLeader: NodeId | null = null;
+
+  constructor(
+    readonly config: CellNodeConfig,
+    store: RaftLogStore,
+    readonly env: NodeEnv,
+  ) {
+    this.log = env.logger;
+    this.addresses = new Map(config.peers);
+    this.hub = new WatchHub({
+      historyMax: config.watchHistoryMax,
+      watcherBufferMax: config.watcherBufferMax,
+      watchersMax: config.watchersMax,
+      progressIntervalMs: config.watchProgressMs,
+    });
+    this.waits = new WaitingCalls(config.waitingCallsMax);
+    this.heartbeats = new HeartbeatConfirmer((done) => this.replica.readIndex((r) => done(r.ok ? null : r.error)), 1_000_000);
+    const peers = config.join ? undefined : [...config.peers.keys()];
+    this.replica = new Replica(
+      {
+        id: config.id,
+        ...(peers ? { peers } : {}),
+        raft: { electionTicks: config.electionTicks, heartbeatTicks: config.heartbeatTicks },
+        snapshotEveryEntries: config.snapshotEveryEntries,
+      },
+      store,
+      new FsmAdapter(this),
+      {
+        clock: env.clock,
+        random: env.random,
+        transport: { send: (m) => env.send(m) },
+        logger: env.logger,
+        metrics: env.metrics.replica,
+        onFatal: env.onFatal,
+        observer: { softStateChanged: () => this.leadershipMaybeChanged() },
+      },
+    );
+  }
+
+  get id(): NodeId {
+    return this.config.id;
+  }
+
+  get isLeader(): boolean {
+    return this.replica.isLeader;
+  }
+
+  /** The current leader's gRPC address, when known. */
+  leaderAddress(): string | undefined {
+    const leader = this.replica.leader;
+    return leader ? this.addresses.get(leader) : undefined;
+  }
+
+  tick(): void {
+    const now = this.env.clock.monoMs();
+    this.replica.tick();
+    if (this.isLeader) for (const command of this.duties.due(now)) this.proposeDuty(command);
+    this.hub.tick(now);
+    const m = this.env.metrics;
+    const st = this.replica.status();
+    m.term.set(st.term);
+    m.commitIndex.set(st.commit);
+    m.appliedIndex.set(this.replica.applied);
+    m.isLeader.set(this.isLeader ? 1 : 0);
+    m.watchers.set(this.hub.watcherCount);
+  }
+
+  /** Proposes a command; resolves with the state machine's outcome once applied. */
+  propose(command: Command): Promise<{ index: LogIndex; outcome: unknown }> {
+    const startedMs = this.env.clock.monoMs();
+    return new Promise((resolve, reject) => {
+      this.replica.propose(encodeCommand(command), (r) => {
+        this.env.metrics.proposals.inc({ outcome: r.ok ? 'applied' : r.error.code });
+        if (!r.ok) return reject(r.error);
+        this.env.metrics.commitLatency.observe((this.env.clock.monoMs() - startedMs) / 1000);
+        const applied: Applied = r.value;
+        resolve({ index: applied.index, outcome: applied.result });
+      });
+    });
+  }
+
+  proposeConfChange(change: ConfChange): Promise<LogIndex> {
+    return new Promise((resolve, reject) => this.replica.proposeConfChange(change, (r) => (r.ok ? resolve(r.value.index) : reject(r.error))));
+  }
+
+  /** A linearizable read barrier: resolves once this leader confirmed it leads and applied the commit index. */
+  readBarrier(): Promise<void> {
+    const startedMs = this.env.clock.monoMs();
+    return new Promise((resolve, reject) =>
+      this.replica.readIndex((r) => {
+        if (!r.ok) return reject(r.error);
+        this.env.metrics.readIndexLatency.observe((this.env.clock.monoMs() - startedMs) / 1000);
+        resolve();
+      }),
+    );
+  }
+
+  private proposeDuty(command: Command): void {
+    this.propose(command).then(
+      () => {},
+      (err: FencerError) => this.log.debug({ kind: command.kind, code: err.code }, 'leader duty proposal did not land; retried later'),
+    );
+  }
+
+  /** Called by the adapter after every applied command, on every replica. */
+  afterApply(command: Command, outcome: unknown, events: readonly LockEvent[], revision: number): void {
+    const now = this.env.clock.monoMs();
+    this.hub.publish(revision, events);
+    const o = outcome as { ok: boolean } & Record<string, unknown>;
+    if (o.ok) {
+      switch (command.kind) {
+        case 'OpenSession':
+          this.duties.sessionOpened(now, { sessionId: command.sessionId, ttlMs: command.ttlMs });
+          break;
+        case 'CloseSession':
+        case 'ExpireSession': {
+          this.duties.sessionGone(command.sessionId);
+          if (command.kind === 'ExpireSession') this.env.metrics.expiries.inc();
+          const delayed = (o.delayed ?? []) as { name: string; delayMs: number; delayRevision: number }[];
+          for (const d of delayed) this.duties.lockDelayed(now, { name: d.name, delayMs: d.delayMs, delayRevision: d.delayRevision as never });
+          break;
+        }
+        case 'LiftLockDelay':
+          if (o.lifted) this.duties.lockDelayLifted(command.name);
+          break;
+        default:
+          break;
+      }
+    }
+    for (const event of events) {
+      const requestId = event.requestId;
+      switch (event.type) {
+        case 'QUEUED':
+          if (command.kind === 'Acquire' && requestId) {
+            this.duties.waiterQueued(now, { sessionId: event.sessionId, name: event.name, requestId, waitMs: command.waitMs });
+          }
+          break;
+        case 'ACQUIRED':
+          if (requestId) {
+            this.duties.waiterGone(event.sessionId, requestId);
+            this.waits.resolve(event.sessionId, requestId, { kind: 'granted', token: event.token, revision: event.revision });
+          }
+          break;
+        case 'CANCELED':
+          if (requestId) {
+            this.duties.waiterGone(event.sessionId, requestId);
+            this.waits.resolve(event.sessionId, requestId, { kind: 'cancelled', revision: event.revision });
+          }
+          break;
+        case 'EXPIRED':
+          if (requestId) {
+            this.duties.waiterGone(event.sessionId, requestId);
+            this.waits.resolve(event.sessionId, requestId, { kind: 'session-gone' });
+          }
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  /** The state machine was replaced by a snapshot (restart or InstallSnapshot). */
+  afterRestore(): void {
+    this.hub.reset(this.fsm.revision);
+    if (this.isLeader) this.seedDuties();
+  }
+
+  private seedDuties(): void {
+    const now = this.env.clock.monoMs();
+    this.duties.becomeLeader(now, this.fsm.sessions(), this.fsm.waiters(), this.fsm.delayedLocks());
+  }
+
+  private leadershipMaybeChanged(): void {
+    const leader = this.replica.leader;
+    if (leader !== this.lastLeader) {
+      this.env.metrics.leaderChanges.inc();
+      this.log.info({ leader, term: this.replica.status().term }, 'leader changed');
+      this.lastLeader = leader;
+    }
+    const isLeader = this.isLeader;
+    if (isLeader && !this.wasLeader) {
+      // Every session, waiter and lock-delay gets a fresh full period (ARCHITECTURE "Expiry").
+      this.seedDuties();
+    } else if (!isLeader && this.wasLeader) {
+      this.duties.stepDown();
+      this.waits.resolveAll({ kind: 'leadership-lost' });
+    }
+    this.wasLeader = isLeader;
+  }
+
+  /** Queue position of a waiting request, for a QUEUED answer. */
+  queuePosition(name: string, sessionId: SessionId, requestId: RequestId): number {
+    const lock = this.fsm.getLock(name);
+    const at = lock.waiters.findIndex((w) => w.sessionId === sessionId && w.requestId === requestId);
+    return Math.max(0, at);
+  }
+
+  /** The most up-to-date other voter (leadership transfer target). */
+  bestTransferTarget(): NodeId | undefined {
+    const st = this.replica.status();
+    let best: NodeId | undefined;
+    let bestMatch = -1;
+    for (const [id, p] of Object.entries(st.progress ?? {})) {
+      if (id === this.id || !st.voters.includes(id as NodeId)) continue;
+      if (p.match > bestMatch) {
+        bestMatch = p.match;
+        best = id as NodeId;
+      }
+    }
+    return best;
+  }
+
+  addMemberAddress(id: NodeId, address: string): void {
+    this.addresses.set(id, address);
+    this.onAddress?.(id, address);
+  }
+
+  /** Takes a state-machine snapshot now and compacts the log below it. */
+  snapshotNow(): Promise<{ index: LogIndex; bytes: number }> {
+    return new Promise((resolve, reject) => this.replica.snapshotNow((r) => (r.ok ? resolve(r.value) : reject(r.error))));
+  }
+
+  assertInvariants(): void {
+    assert(this.waits.size >= 0, 'waiting calls never negative');
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * Watch fan-out from the apply stream. Every node (leader or follower) feeds
+ * it from its own state machine, so a watcher can be served anywhere.
+ *
+ * History: a bounded ring of recent events. `floorRevision` is the highest
+ * revision whose events may be missing (evicted from the ring, or before the
+ * snapshot this node restored from); a resume from since_revision below it
+ * is COMPACTED. Events with revision > floorRevision are all in the ring, so
+ * a resume above it skips nothing and repeats nothing.
+ */
+import { assert } from '@fencer/base';
+import type { LockEvent, LockState } from '@fencer/lock-fsm';
+
+export interface WatchFilter {
+  readonly name: string;
+  readonly prefix: boolean;
+}
+
+export type HubEvent =
+  | { readonly type: 'event'; readonly event: LockEvent }
+  | { readonly type: 'snapshot'; readonly revision: number; readonly lock: LockState }
+  | { readonly type: 'progress'; readonly revision: number };
+
+/** Where a watcher's events go (a gRPC server stream in production). */
+export interface WatchSink {
+  /** Returns how many events are buffered and not yet sent after this write. */
+  write(event: HubEvent): number;
+  end(reason?: 'slow' | 'shutdown'): void;
+}
+
+interface Watcher {
+  readonly filter: WatchFilter;
+  readonly sink: WatchSink;
+  lastSentMonoMs: number;
+  lastRevision: number;
+}
+
+export interface WatchHubOptions {
+  /** Events kept for resuming. */
+  readonly historyMax: number;
+  /** A watcher with more events than this buffered is too slow: ended with RESOURCE_EXHAUSTED. */
+  readonly watcherBufferMax: number;
+  /** Most watchers at once on this node. */
+  readonly watchersMax: number;
+  /** An idle watcher gets a PROGRESS event at least this often. */
+  readonly progressIntervalMs: number;
+}
+
+export function matches(filter: WatchFilter, name: string): boolean {
+  return filter.prefix ? name.startsWith(filter.name) : name === filter.name;
+}
+
+export class WatchHub {
+  private ring: (LockEvent | undefined)[];
+  private head = 0;
+  private count = 0;
+  private floor = 0;
+  private revision = 0;
+  /** Latest monotonic time seen (tick or subscribe): events sent between ticks count as activity at it. */
+  private lastNowMonoMs = 0;
+  private readonly watchers = new Set<Watcher>();
+
+  constructor(private readonly opts: WatchHubOptions) {
+    assert(opts.historyMax > 0 && opts.watcherBufferMax > 0, 'watch limits are positive');
+    this.ring = new Array<LockEvent | undefined>(opts.historyMax);
+  }
+
+  get floorRevision(): number {
+    return this.floor;
+  }
+
+  get currentRevision(): number {
+    return this.revision;
+  }
+
+  get watcherCount(): number {
+    return this.watchers.size;
+  }
+
+  /** The state machine was replaced by a snapshot at `revision`: history before it is gone. */
+  reset(revision: number): void {
+    this.ring = new Array<LockEvent | undefined>(this.opts.historyMax);
+    this.head = 0;
+    this.count = 0;
+    this.floor = revision;
+    this.revision = revision;
+  }
+
+  /** Events of one applied entry (possibly none), in order; `revision` is that entry's. */
+  publish(revision: number, events: readonly LockEvent[]): void {
+    assert(revision >= this.revision, `watch revisions go forward (${this.revision} → ${revision})`);
+    this.revision = revision;
+    for (const event of events) {
+      assert(event.revision === revision, 'an event carries its entry revision');
+      this.remember(event);
+      for (const w of this.watchers) if (matches(w.filter, event.name)) this.send(w, { type: 'event', event }, this.lastNowMonoMs);
+    }
+  }
+
+  /**
+   * Starts a watch. since = 0: one SNAPSHOT per live lock (from `snapshotLocks`),
+   * then PROGRESS, then live events. since > 0: every retained event above it,
+   * then live events. Returns false (COMPACTED) when history no longer covers since.
+   */
+  subscribe(filter: WatchFilter, sinceRevision: number, sink: WatchSink, nowMonoMs: number, snapshotLocks: () => Iterable<LockState>): 'ok' | 'compacted' | 'full' {
+    if (this.watchers.size >= this.opts.watchersMax) return 'full';
+    this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
+    const w: Watcher = { filter, sink, lastSentMonoMs: nowMonoMs, lastRevision: sinceRevision };
+    if (sinceRevision === 0) {
+      for (const lock of snapshotLocks()) this.send(w, { type: 'snapshot', revision: this.revision, lock }, nowMonoMs);
+      this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
+    } else {
+      if (sinceRevision < this.floor) return 'compacted';
+      for (let i = 0; i < this.count; i++) {
+        const event = this.ring[(this.head + i) % this.ring.length]!;
+        if (event.revision > sinceRevision && matches(filter, event.name)) this.send(w, { type: 'event', event }, nowMonoMs);
+      }
+    }
+    this.watchers.add(w);
+    return 'ok';
+  }
+
+  unsubscribe(sink: WatchSink): void {
+    for (const w of this.watchers) if (w.sink === sink) this.watchers.delete(w);
+  }
+
+  /** PROGRESS to every watcher idle for progressIntervalMs. */
+  tick(nowMonoMs: number): void {
+    this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
+    for (const w of this.watchers) {
+      if (nowMonoMs - w.lastSentMonoMs >= this.opts.progressIntervalMs) this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
+    }
+  }
+
+  /** Ends every watcher (node shutting down). */
+  close(): void {
+    for (const w of this.watchers) w.sink.end('shutdown');
+    this.watchers.clear();
+  }
+
+  private remember(event: LockEvent): void {
+    if (this.count === this.ring.length) {
+      const evicted = this.ring[this.head]!;
+      this.floor = Math.max(this.floor, evicted.revision);
+      this.ring[this.head] = event;
+      this.head = (this.head + 1) % this.ring.length;
+    } else {
+      this.ring[(this.head + this.count) % this.ring.length] = event;
+      this.count++;
+    }
+  }
+
+  private send(w: Watcher, event: HubEvent, nowMonoMs: number): void {
+    const buffered = w.sink.write(event);
+    w.lastSentMonoMs = Math.max(w.lastSentMonoMs, nowMonoMs);
+    if (event.type !== 'snapshot') w.lastRevision = event.type === 'event' ? event.event.revision : event.revision;
+    if (buffered > this.opts.watcherBufferMax) {
+      this.watchers.delete(w);
+      w.sink.end('slow');
+    }
+  }
+}
