@@ -26,6 +26,7 @@ import {
   isValidNamespace,
   makeSessionId,
   namespaceOfSessionId,
+  unreachable,
 } from '@fencer/base';
 import { LIMITS, LOCK_DELAY_MS_MAX, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, WAIT_MS_MAX, parseLockPrefix, validateLockName } from '@fencer/lock-fsm';
 import type { AcquireOutcome, CloseSessionOutcome, Failure, OpenSessionOutcome, ReleaseOutcome } from '@fencer/lock-fsm';
@@ -239,6 +240,8 @@ export class LockServiceImpl {
         case 'leadership-lost':
         case 'gave-up':
           return this.answerQueued(req.name, sessionId, requestId, this.node.fsm.revision);
+        default:
+          return unreachable(r, 'wait result');
       }
     } finally {
       handle?.cancel();
@@ -364,7 +367,7 @@ export class LockServiceImpl {
         case 'event':
           return {
             revision: e.event.revision,
-            type: WatchEventType[`WATCH_EVENT_TYPE_${e.event.type}`],
+            type: WatchEventType[`WATCH_EVENT_TYPE_${e.event.type}` as keyof typeof WatchEventType],
             name: e.event.name,
             sessionId: e.event.sessionId,
             token: e.event.token,

@@ -105,7 +105,7 @@ function bind(s: Server, address: string): Promise<void> {
 }
 await bind(server, config.listen);
 await bind(adminServer, config.adminListen);
-const metricsServer = await metrics.serve(config.metricsListen).catch((err) => die(`cannot serve metrics on ${config.metricsListen}`, err));
+const metricsServer = await metrics.serve(config.metricsListen).catch((err: unknown) => die(`cannot serve metrics on ${config.metricsListen}`, err));
 
 const ticker = setInterval(() => node.tick(), config.tickMs);
 logger.info({ id: config.id, listen: config.listen, admin: config.adminListen, metrics: config.metricsListen }, 'cell node serving');

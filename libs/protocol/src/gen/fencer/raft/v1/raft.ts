@@ -126,7 +126,7 @@ export interface Entry {
   index: number;
   /** 0 normal, 1 membership change */
   type: number;
-  data: Buffer;
+  data: Uint8Array;
 }
 
 export interface ConfState {
@@ -153,7 +153,7 @@ export interface RaftMessage {
   rejectHint?: number | undefined;
   rejectTerm?: number | undefined;
   snapshotMeta?: SnapshotMeta | undefined;
-  snapshotChunk?: Buffer | undefined;
+  snapshotChunk?: Uint8Array | undefined;
   snapshotOffset?: number | undefined;
   snapshotDone?: boolean | undefined;
   snapshotTotalBytes?: number | undefined;
@@ -174,7 +174,7 @@ export interface RaftBatchAck {
 }
 
 function createBaseEntry(): Entry {
-  return { term: 0, index: 0, type: 0, data: Buffer.alloc(0) };
+  return { term: 0, index: 0, type: 0, data: new Uint8Array(0) };
 }
 
 export const Entry: MessageFns<Entry> = {
@@ -236,7 +236,7 @@ export const Entry: MessageFns<Entry> = {
               break;
             }
 
-            message.data = Buffer.from(reader.bytes());
+            message.data = reader.bytes();
             continue;
           }
         }
@@ -256,7 +256,7 @@ export const Entry: MessageFns<Entry> = {
       term: isSet(object.term) ? globalThis.Number(object.term) : 0,
       index: isSet(object.index) ? globalThis.Number(object.index) : 0,
       type: isSet(object.type) ? globalThis.Number(object.type) : 0,
-      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
     };
   },
 
@@ -285,7 +285,7 @@ export const Entry: MessageFns<Entry> = {
     message.term = object.term ?? 0;
     message.index = object.index ?? 0;
     message.type = object.type ?? 0;
-    message.data = object.data ?? Buffer.alloc(0);
+    message.data = object.data ?? new Uint8Array(0);
     return message;
   },
 };
@@ -672,7 +672,7 @@ export const RaftMessage: MessageFns<RaftMessage> = {
               break;
             }
 
-            message.snapshotChunk = Buffer.from(reader.bytes());
+            message.snapshotChunk = reader.bytes();
             continue;
           }
           case 14: {
@@ -758,9 +758,9 @@ export const RaftMessage: MessageFns<RaftMessage> = {
         ? SnapshotMeta.fromJSON(object.snapshot_meta)
         : undefined,
       snapshotChunk: isSet(object.snapshotChunk)
-        ? Buffer.from(bytesFromBase64(object.snapshotChunk))
+        ? bytesFromBase64(object.snapshotChunk)
         : isSet(object.snapshot_chunk)
-        ? Buffer.from(bytesFromBase64(object.snapshot_chunk))
+        ? bytesFromBase64(object.snapshot_chunk)
         : undefined,
       snapshotOffset: isSet(object.snapshotOffset)
         ? globalThis.Number(object.snapshotOffset)
@@ -1073,11 +1073,28 @@ export const RaftTransportClient = makeGenericClientConstructor(
 };
 
 function bytesFromBase64(b64: string): Uint8Array {
-  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+  if ((globalThis as any).Buffer) {
+    return Uint8Array.from((globalThis as any).Buffer.from(b64, "base64"));
+  } else {
+    const bin = globalThis.atob(b64);
+    const arr = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; ++i) {
+      arr[i] = bin.charCodeAt(i);
+    }
+    return arr;
+  }
 }
 
 function base64FromBytes(arr: Uint8Array): string {
-  return globalThis.Buffer.from(arr).toString("base64");
+  if ((globalThis as any).Buffer) {
+    return (globalThis as any).Buffer.from(arr).toString("base64");
+  } else {
+    const bin: string[] = [];
+    arr.forEach((byte) => {
+      bin.push(globalThis.String.fromCharCode(byte));
+    });
+    return globalThis.btoa(bin.join(""));
+  }
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;

@@ -1,0 +1,45 @@
+/**
+ * Goal: a node refuses a configuration that cannot work, with a message that
+ * names the flag, and applies the documented defaults.
+ * Method: parse argument lists.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseConfig, parsePeers } from '../src/config.js';
+
+const base = ['--id', 'r1', '--peers', 'r1=127.0.0.1:7001,r2=127.0.0.1:7002,r3=127.0.0.1:7003'];
+
+describe('cell-node configuration', () => {
+  it('applies the defaults of the contract and the architecture', () => {
+    const c = parseConfig(base, {});
+    expect(c.ttlMinMs).toBe(2000);
+    expect(c.ttlMaxMs).toBe(3_600_000);
+    expect(c.ttlDefaultMs).toBe(12_000);
+    expect(c.tickMs * c.electionTicks).toBe(1000);
+    expect(c.tickMs * c.heartbeatTicks).toBe(100);
+    expect(c.peers.get('r2' as never)).toBe('127.0.0.1:7002');
+  });
+
+  it('takes values from FENCER_* environment variables when flags are absent', () => {
+    const c = parseConfig(base, { FENCER_TTL_DEFAULT_MS: '15000', FENCER_CELL_ID: 'cell-9' });
+    expect(c.ttlDefaultMs).toBe(15000);
+    expect(c.cellId).toBe('cell-9');
+  });
+
+  it.each([
+    [['--tick-ms', 'abc'], /tick-ms must be a non-negative integer/],
+    [['--ttl-min-ms', '500'], /ttl-min-ms .* must exceed twice the election timeout/],
+    [['--election-ticks', '1', '--heartbeat-ticks', '1'], /election-ticks must exceed/],
+    [['--ttl-default-ms', '99999999'], /ttl-min-ms <= ttl-default-ms <= ttl-max-ms/],
+  ])('refuses %j', (extra, message) => {
+    expect(() => parseConfig([...base, ...(extra as string[])], {})).toThrow(message as RegExp);
+  });
+
+  it('requires this node among its peers unless it joins', () => {
+    expect(() => parseConfig(['--id', 'r9', '--peers', 'r1=127.0.0.1:7001'], {})).toThrow(/must list this node/);
+    expect(parseConfig(['--id', 'r9', '--join', '--peers', 'r1=127.0.0.1:7001'], {}).join).toBe(true);
+  });
+
+  it('rejects a malformed peer list', () => {
+    expect(() => parsePeers('r1=localhost')).toThrow(/id=host:port/);
+  });
+});

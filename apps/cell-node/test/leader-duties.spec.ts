@@ -1,0 +1,74 @@
+/**
+ * Goal: the leader proposes ExpireSession only after a full TTL without a
+ * heartbeat, never before; waits and lock-delays end on time; a new leader
+ * gives everything a fresh full period; failed proposals are retried.
+ * Method: drive LeaderDuties with explicit monotonic times.
+ */
+import { describe, expect, it } from 'vitest';
+import { RequestId, Revision, SessionId } from '@fencer/base';
+import { DUTY_RETRY_MS, LeaderDuties } from '../src/leader-duties.js';
+
+const s1 = SessionId('ns:1');
+const s2 = SessionId('ns:2');
+
+describe('LeaderDuties', () => {
+  it('expires a session only after its TTL passed with no heartbeat', () => {
+    const d = new LeaderDuties();
+    d.becomeLeader(0, [{ sessionId: s1, ttlMs: 1000 }], [], []);
+    expect(d.due(1000)).toEqual([]);
+    expect(d.heartbeat(900, s1)).toBe(1000);
+    expect(d.due(1800)).toEqual([]);
+    expect(d.due(1900)).toEqual([]);
+    expect(d.due(1901)).toEqual([{ kind: 'ExpireSession', sessionId: s1 }]);
+  });
+
+  it('retries an expiry that did not land, and stops once the session is gone', () => {
+    const d = new LeaderDuties();
+    d.becomeLeader(0, [{ sessionId: s1, ttlMs: 100 }], [], []);
+    expect(d.due(101)).toHaveLength(1);
+    expect(d.due(102)).toHaveLength(0);
+    expect(d.due(101 + DUTY_RETRY_MS)).toHaveLength(1);
+    d.sessionGone(s1);
+    expect(d.due(10 * DUTY_RETRY_MS)).toHaveLength(0);
+    expect(d.heartbeat(0, s1)).toBeUndefined();
+  });
+
+  it('gives every session a fresh full TTL on becoming leader, whatever happened before', () => {
+    const d = new LeaderDuties();
+    d.becomeLeader(0, [{ sessionId: s1, ttlMs: 1000 }], [], []);
+    d.stepDown();
+    expect(d.due(5000)).toEqual([]);
+    d.becomeLeader(5000, [{ sessionId: s1, ttlMs: 1000 }, { sessionId: s2, ttlMs: 3000 }], [], []);
+    expect(d.due(5999)).toEqual([]);
+    expect(d.due(6001).map((c) => c.kind === 'ExpireSession' && c.sessionId)).toEqual([s1]);
+    expect(d.remainingMs(6001, s2)).toBe(1999);
+  });
+
+  it('does nothing as a follower', () => {
+    const d = new LeaderDuties();
+    d.sessionOpened(0, { sessionId: s1, ttlMs: 10 });
+    expect(d.heartbeat(0, s1)).toBeUndefined();
+    expect(d.due(1_000_000)).toEqual([]);
+  });
+
+  it('cancels a wait when its wait time runs out, keeping the first deadline across retries', () => {
+    const d = new LeaderDuties();
+    d.becomeLeader(0, [], [], []);
+    const w = { sessionId: s1, name: '/ls/ns/a', requestId: RequestId('r1'), waitMs: 500 };
+    d.waiterQueued(100, w);
+    d.waiterQueued(400, w);
+    expect(d.due(599)).toEqual([]);
+    expect(d.due(600)).toEqual([{ kind: 'CancelWait', sessionId: s1, name: '/ls/ns/a', requestId: 'r1', reason: 'timed-out' }]);
+    d.waiterGone(s1, RequestId('r1'));
+    expect(d.due(600 + DUTY_RETRY_MS)).toEqual([]);
+  });
+
+  it('lifts a lock-delay after its delay', () => {
+    const d = new LeaderDuties();
+    d.becomeLeader(0, [], [], [{ name: '/ls/ns/a', delayMs: 300, delayRevision: Revision(7) }]);
+    expect(d.due(299)).toEqual([]);
+    expect(d.due(300)).toEqual([{ kind: 'LiftLockDelay', name: '/ls/ns/a', delayRevision: 7 }]);
+    d.lockDelayLifted('/ls/ns/a');
+    expect(d.due(300 + DUTY_RETRY_MS)).toEqual([]);
+  });
+});
