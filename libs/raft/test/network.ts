@@ -357,7 +357,8 @@ export class Network {
   waitLeader(maxTicks = 200): TestNode {
     let found: TestNode | undefined;
     this.tickUntil(() => {
-      const ls = this.leaders();
+      // Leaders cut off from a majority do not count (the course tests look at connected servers only).
+      const ls = this.leaders().filter((n) => this.reachesMajority(n.id));
       if (ls.length === 0) return false;
       const top = ls[0] as TestNode;
       const topTerm = top.node.status().term;
@@ -369,6 +370,16 @@ export class Network {
     }, maxTicks);
     if (found === undefined) throw new Error(`no leader within ${maxTicks} ticks`);
     return found;
+  }
+
+  /** Whether `id` is live and linked both ways with enough live nodes to form a majority of all nodes. */
+  reachesMajority(id: string): boolean {
+    if (this.down.has(id)) return false;
+    let reach = 1;
+    for (const o of this.live()) {
+      if (o.id !== id && !this.cut.has(`${id}>${o.id}`) && !this.cut.has(`${o.id}>${id}`)) reach++;
+    }
+    return reach > this.nodes.size / 2;
   }
 
   private isCutOff(id: string): boolean {
