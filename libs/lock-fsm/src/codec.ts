@@ -1,0 +1,299 @@
+/**
+ * A tiny hand-written binary codec: unsigned LEB128 varints, single bytes,
+ * and length-prefixed UTF-8 strings and byte strings. Commands, snapshots
+ * and namespace exports all use it, so every replica writes the same bytes
+ * for the same values.
+ *
+ * UTF-8 is written by hand (the pure libs compile without DOM or Node type
+ * libraries, so TextEncoder is not available to them); most strings here are
+ * ASCII, which takes a fast path.
+ */
+import { assert, AssertionError } from '@fencer/base';
+
+/**
+ * Malformed input: truncated, overlong, invalid UTF-8, trailing bytes, or a
+ * structure that breaks an invariant. Distinct from AssertionError so that a
+ * namespace import can turn it into an INVALID_ARGUMENT outcome, while a
+ * corrupt log entry or snapshot still crashes (the callers rethrow it as an
+ * AssertionError).
+ */
+export class DecodeError extends Error {
+  override readonly name = 'DecodeError';
+}
+
+/** Largest value a varint may carry: every number here is a safe integer. */
+const VARUINT_MAX = Number.MAX_SAFE_INTEGER;
+const TWO_POW_7 = 128;
+
+/**
+ * Byte length of `s` in UTF-8, or -1 when `s` holds a lone surrogate (it has
+ * no UTF-8 form; encoding it would silently change the string).
+ */
+export function utf8ByteLength(s: string): number {
+  let bytes = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      if (d < 0xdc00 || d > 0xdfff) return -1;
+      bytes += 4;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return -1;
+    else bytes += 3;
+  }
+  return bytes;
+}
+
+export class ByteWriter {
+  private buf: Uint8Array;
+  private pos = 0;
+
+  constructor(initialBytes = 256) {
+    assert(initialBytes >= 16, 'writer starts with at least 16 bytes');
+    this.buf = new Uint8Array(initialBytes);
+  }
+
+  get length(): number {
+    return this.pos;
+  }
+
+  private ensure(more: number): void {
+    const need = this.pos + more;
+    if (need <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < need) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.pos));
+    this.buf = next;
+  }
+
+  u8(v: number): this {
+    assert((v & 0xff) === v, `u8 out of range: ${v}`);
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+    return this;
+  }
+
+  bool(v: boolean): this {
+    return this.u8(v ? 1 : 0);
+  }
+
+  varuint(v: number): this {
+    assert(Number.isSafeInteger(v) && v >= 0, `varuint must be a non-negative safe integer, got ${v}`);
+    this.ensure(8);
+    const buf = this.buf;
+    // Bit operators only see 32 bits: divide while the value is large.
+    while (v >= 0x80000000) {
+      buf[this.pos++] = (v % TWO_POW_7) | 0x80;
+      v = Math.floor(v / TWO_POW_7);
+    }
+    while (v >= 0x80) {
+      buf[this.pos++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    buf[this.pos++] = v;
+    return this;
+  }
+
+  string(s: string): this {
+    const n = s.length;
+    // Room for the longest length prefix and the worst case of 3 bytes per
+    // UTF-16 unit, before `buf` is captured: no reallocation below.
+    this.ensure(8 + n * 3);
+    const buf = this.buf;
+    // ASCII fast path: write the length as if every char were one byte, and
+    // fall back if one is not.
+    const start = this.pos;
+    this.varuint(n);
+    let p = this.pos;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[p++] = c;
+    }
+    if (i === n) {
+      this.pos = p;
+      return this;
+    }
+    const bytes = utf8ByteLength(s);
+    assert(bytes >= 0, 'string is not well-formed UTF-16 (lone surrogate); validate input before encoding');
+    this.pos = start;
+    this.varuint(bytes);
+    p = this.pos;
+    for (let j = 0; j < n; j++) {
+      let c = s.charCodeAt(j);
+      if (c < 0x80) buf[p++] = c;
+      else if (c < 0x800) {
+        buf[p++] = 0xc0 | (c >> 6);
+        buf[p++] = 0x80 | (c & 0x3f);
+      } else if (c >= 0xd800 && c <= 0xdbff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (s.charCodeAt(++j) - 0xdc00);
+        buf[p++] = 0xf0 | (c >> 18);
+        buf[p++] = 0x80 | ((c >> 12) & 0x3f);
+        buf[p++] = 0x80 | ((c >> 6) & 0x3f);
+        buf[p++] = 0x80 | (c & 0x3f);
+      } else {
+        buf[p++] = 0xe0 | (c >> 12);
+        buf[p++] = 0x80 | ((c >> 6) & 0x3f);
+        buf[p++] = 0x80 | (c & 0x3f);
+      }
+    }
+    assert(p - this.pos === bytes, 'UTF-8 length matches the bytes written');
+    this.pos = p;
+    return this;
+  }
+
+  bytes(b: Uint8Array): this {
+    this.varuint(b.length);
+    this.ensure(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+    return this;
+  }
+
+  /** A copy of the bytes written, sized exactly. */
+  finish(): Uint8Array {
+    return this.buf.slice(0, this.pos);
+  }
+}
+
+export class ByteReader {
+  private pos = 0;
+
+  constructor(private readonly buf: Uint8Array) {}
+
+  get remaining(): number {
+    return this.buf.length - this.pos;
+  }
+
+  private fail(what: string): never {
+    throw new DecodeError(`${what} at byte ${this.pos} of ${this.buf.length}`);
+  }
+
+  u8(): number {
+    if (this.pos >= this.buf.length) this.fail('truncated u8');
+    return this.buf[this.pos++] as number;
+  }
+
+  bool(): boolean {
+    const v = this.u8();
+    if (v > 1) this.fail(`bool must be 0 or 1, got ${v}`);
+    return v === 1;
+  }
+
+  varuint(): number {
+    const buf = this.buf;
+    let result = 0;
+    let scale = 1;
+    for (let i = 0; i < 8; i++) {
+      if (this.pos >= buf.length) this.fail('truncated varuint');
+      const b = buf[this.pos++] as number;
+      result += (b & 0x7f) * scale;
+      if (b < 0x80) {
+        if (b === 0 && i > 0) this.fail('overlong varuint');
+        if (result > VARUINT_MAX) this.fail('varuint exceeds 2^53');
+        return result;
+      }
+      scale *= TWO_POW_7;
+    }
+    return this.fail('varuint longer than 8 bytes');
+  }
+
+  /** A varint that must lie in [0, max]. */
+  count(max: number, what: string): number {
+    const n = this.varuint();
+    if (n > max) this.fail(`${what} ${n} exceeds ${max}`);
+    return n;
+  }
+
+  string(): string {
+    const n = this.varuint();
+    const buf = this.buf;
+    const start = this.pos;
+    const end = start + n;
+    if (end > buf.length) this.fail('truncated string');
+    let ascii = true;
+    for (let i = start; i < end; i++) {
+      if ((buf[i] as number) >= 0x80) {
+        ascii = false;
+        break;
+      }
+    }
+    this.pos = end;
+    if (ascii) {
+      if (n <= 24) {
+        let s = '';
+        for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
+        return s;
+      }
+      return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
+    }
+    return decodeUtf8(buf, start, end, (what) => {
+      this.pos = start;
+      this.fail(what);
+    });
+  }
+
+  bytes(): Uint8Array {
+    const n = this.varuint();
+    const end = this.pos + n;
+    if (end > this.buf.length) this.fail('truncated bytes');
+    const out = this.buf.slice(this.pos, end);
+    this.pos = end;
+    return out;
+  }
+
+  /** Every byte must have been read: trailing garbage means a format we do not understand. */
+  end(): void {
+    if (this.pos !== this.buf.length) this.fail(`${this.buf.length - this.pos} trailing bytes`);
+  }
+}
+
+/** Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF). */
+function decodeUtf8(buf: Uint8Array, start: number, end: number, fail: (what: string) => never): string {
+  const units: number[] = [];
+  let i = start;
+  const cont = (k: number): number => {
+    const b = k < end ? (buf[k] as number) : 0;
+    if ((b & 0xc0) !== 0x80) fail('invalid UTF-8 continuation byte');
+    return b & 0x3f;
+  };
+  while (i < end) {
+    const b = buf[i] as number;
+    if (b < 0x80) {
+      units.push(b);
+      i += 1;
+    } else if (b >= 0xc2 && b <= 0xdf) {
+      units.push(((b & 0x1f) << 6) | cont(i + 1));
+      i += 2;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      const c = ((b & 0x0f) << 12) | (cont(i + 1) << 6) | cont(i + 2);
+      if (c < 0x800 || (c >= 0xd800 && c <= 0xdfff)) fail('invalid UTF-8 three-byte sequence');
+      units.push(c);
+      i += 3;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      const c = ((b & 0x07) << 18) | (cont(i + 1) << 12) | (cont(i + 2) << 6) | cont(i + 3);
+      if (c < 0x10000 || c > 0x10ffff) fail('invalid UTF-8 four-byte sequence');
+      units.push(0xd800 + ((c - 0x10000) >> 10), 0xdc00 + ((c - 0x10000) & 0x3ff));
+      i += 4;
+    } else {
+      fail(`invalid UTF-8 lead byte 0x${b.toString(16)}`);
+    }
+  }
+  let s = '';
+  for (let k = 0; k < units.length; k += 4096) s += String.fromCharCode.apply(null, units.slice(k, k + 4096));
+  return s;
+}
+
+/** Runs a decoder whose malformed input is a bug (log entries, snapshots): a DecodeError becomes a crash. */
+export function decodeOrCrash<T>(what: string, decode: () => T): T {
+  try {
+    return decode();
+  } catch (e) {
+    if (e instanceof DecodeError) throw new AssertionError(`corrupt ${what}: ${e.message}`);
+    throw e;
+  }
+}

@@ -1,0 +1,288 @@
+/**
+ * The commands of the lock state machine, and their binary encoding.
+ *
+ * Encoding, format version 1: one byte of format version, one byte of
+ * command kind, then the kind's fields in a fixed order (varuints, single
+ * bytes, length-prefixed UTF-8 strings and byte strings; see codec.ts).
+ * An unknown version or kind, or a malformed body, crashes the replica
+ * (hashicorp/raft's FSM does the same): a replica that skipped an entry it
+ * does not understand would silently diverge from the others.
+ *
+ * A new field or kind takes a new format version; decoders keep reading
+ * every version they ever wrote, because old entries stay in the log.
+ */
+import { assert, AssertionError, unreachable, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
+import { ByteReader, ByteWriter, decodeOrCrash } from './codec.js';
+import type { CancelReason, LockMode } from './types.js';
+
+export const COMMAND_FORMAT_VERSION = 1;
+
+export interface OpenSessionCommand {
+  readonly kind: 'OpenSession';
+  /** Chosen by the leader ("<namespace>:<unique>", the unique part drawn from its random source). */
+  readonly sessionId: SessionId;
+  readonly clientId: string;
+  readonly namespace: Namespace;
+  /** Already clamped by the server to its policy. */
+  readonly ttlMs: number;
+}
+export interface CloseSessionCommand {
+  readonly kind: 'CloseSession';
+  readonly sessionId: SessionId;
+}
+/** Decided by the leader's deadline tracker: the session had no heartbeat for its TTL. */
+export interface ExpireSessionCommand {
+  readonly kind: 'ExpireSession';
+  readonly sessionId: SessionId;
+}
+export interface AcquireCommand {
+  readonly kind: 'Acquire';
+  readonly sessionId: SessionId;
+  readonly name: string;
+  readonly mode: LockMode;
+  readonly requestId: RequestId;
+  /** Recorded for the leader's wait-deadline tracker; the state machine never acts on time. */
+  readonly waitMs: number;
+  readonly lockDelayMs: number;
+  /** A try-lock never queues: a busy lock answers TIMED_OUT. The server sets it for wait_ms = 0. */
+  readonly tryLock: boolean;
+}
+export interface ReleaseCommand {
+  readonly kind: 'Release';
+  readonly sessionId: SessionId;
+  readonly name: string;
+  readonly token: Revision;
+}
+/** Decided by the leader (wait deadline passed) or asked for by the client. */
+export interface CancelWaitCommand {
+  readonly kind: 'CancelWait';
+  readonly sessionId: SessionId;
+  readonly name: string;
+  readonly requestId: RequestId;
+  readonly reason: CancelReason;
+}
+/** Also what an empty entry (Raft's blank entry of a new term) means. */
+export interface NoopCommand {
+  readonly kind: 'Noop';
+}
+/**
+ * Ends a lock-delay. Carries the revision at which the delay began (from the
+ * ExpireSession outcome or `delayedLocks()`), so a lift scheduled for an
+ * earlier delay cannot cut a later one short.
+ */
+export interface LiftLockDelayCommand {
+  readonly kind: 'LiftLockDelay';
+  readonly name: string;
+  readonly delayRevision: Revision;
+}
+export interface ClaimNamespaceCommand {
+  readonly kind: 'ClaimNamespace';
+  readonly namespace: Namespace;
+}
+export interface FreezeNamespaceCommand {
+  readonly kind: 'FreezeNamespace';
+  readonly namespace: Namespace;
+}
+export interface UnfreezeNamespaceCommand {
+  readonly kind: 'UnfreezeNamespace';
+  readonly namespace: Namespace;
+}
+export interface ExportNamespaceCommand {
+  readonly kind: 'ExportNamespace';
+  readonly namespace: Namespace;
+}
+export interface ImportNamespaceCommand {
+  readonly kind: 'ImportNamespace';
+  readonly namespace: Namespace;
+  /** Bytes from an ExportNamespace outcome. */
+  readonly data: Uint8Array;
+  /** Import as active (serving at once) or frozen (until UnfreezeNamespace). */
+  readonly activate: boolean;
+}
+export interface DropNamespaceCommand {
+  readonly kind: 'DropNamespace';
+  readonly namespace: Namespace;
+}
+
+export type Command =
+  | OpenSessionCommand
+  | CloseSessionCommand
+  | ExpireSessionCommand
+  | AcquireCommand
+  | ReleaseCommand
+  | CancelWaitCommand
+  | NoopCommand
+  | LiftLockDelayCommand
+  | ClaimNamespaceCommand
+  | FreezeNamespaceCommand
+  | UnfreezeNamespaceCommand
+  | ExportNamespaceCommand
+  | ImportNamespaceCommand
+  | DropNamespaceCommand;
+
+export type CommandKind = Command['kind'];
+
+/** Wire numbers of the kinds. Never renumber or reuse one: old entries stay in logs. */
+export const COMMAND_KIND_CODES = {
+  OpenSession: 1,
+  CloseSession: 2,
+  ExpireSession: 3,
+  Acquire: 4,
+  Release: 5,
+  CancelWait: 6,
+  Noop: 7,
+  LiftLockDelay: 8,
+  ClaimNamespace: 9,
+  FreezeNamespace: 10,
+  UnfreezeNamespace: 11,
+  ExportNamespace: 12,
+  ImportNamespace: 13,
+  DropNamespace: 14,
+} as const satisfies Record<CommandKind, number>;
+
+const MODE_CODES = { EXCLUSIVE: 1, SHARED: 2 } as const satisfies Record<LockMode, number>;
+const CANCEL_REASON_CODES = { 'timed-out': 1, cancelled: 2 } as const satisfies Record<CancelReason, number>;
+
+export const NOOP: NoopCommand = { kind: 'Noop' };
+
+export function encodeMode(mode: LockMode): number {
+  const code = MODE_CODES[mode];
+  assert(code !== undefined, `unknown lock mode ${String(mode)}`);
+  return code;
+}
+
+export function decodeMode(code: number): LockMode {
+  if (code === 1) return 'EXCLUSIVE';
+  if (code === 2) return 'SHARED';
+  throw new AssertionError(`unknown lock mode code ${code}`);
+}
+
+/** The entry bytes of a command. Strings must be well-formed (the server validates input first). */
+export function encodeCommand(command: Command): Uint8Array {
+  const w = new ByteWriter(command.kind === 'ImportNamespace' ? command.data.length + 128 : 128);
+  w.u8(COMMAND_FORMAT_VERSION).u8(COMMAND_KIND_CODES[command.kind]);
+  switch (command.kind) {
+    case 'OpenSession':
+      w.string(command.sessionId).string(command.clientId).string(command.namespace).varuint(command.ttlMs);
+      break;
+    case 'CloseSession':
+    case 'ExpireSession':
+      w.string(command.sessionId);
+      break;
+    case 'Acquire':
+      w.string(command.sessionId)
+        .string(command.name)
+        .u8(encodeMode(command.mode))
+        .u8(command.tryLock ? 1 : 0)
+        .string(command.requestId)
+        .varuint(command.waitMs)
+        .varuint(command.lockDelayMs);
+      break;
+    case 'Release':
+      w.string(command.sessionId).string(command.name).varuint(command.token);
+      break;
+    case 'CancelWait':
+      w.string(command.sessionId).string(command.name).string(command.requestId).u8(CANCEL_REASON_CODES[command.reason]);
+      break;
+    case 'Noop':
+      break;
+    case 'LiftLockDelay':
+      w.string(command.name).varuint(command.delayRevision);
+      break;
+    case 'ClaimNamespace':
+    case 'FreezeNamespace':
+    case 'UnfreezeNamespace':
+    case 'ExportNamespace':
+    case 'DropNamespace':
+      w.string(command.namespace);
+      break;
+    case 'ImportNamespace':
+      w.string(command.namespace).bool(command.activate).bytes(command.data);
+      break;
+    default:
+      unreachable(command, 'command kind');
+  }
+  return w.finish();
+}
+
+/**
+ * The command in entry bytes. An empty entry is Raft's blank entry: Noop.
+ * Anything this version does not understand is an AssertionError (crash).
+ */
+export function decodeCommand(data: Uint8Array): Command {
+  if (data.length === 0) return NOOP;
+  return decodeOrCrash('command entry', () => {
+    const r = new ByteReader(data);
+    const version = r.u8();
+    if (version !== COMMAND_FORMAT_VERSION) throw new AssertionError(`unknown command format version ${version}`);
+    const kind = r.u8();
+    const command = decodeBody(kind, r);
+    r.end();
+    return command;
+  });
+}
+
+function decodeBody(kind: number, r: ByteReader): Command {
+  switch (kind) {
+    case COMMAND_KIND_CODES.OpenSession:
+      return {
+        kind: 'OpenSession',
+        sessionId: r.string() as SessionId,
+        clientId: r.string(),
+        namespace: r.string() as Namespace,
+        ttlMs: r.varuint(),
+      };
+    case COMMAND_KIND_CODES.CloseSession:
+      return { kind: 'CloseSession', sessionId: r.string() as SessionId };
+    case COMMAND_KIND_CODES.ExpireSession:
+      return { kind: 'ExpireSession', sessionId: r.string() as SessionId };
+    case COMMAND_KIND_CODES.Acquire: {
+      const sessionId = r.string() as SessionId;
+      const name = r.string();
+      const mode = decodeMode(r.u8());
+      const flags = r.u8();
+      if (flags > 1) throw new AssertionError(`unknown Acquire flags ${flags}`);
+      return {
+        kind: 'Acquire',
+        sessionId,
+        name,
+        mode,
+        requestId: r.string() as RequestId,
+        waitMs: r.varuint(),
+        lockDelayMs: r.varuint(),
+        tryLock: flags === 1,
+      };
+    }
+    case COMMAND_KIND_CODES.Release:
+      return { kind: 'Release', sessionId: r.string() as SessionId, name: r.string(), token: r.varuint() as Revision };
+    case COMMAND_KIND_CODES.CancelWait: {
+      const sessionId = r.string() as SessionId;
+      const name = r.string();
+      const requestId = r.string() as RequestId;
+      const reasonCode = r.u8();
+      let reason: CancelReason;
+      if (reasonCode === CANCEL_REASON_CODES['timed-out']) reason = 'timed-out';
+      else if (reasonCode === CANCEL_REASON_CODES.cancelled) reason = 'cancelled';
+      else throw new AssertionError(`unknown CancelWait reason ${reasonCode}`);
+      return { kind: 'CancelWait', sessionId, name, requestId, reason };
+    }
+    case COMMAND_KIND_CODES.Noop:
+      return NOOP;
+    case COMMAND_KIND_CODES.LiftLockDelay:
+      return { kind: 'LiftLockDelay', name: r.string(), delayRevision: r.varuint() as Revision };
+    case COMMAND_KIND_CODES.ClaimNamespace:
+      return { kind: 'ClaimNamespace', namespace: r.string() as Namespace };
+    case COMMAND_KIND_CODES.FreezeNamespace:
+      return { kind: 'FreezeNamespace', namespace: r.string() as Namespace };
+    case COMMAND_KIND_CODES.UnfreezeNamespace:
+      return { kind: 'UnfreezeNamespace', namespace: r.string() as Namespace };
+    case COMMAND_KIND_CODES.ExportNamespace:
+      return { kind: 'ExportNamespace', namespace: r.string() as Namespace };
+    case COMMAND_KIND_CODES.ImportNamespace:
+      return { kind: 'ImportNamespace', namespace: r.string() as Namespace, activate: r.bool(), data: r.bytes() };
+    case COMMAND_KIND_CODES.DropNamespace:
+      return { kind: 'DropNamespace', namespace: r.string() as Namespace };
+    default:
+      throw new AssertionError(`unknown command kind ${kind}`);
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * Lock names, exactly as the contract's header defines them:
+ * "/ls/<namespace>/<rest>", segments of [A-Za-z0-9._-], no empty segment,
+ * no "." or ".." segment, at most 512 bytes in all. The namespace is the
+ * first segment after "/ls/" and must be followed by at least one more.
+ *
+ * The server calls these before proposing, so bad input never reaches the
+ * log; the state machine calls them again on apply.
+ */
+import { type Namespace, Namespace as asNamespace } from '@fencer/base';
+import { NAME_BYTES_MAX, NAMESPACE_BYTES_MAX } from './limits.js';
+
+export const LOCK_NAME_ROOT = '/ls/';
+
+export type ParsedLockName =
+  | { readonly ok: true; readonly namespace: Namespace; readonly rest: string }
+  | { readonly ok: false; readonly code: 'INVALID_NAME'; readonly message: string };
+
+/** [A-Za-z0-9._-] */
+function isSegmentChar(c: number): boolean {
+  return (
+    (c >= 0x61 && c <= 0x7a) || // a-z
+    (c >= 0x41 && c <= 0x5a) || // A-Z
+    (c >= 0x30 && c <= 0x39) || // 0-9
+    c === 0x2e || // .
+    c === 0x5f || // _
+    c === 0x2d // -
+  );
+}
+
+/**
+ * Checks segments of `s` from `start` up to `end`, each ended by '/' or by
+ * `end`. Returns an error message, or undefined when all are valid. With
+ * `allowOpenEnd`, the last segment may be empty or partial (a prefix).
+ */
+function checkSegments(s: string, start: number, end: number, allowOpenEnd: boolean): string | undefined {
+  let segStart = start;
+  for (let i = start; i <= end; i++) {
+    const atEnd = i === end;
+    const c = atEnd ? 0x2f : s.charCodeAt(i);
+    if (c === 0x2f) {
+      const len = i - segStart;
+      if (len === 0 && !(atEnd && allowOpenEnd)) return `empty path segment at offset ${segStart}`;
+      // A partial last segment of a prefix may be "." (it could become ".x").
+      if (!(atEnd && allowOpenEnd) && len <= 2 && s.charCodeAt(segStart) === 0x2e && (len === 1 || s.charCodeAt(segStart + 1) === 0x2e)) {
+        return `"." and ".." are not valid path segments (offset ${segStart})`;
+      }
+      segStart = i + 1;
+    } else if (!isSegmentChar(c)) {
+      return `character ${JSON.stringify(s[i])} at offset ${i} is outside [A-Za-z0-9._-]`;
+    }
+  }
+  return undefined;
+}
+
+/** Splits a lock name into its namespace and the rest, or says why it is not a valid name. */
+export function parseLockName(name: string): ParsedLockName {
+  if (typeof name !== 'string' || !name.startsWith(LOCK_NAME_ROOT)) {
+    return { ok: false, code: 'INVALID_NAME', message: `a lock name must start with "${LOCK_NAME_ROOT}<namespace>/"` };
+  }
+  // Every valid character is ASCII, so the string length is the byte length
+  // once the characters are checked; check the length first to bound work.
+  if (name.length > NAME_BYTES_MAX) {
+    return { ok: false, code: 'INVALID_NAME', message: `a lock name is at most ${NAME_BYTES_MAX} bytes, got ${name.length} characters` };
+  }
+  const nsEnd = name.indexOf('/', LOCK_NAME_ROOT.length);
+  if (nsEnd < 0 || nsEnd === name.length - 1) {
+    return { ok: false, code: 'INVALID_NAME', message: 'a lock name needs a path below its namespace: "/ls/<namespace>/<rest>"' };
+  }
+  if (nsEnd - LOCK_NAME_ROOT.length > NAMESPACE_BYTES_MAX) {
+    return { ok: false, code: 'INVALID_NAME', message: `a namespace is at most ${NAMESPACE_BYTES_MAX} bytes` };
+  }
+  const problem = checkSegments(name, LOCK_NAME_ROOT.length, name.length, false);
+  if (problem !== undefined) return { ok: false, code: 'INVALID_NAME', message: `invalid lock name: ${problem}` };
+  return { ok: true, namespace: asNamespace(name.slice(LOCK_NAME_ROOT.length, nsEnd)), rest: name.slice(nsEnd + 1) };
+}
+
+export type LockNameProblem = { readonly code: 'INVALID_NAME' | 'WRONG_NAMESPACE'; readonly message: string };
+
+/**
+ * Undefined when `name` is a valid lock name (inside `namespace`, when given);
+ * otherwise the outcome code and a message a person can act on.
+ */
+export function validateLockName(name: string, namespace?: string): LockNameProblem | undefined {
+  const parsed = parseLockName(name);
+  if (!parsed.ok) return { code: parsed.code, message: parsed.message };
+  if (namespace !== undefined && parsed.namespace !== namespace) {
+    return { code: 'WRONG_NAMESPACE', message: `lock ${name} is in namespace "${parsed.namespace}", but the session belongs to "${namespace}"` };
+  }
+  return undefined;
+}
+
+export type ParsedLockPrefix =
+  | { readonly ok: true; readonly namespace: Namespace }
+  | { readonly ok: false; readonly code: 'INVALID_NAME'; readonly message: string };
+
+/**
+ * A ListLocks or Watch prefix must lie inside one namespace: "/ls/<namespace>/"
+ * followed by any valid start of a rest (its last segment may be partial).
+ */
+export function parseLockPrefix(prefix: string): ParsedLockPrefix {
+  if (typeof prefix !== 'string' || !prefix.startsWith(LOCK_NAME_ROOT)) {
+    return { ok: false, code: 'INVALID_NAME', message: `a prefix must start with "${LOCK_NAME_ROOT}<namespace>/"` };
+  }
+  if (prefix.length > NAME_BYTES_MAX) {
+    return { ok: false, code: 'INVALID_NAME', message: `a prefix is at most ${NAME_BYTES_MAX} bytes` };
+  }
+  const nsEnd = prefix.indexOf('/', LOCK_NAME_ROOT.length);
+  if (nsEnd < 0) {
+    return { ok: false, code: 'INVALID_NAME', message: 'a prefix must name one whole namespace: "/ls/<namespace>/"' };
+  }
+  if (nsEnd - LOCK_NAME_ROOT.length > NAMESPACE_BYTES_MAX) {
+    return { ok: false, code: 'INVALID_NAME', message: `a namespace is at most ${NAMESPACE_BYTES_MAX} bytes` };
+  }
+  const nsProblem = checkSegments(prefix, LOCK_NAME_ROOT.length, nsEnd, false);
+  if (nsProblem !== undefined) return { ok: false, code: 'INVALID_NAME', message: `invalid prefix: ${nsProblem}` };
+  const restProblem = checkSegments(prefix, nsEnd + 1, prefix.length, true);
+  if (restProblem !== undefined) return { ok: false, code: 'INVALID_NAME', message: `invalid prefix: ${restProblem}` };
+  return { ok: true, namespace: asNamespace(prefix.slice(LOCK_NAME_ROOT.length, nsEnd)) };
+}

@@ -1,0 +1,292 @@
+/**
+ * Canonical encoding of the state: the same state gives the same bytes on
+ * every replica, so snapshots can be compared byte for byte and hashed.
+ * Maps whose order carries no meaning (namespaces, sessions, locks) are
+ * written sorted by key; lists whose order is meaning (holders in grant
+ * order, FIFO waiters, dedupe records in arrival order) are written as they
+ * are. Decoding checks every invariant and rejects any non-canonical order,
+ * so restore(snapshot) always snapshots back to the same bytes.
+ *
+ * One namespace's part (its "section") is shared by snapshots and by
+ * namespace export/import, which is how a tenant move carries sessions,
+ * locks, queues and dedupe results together.
+ *
+ * Snapshot, format version 1:
+ *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
+ *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
+ *   and unless moved out, its section.
+ * Export, format version 1:
+ *   u8 version, string namespace, varuint highestRevision, section.
+ * Section:
+ *   varuint sessionCount, per session (sorted by id): string id, string clientId,
+ *     varuint ttlMs, varuint openedRevision, varuint dedupeCount, per record
+ *     (oldest first): string requestId, u8 status, string name, varuint token,
+ *     varuint revision, u8 reason;
+ *   varuint lockCount, per lock (sorted by name): string name, varuint delayRevision,
+ *     varuint delayMs, varuint holderCount, per holder: string sessionId, varuint token,
+ *     u8 mode, varuint lockDelayMs; varuint waiterCount, per waiter: string sessionId,
+ *     u8 mode, string requestId, varuint waitMs, varuint lockDelayMs, varuint queuedRevision.
+ */
+import { isValidNamespace, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
+import { ByteReader, ByteWriter, DecodeError } from './codec.js';
+import { decodeMode, encodeMode } from './commands.js';
+import type { FsmLimits } from './limits.js';
+import {
+  canHold,
+  compareStrings,
+  EMPTY,
+  newNamespaceRecord,
+  sortedKeys,
+  type DedupeRecord,
+  type DedupeStatus,
+  type LockRecord,
+  type NamespaceRecord,
+  type SessionRecord,
+} from './records.js';
+import type { Holder, NamespaceState, TimedOutReason, Waiter } from './types.js';
+import { checkClientId, checkLockDelayMs, checkName, checkRequestId, checkSessionId, checkTtlMs, checkWaitMs } from './validate.js';
+
+export const SNAPSHOT_FORMAT_VERSION = 1;
+export const EXPORT_FORMAT_VERSION = 1;
+
+const NAMESPACE_STATE_CODES: Record<NamespaceState, number> = { active: 1, frozen: 2, moved: 3 };
+const STATUS_CODES: Record<DedupeStatus, number> = { GRANTED: 1, QUEUED: 2, TIMED_OUT: 3 };
+const REASON_CODES: Record<TimedOutReason, number> = { busy: 1, 'timed-out': 2, cancelled: 3 };
+
+function invalid(message: string): never {
+  throw new DecodeError(message);
+}
+
+// ---- writing ----
+
+export function writeSection(w: ByteWriter, ns: NamespaceRecord): void {
+  const sessionIds = sortedKeys(ns.sessions);
+  w.varuint(sessionIds.length);
+  for (const id of sessionIds) {
+    const s = ns.sessions.get(id) as SessionRecord;
+    w.string(s.id).string(s.clientId).varuint(s.ttlMs).varuint(s.openedRevision).varuint(s.dedupe.size);
+    for (const [requestId, d] of s.dedupe) {
+      w.string(requestId)
+        .u8(STATUS_CODES[d.status])
+        .string(d.name)
+        .varuint(d.token)
+        .varuint(d.revision)
+        .u8(d.reason === null ? 0 : REASON_CODES[d.reason]);
+    }
+  }
+  const names = sortedKeys(ns.locks);
+  w.varuint(names.length);
+  for (const name of names) {
+    const lock = ns.locks.get(name) as LockRecord;
+    w.string(name).varuint(lock.delayRevision).varuint(lock.delayMs).varuint(lock.holders.length);
+    for (const h of lock.holders) w.string(h.sessionId).varuint(h.token).u8(encodeMode(h.mode)).varuint(h.lockDelayMs);
+    w.varuint(lock.waiters.length);
+    for (const x of lock.waiters) {
+      w.string(x.sessionId).u8(encodeMode(x.mode)).string(x.requestId).varuint(x.waitMs).varuint(x.lockDelayMs).varuint(x.queuedRevision);
+    }
+  }
+}
+
+export function encodeSnapshot(appliedIndex: number, revisionBase: number, namespaces: ReadonlyMap<string, NamespaceRecord>): Uint8Array {
+  const w = new ByteWriter(4096);
+  w.u8(SNAPSHOT_FORMAT_VERSION).varuint(appliedIndex).varuint(revisionBase);
+  const names = sortedKeys(namespaces);
+  w.varuint(names.length);
+  for (const name of names) {
+    const ns = namespaces.get(name) as NamespaceRecord;
+    w.string(ns.name).u8(NAMESPACE_STATE_CODES[ns.state]).varuint(ns.lastRevision);
+    if (ns.state !== 'moved') writeSection(w, ns);
+  }
+  return w.finish();
+}
+
+export function encodeExport(ns: NamespaceRecord, highestRevision: number): Uint8Array {
+  const w = new ByteWriter(4096);
+  w.u8(EXPORT_FORMAT_VERSION).string(ns.name).varuint(highestRevision);
+  writeSection(w, ns);
+  return w.finish();
+}
+
+// ---- reading ----
+
+function checked<T>(problem: { message: string } | undefined, value: T): T {
+  if (problem !== undefined) invalid(problem.message);
+  return value;
+}
+
+function revisionIn(r: ByteReader, revisionMax: number, what: string, allowZero: boolean): number {
+  const v = r.varuint();
+  if (v > revisionMax || (!allowZero && v === 0)) invalid(`${what} ${v} outside [${allowZero ? 0 : 1}, ${revisionMax}]`);
+  return v;
+}
+
+/**
+ * Reads one namespace's section into `ns`, checking every invariant against
+ * `limits`. Revisions must not exceed `revisionMax`. Throws DecodeError.
+ * Returns the number of sessions read.
+ */
+export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimits, revisionMax: number): number {
+  const sessionCount = r.count(limits.sessionsPerNamespaceMax, 'session count');
+  let previousId = '';
+  for (let i = 0; i < sessionCount; i++) {
+    const id = r.string() as SessionId;
+    checked(checkSessionId(id, ns.name), 0);
+    if (i > 0 && compareStrings(previousId, id) >= 0) invalid(`sessions out of order: ${previousId} before ${id}`);
+    previousId = id;
+    const clientId = r.string();
+    checked(checkClientId(clientId), 0);
+    const ttlMs = r.varuint();
+    checked(checkTtlMs(ttlMs), 0);
+    const openedRevision = revisionIn(r, revisionMax, 'openedRevision', false) as Revision;
+    const s: SessionRecord = { id, ns, clientId, ttlMs, openedRevision, held: new Map(), waiting: new Map(), dedupe: new Map() };
+    const dedupeCount = r.count(limits.dedupePerSessionMax, 'dedupe count');
+    for (let j = 0; j < dedupeCount; j++) {
+      const requestId = r.string();
+      checked(checkRequestId(requestId), 0);
+      if (s.dedupe.has(requestId)) invalid(`duplicate request id ${requestId} in session ${id}`);
+      const statusCode = r.u8();
+      const status: DedupeStatus | undefined = statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
+      if (status === undefined) invalid(`unknown dedupe status ${statusCode}`);
+      const name = r.string();
+      checked(checkName(name, ns.name), 0);
+      const token = revisionIn(r, revisionMax, 'dedupe token', status !== 'GRANTED') as Revision;
+      if (status !== 'GRANTED' && token !== 0) invalid('a dedupe record that is not GRANTED carries no token');
+      const revision = revisionIn(r, revisionMax, 'dedupe revision', false) as Revision;
+      const reasonCode = r.u8();
+      const reason: TimedOutReason | null =
+        reasonCode === 0 ? null : reasonCode === 1 ? 'busy' : reasonCode === 2 ? 'timed-out' : reasonCode === 3 ? 'cancelled' : invalid(`unknown reason ${reasonCode}`);
+      if ((status === 'TIMED_OUT') !== (reason !== null)) invalid('a reason comes with TIMED_OUT and only with it');
+      const record: DedupeRecord = { status, name, token, revision, reason };
+      s.dedupe.set(requestId, record);
+    }
+    ns.sessions.set(id, s);
+  }
+
+  const lockCount = r.varuint();
+  let previousName = '';
+  for (let i = 0; i < lockCount; i++) {
+    const name = r.string();
+    checked(checkName(name, ns.name), 0);
+    if (i > 0 && compareStrings(previousName, name) >= 0) invalid(`locks out of order: ${previousName} before ${name}`);
+    previousName = name;
+    const delayRevision = revisionIn(r, revisionMax, 'delayRevision', true);
+    const delayMs = r.varuint();
+    if (delayRevision === 0 ? delayMs !== 0 : checkLockDelayMs(delayMs) !== undefined || delayMs === 0) invalid(`lock ${name}: bad lock-delay ${delayMs}`);
+    const lock: LockRecord = { name, holders: EMPTY, waiters: EMPTY, delayRevision, delayMs };
+    const holderCount = r.count(limits.holdersPerLockMax, 'holder count');
+    const holders: Holder[] = [];
+    for (let j = 0; j < holderCount; j++) {
+      const sessionId = r.string() as SessionId;
+      const s = ns.sessions.get(sessionId) ?? invalid(`lock ${name}: holder ${sessionId} is not a session of ${ns.name}`);
+      if (s.held.has(name)) invalid(`lock ${name}: session ${sessionId} holds it twice`);
+      const token = revisionIn(r, revisionMax, 'token', false) as Revision;
+      const mode = decodeModeChecked(r.u8());
+      const lockDelayMs = r.varuint();
+      checked(checkLockDelayMs(lockDelayMs), 0);
+      if (holders.length > 0 && (mode === 'EXCLUSIVE' || (holders[0] as Holder).mode === 'EXCLUSIVE')) invalid(`lock ${name}: an exclusive holder must be alone`);
+      holders.push({ sessionId, clientId: s.clientId, mode, token, lockDelayMs });
+      s.held.set(name, lock);
+    }
+    const waiterCount = r.count(limits.waitersPerLockMax, 'waiter count');
+    const waiters: Waiter[] = [];
+    for (let j = 0; j < waiterCount; j++) {
+      const sessionId = r.string() as SessionId;
+      const s = ns.sessions.get(sessionId) ?? invalid(`lock ${name}: waiter ${sessionId} is not a session of ${ns.name}`);
+      if (s.held.has(name) || s.waiting.has(name)) invalid(`lock ${name}: session ${sessionId} waits while holding or waits twice`);
+      const mode = decodeModeChecked(r.u8());
+      const requestId = r.string() as RequestId;
+      checked(checkRequestId(requestId), 0);
+      const waitMs = r.varuint();
+      checked(checkWaitMs(waitMs), 0);
+      const lockDelayMs = r.varuint();
+      checked(checkLockDelayMs(lockDelayMs), 0);
+      const queuedRevision = revisionIn(r, revisionMax, 'queuedRevision', false) as Revision;
+      waiters.push({ sessionId, clientId: s.clientId, mode, requestId, waitMs, lockDelayMs, queuedRevision });
+      s.waiting.set(name, lock);
+    }
+    if (holders.length === 0 && waiters.length === 0 && delayRevision === 0) invalid(`lock ${name} is free but listed`);
+    const head = waiters[0];
+    if (head !== undefined && delayRevision === 0 && canHold(holders, head.mode, limits.holdersPerLockMax)) {
+      invalid(`lock ${name}: the head waiter could be granted (promotion did not run)`);
+    }
+    lock.holders = holders.length === 0 ? EMPTY : holders;
+    lock.waiters = waiters.length === 0 ? EMPTY : waiters;
+    ns.locks.set(name, lock);
+  }
+
+  for (const s of ns.sessions.values()) {
+    if (s.held.size + s.waiting.size > limits.locksPerSessionMax) invalid(`session ${s.id} exceeds locksPerSessionMax`);
+    for (const [requestId, d] of s.dedupe) {
+      if (d.status !== 'QUEUED') continue;
+      const lock = s.waiting.get(d.name);
+      const waiter = lock?.waiters.find((x) => x.sessionId === s.id);
+      if (waiter?.requestId !== requestId) invalid(`session ${s.id}: QUEUED request ${requestId} has no waiter in ${d.name}`);
+    }
+  }
+  return sessionCount;
+}
+
+function decodeModeChecked(code: number): Holder['mode'] {
+  if (code !== 1 && code !== 2) invalid(`unknown lock mode ${code}`);
+  return decodeMode(code);
+}
+
+export interface DecodedSnapshot {
+  readonly appliedIndex: number;
+  readonly revisionBase: number;
+  readonly namespaces: Map<string, NamespaceRecord>;
+  readonly sessionCount: number;
+}
+
+/** Throws DecodeError on anything malformed or inconsistent. */
+export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSnapshot {
+  const r = new ByteReader(bytes);
+  const version = r.u8();
+  if (version !== SNAPSHOT_FORMAT_VERSION) invalid(`unknown snapshot format version ${version}`);
+  const appliedIndex = r.varuint();
+  const revisionBase = r.varuint();
+  const revisionMax = appliedIndex + revisionBase;
+  if (!Number.isSafeInteger(revisionMax)) invalid('revision overflows');
+  const count = r.count(limits.namespacesMax, 'namespace count');
+  const namespaces = new Map<string, NamespaceRecord>();
+  let sessionCount = 0;
+  let previous = '';
+  for (let i = 0; i < count; i++) {
+    const name = r.string() as Namespace;
+    if (!isValidNamespace(name)) invalid(`invalid namespace ${name}`);
+    if (i > 0 && compareStrings(previous, name) >= 0) invalid(`namespaces out of order: ${previous} before ${name}`);
+    previous = name;
+    const stateCode = r.u8();
+    const state: NamespaceState | undefined = stateCode === 1 ? 'active' : stateCode === 2 ? 'frozen' : stateCode === 3 ? 'moved' : undefined;
+    if (state === undefined) invalid(`unknown namespace state ${stateCode}`);
+    const lastRevision = revisionIn(r, revisionMax, 'lastRevision', true);
+    const ns = newNamespaceRecord(name, state, lastRevision);
+    if (state !== 'moved') sessionCount += readSection(r, ns, limits, revisionMax);
+    namespaces.set(name, ns);
+  }
+  if (sessionCount > limits.sessionsMax) invalid(`snapshot holds ${sessionCount} sessions, more than sessionsMax`);
+  r.end();
+  return { appliedIndex, revisionBase, namespaces, sessionCount };
+}
+
+export interface DecodedExport {
+  readonly namespace: Namespace;
+  readonly highestRevision: number;
+  /** A record in state 'active' holding the section; the importer sets state and lastRevision. */
+  readonly record: NamespaceRecord;
+  readonly sessionCount: number;
+}
+
+/** Throws DecodeError on anything malformed or inconsistent. */
+export function decodeExport(bytes: Uint8Array, limits: FsmLimits): DecodedExport {
+  const r = new ByteReader(bytes);
+  const version = r.u8();
+  if (version !== EXPORT_FORMAT_VERSION) invalid(`unknown export format version ${version}`);
+  const namespace = r.string() as Namespace;
+  if (!isValidNamespace(namespace)) invalid(`invalid namespace ${namespace}`);
+  const highestRevision = r.varuint();
+  const record = newNamespaceRecord(namespace, 'active', highestRevision);
+  const sessionCount = readSection(r, record, limits, highestRevision);
+  r.end();
+  return { namespace, highestRevision, record, sessionCount };
+}

@@ -1,0 +1,153 @@
+/**
+ * Stateless checks of command fields. The server runs `validateCommand`
+ * before proposing, so bad input is answered at once and never reaches the
+ * log; the state machine runs the same checks again on apply (it must not
+ * trust that every proposer validated), and answers with the same outcome.
+ */
+import { isValidNamespace, namespaceOfSessionId, SESSION_ID_SEPARATOR, unreachable } from '@fencer/base';
+import type { Command } from './commands.js';
+import { utf8ByteLength } from './codec.js';
+import {
+  CLIENT_ID_BYTES_MAX,
+  LOCK_DELAY_MS_MAX,
+  NAMESPACE_BYTES_MAX,
+  REQUEST_ID_BYTES_MAX,
+  SESSION_ID_BYTES_MAX,
+  TTL_MS_MAX,
+  TTL_MS_MIN,
+  WAIT_MS_MAX,
+} from './limits.js';
+import { validateLockName } from './names.js';
+import type { Failure, FsmErrorCode, LockMode } from './types.js';
+
+export function fail(code: FsmErrorCode, message: string): Failure {
+  return { ok: false, code, message };
+}
+
+export function isFailure(x: unknown): x is Failure {
+  return (x as Failure | undefined)?.ok === false;
+}
+
+export function checkRequestId(requestId: string): Failure | undefined {
+  if (typeof requestId !== 'string' || requestId.length === 0) return fail('MISSING_REQUEST_ID', 'request_id is required: one per attempt, reused on retries');
+  const bytes = utf8ByteLength(requestId);
+  if (bytes < 0) return fail('INVALID_ARGUMENT', 'request_id is not valid UTF-8 (lone surrogate)');
+  if (bytes > REQUEST_ID_BYTES_MAX) return fail('INVALID_ARGUMENT', `request_id is at most ${REQUEST_ID_BYTES_MAX} bytes, got ${bytes}`);
+  return undefined;
+}
+
+export function checkClientId(clientId: string): Failure | undefined {
+  if (typeof clientId !== 'string') return fail('INVALID_ARGUMENT', 'client_id must be a string');
+  const bytes = utf8ByteLength(clientId);
+  if (bytes < 0) return fail('INVALID_ARGUMENT', 'client_id is not valid UTF-8 (lone surrogate)');
+  if (bytes > CLIENT_ID_BYTES_MAX) return fail('INVALID_ARGUMENT', `client_id is at most ${CLIENT_ID_BYTES_MAX} bytes, got ${bytes}`);
+  return undefined;
+}
+
+export function checkNamespaceName(namespace: string): Failure | undefined {
+  if (typeof namespace !== 'string' || !isValidNamespace(namespace)) {
+    return fail('INVALID_ARGUMENT', `namespace must be 1 to ${NAMESPACE_BYTES_MAX} characters of [A-Za-z0-9._-], not "." or ".."`);
+  }
+  return undefined;
+}
+
+/** [A-Za-z0-9._-]+: the unique part is the leader's, drawn from its random source; ASCII keeps sorting and lengths simple. */
+const UNIQUE_PART = /^[A-Za-z0-9._-]+$/;
+
+/** A session id is "<namespace>:<unique>" (ARCHITECTURE decision 4). */
+export function checkSessionId(sessionId: string, namespace?: string): Failure | undefined {
+  if (typeof sessionId !== 'string' || sessionId.length > SESSION_ID_BYTES_MAX) {
+    return fail('INVALID_ARGUMENT', `a session id is a string of at most ${SESSION_ID_BYTES_MAX} bytes`);
+  }
+  const ns = namespaceOfSessionId(sessionId);
+  const unique = sessionId.slice(sessionId.indexOf(SESSION_ID_SEPARATOR) + 1);
+  if (ns === undefined || !UNIQUE_PART.test(unique)) {
+    return fail('INVALID_ARGUMENT', `a session id is "<namespace>${SESSION_ID_SEPARATOR}<unique>" with both parts of [A-Za-z0-9._-]`);
+  }
+  if (namespace !== undefined && ns !== namespace) {
+    return fail('INVALID_ARGUMENT', `session id ${sessionId} does not embed namespace "${namespace}"`);
+  }
+  return undefined;
+}
+
+export function checkTtlMs(ttlMs: number): Failure | undefined {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < TTL_MS_MIN || ttlMs > TTL_MS_MAX) {
+    return fail('INVALID_TTL', `ttl_ms must be an integer in [${TTL_MS_MIN}, ${TTL_MS_MAX}], got ${ttlMs}`);
+  }
+  return undefined;
+}
+
+export function checkLockDelayMs(lockDelayMs: number): Failure | undefined {
+  if (!Number.isSafeInteger(lockDelayMs) || lockDelayMs < 0 || lockDelayMs > LOCK_DELAY_MS_MAX) {
+    return fail('INVALID_ARGUMENT', `lock_delay_ms must be an integer in [0, ${LOCK_DELAY_MS_MAX}] (the server caps it), got ${lockDelayMs}`);
+  }
+  return undefined;
+}
+
+export function checkWaitMs(waitMs: number): Failure | undefined {
+  if (!Number.isSafeInteger(waitMs) || waitMs < 0 || waitMs > WAIT_MS_MAX) {
+    return fail('INVALID_ARGUMENT', `wait_ms must be an integer in [0, ${WAIT_MS_MAX}], got ${waitMs}`);
+  }
+  return undefined;
+}
+
+export function checkMode(mode: LockMode): Failure | undefined {
+  if (mode !== 'EXCLUSIVE' && mode !== 'SHARED') return fail('INVALID_MODE', `mode must be EXCLUSIVE or SHARED, got ${String(mode)}`);
+  return undefined;
+}
+
+export function checkToken(token: number): Failure | undefined {
+  if (!Number.isSafeInteger(token) || token < 0) return fail('INVALID_ARGUMENT', `a token is a non-negative integer, got ${token}`);
+  return undefined;
+}
+
+export function checkName(name: string, namespace?: string): Failure | undefined {
+  const problem = validateLockName(name, namespace);
+  return problem === undefined ? undefined : fail(problem.code, problem.message);
+}
+
+/**
+ * The checks that need no state, in the order the state machine applies them.
+ * Undefined when the command may be proposed. ImportNamespace data is checked
+ * by the state machine (it needs the cell's limits); see `validateNamespaceExport`.
+ */
+export function validateCommand(command: Command): Failure | undefined {
+  switch (command.kind) {
+    case 'OpenSession':
+      return (
+        checkNamespaceName(command.namespace) ??
+        checkSessionId(command.sessionId, command.namespace) ??
+        checkClientId(command.clientId) ??
+        checkTtlMs(command.ttlMs)
+      );
+    case 'CloseSession':
+    case 'ExpireSession':
+      return checkSessionId(command.sessionId);
+    case 'Acquire':
+      return (
+        checkSessionId(command.sessionId) ??
+        checkRequestId(command.requestId) ??
+        checkName(command.name, namespaceOfSessionId(command.sessionId)) ??
+        checkMode(command.mode) ??
+        checkWaitMs(command.waitMs) ??
+        checkLockDelayMs(command.lockDelayMs)
+      );
+    case 'Release':
+      return checkSessionId(command.sessionId) ?? checkName(command.name, namespaceOfSessionId(command.sessionId)) ?? checkToken(command.token);
+    case 'CancelWait':
+      return checkSessionId(command.sessionId) ?? checkRequestId(command.requestId) ?? checkName(command.name, namespaceOfSessionId(command.sessionId));
+    case 'Noop':
+      return undefined;
+    case 'LiftLockDelay':
+      return checkName(command.name) ?? checkToken(command.delayRevision);
+    case 'ClaimNamespace':
+    case 'FreezeNamespace':
+    case 'UnfreezeNamespace':
+    case 'ExportNamespace':
+    case 'DropNamespace':
+    case 'ImportNamespace':
+      return checkNamespaceName(command.namespace);
+    default:
+      return unreachable(command, 'command kind');
+  }
+}
