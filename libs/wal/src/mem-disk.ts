@@ -52,41 +52,45 @@ export class MemDiskError extends Error {
 
 type WriteOp = { kind: 'write'; position: number; data: Uint8Array } | { kind: 'extend'; bytes: number };
 
-/** A growable byte buffer: the content of one inode, current or durable. */
+/**
+ * The content of one inode, current or durable. Sparse at the end: `size`
+ * may exceed the buffer, the rest reads as zeros, so a preallocated 64 MiB
+ * segment costs memory only for what was written into it.
+ */
 class Bytes {
   buf = new Uint8Array(0);
   size = 0;
 
-  ensure(bytes: number): void {
-    if (bytes <= this.size) return;
-    if (bytes > this.buf.length) {
-      const next = new Uint8Array(Math.max(bytes, this.buf.length * 2, 256));
-      next.set(this.buf.subarray(0, this.size));
-      this.buf = next;
-    }
-    // New bytes are zero: the buffer is zeroed on allocation and never shrinks below size.
-    this.size = bytes;
+  private grow(bytes: number): void {
+    if (bytes <= this.buf.length) return;
+    const next = new Uint8Array(Math.max(bytes, this.buf.length * 2, 256));
+    next.set(this.buf);
+    this.buf = next;
   }
 
   apply(op: WriteOp, tornBytes = -1): void {
     if (op.kind === 'extend') {
-      this.ensure(op.bytes);
+      this.size = Math.max(this.size, op.bytes);
       return;
     }
     const data = tornBytes >= 0 ? op.data.subarray(0, tornBytes) : op.data;
-    this.ensure(op.position + data.length);
+    this.grow(op.position + data.length);
     this.buf.set(data, op.position);
+    this.size = Math.max(this.size, op.position + data.length);
   }
 
   copy(): Bytes {
     const c = new Bytes();
-    c.buf = this.buf.slice(0, Math.max(this.size, 1));
+    c.buf = this.buf.slice();
     c.size = this.size;
     return c;
   }
 
-  view(): Uint8Array {
-    return this.buf.subarray(0, this.size);
+  /** A fresh copy of the whole content. */
+  read(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    out.set(this.buf.subarray(0, Math.min(this.size, this.buf.length)));
+    return out;
   }
 }
 
@@ -163,7 +167,7 @@ export class MemDisk implements Disk {
   read(path: string): Uint8Array {
     const inode = this.lookup(path);
     if (inode === undefined) throw new MemDiskError('ENOENT', 'open', path);
-    return inode.current.view().slice();
+    return inode.current.read();
   }
 
   open(path: string, mode: 'create' | 'existing', done: (err: Error | null, file?: DiskFile) => void): void {
@@ -309,13 +313,23 @@ export class MemDisk implements Disk {
   }
 
   /**
-   * Runs queued completions, including those they queue in turn, up to
-   * `limit` (a guard against a livelocked caller). Returns how many ran.
+   * Runs queued completions, including those they queue in turn, until none
+   * is left; more than `limit` means a caller loops. Returns how many ran.
    */
   runPending(limit = 1_000_000): number {
     let ran = 0;
     while (this.queue.length > 0) {
       assert(ran < limit, 'MemDisk.runPending: too many completions; a caller loops');
+      this.queue.shift()!();
+      ran++;
+    }
+    return ran;
+  }
+
+  /** Runs at most `count` queued completions (a crash can then strike between any two). Returns how many ran. */
+  runSome(count: number): number {
+    let ran = 0;
+    while (ran < count && this.queue.length > 0) {
       this.queue.shift()!();
       ran++;
     }

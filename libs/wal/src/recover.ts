@@ -89,6 +89,12 @@ export interface Recovered {
   skippedSnapshots: Array<{ name: string; reason: string }>;
   /** Where a torn tail was cut, when one was. */
   truncatedAt: { name: string; offset: number; reason: string } | null;
+  /**
+   * The chosen snapshot does not match the log in the segments (it replaced the log, and its marker
+   * record was not durable): the store must write the marker before any new entry, or a later
+   * recovery would replay the old entries under the new ones.
+   */
+  needsMarker: boolean;
 }
 
 /** Rebuilds the store's state from `dir`; throws WalCorruptionError on damage it must not repair. */
@@ -165,10 +171,6 @@ export function recover(disk: Disk, dir: string): Recovered {
       // Every segment is created under a temporary name and gets its final name only after its
       // header is durable, so a bad header is damage, except for an all-zero unused spare.
       if (isLast && !prevSealed && i > 0 && isZero(buf, 0, buf.length)) {
-        deletes.push(name);
-        break;
-      }
-      if (isLast && i === 0 && isZero(buf, 0, buf.length)) {
         deletes.push(name);
         break;
       }
@@ -286,6 +288,11 @@ export function recover(disk: Disk, dir: string): Recovered {
     if (isLast) throw new WalCorruptionError(path(name), pos, `sealed, but the next segment ${segmentFileName(seq + 1)} is missing`);
   }
 
+  if (run.length === 0 && names.some((n) => parseSnapshotFileName(n) !== null)) {
+    // Every store writes its first segment before any snapshot: the log's directory entries are lost.
+    throw new WalCorruptionError(dir, 0, 'snapshot files but no log segment (hard state and log are missing)');
+  }
+
   // ---- snapshots: the newest valid one the log connects to ----
   const snapNames = names
     .map((n) => ({ name: n, index: parseSnapshotFileName(n) }))
@@ -328,6 +335,12 @@ export function recover(disk: Disk, dir: string): Recovered {
     }
     break;
   }
+  let needsMarker = false;
+  if (chosen !== null) {
+    const at = chosen.meta.index;
+    const termAt = !baseKnown || at < base || at > last ? undefined : at === base ? baseTerm : log[at - base - 1]!.term;
+    needsMarker = termAt !== chosen.meta.term;
+  }
   if (chosen === null) {
     const first = run.length > 0 ? path(segmentFileName(segments[0]?.seq ?? run[0]!)) : dir;
     throw new WalCorruptionError(first, 0, `no usable snapshot covers the log before index ${base + 1}`);
@@ -351,5 +364,6 @@ export function recover(disk: Disk, dir: string): Recovered {
     snapshots: valid.map(({ index, name }) => ({ index, name })).reverse(),
     skippedSnapshots,
     truncatedAt,
+    needsMarker,
   };
 }

@@ -118,7 +118,10 @@ interface Chunk {
 }
 
 interface Ack {
+  /** Fires once the stream is durable up to here... */
   readonly pos: number;
+  /** ...and a cycle numbered at least this has completed, so no callback fires inside the call that queued it. */
+  readonly cycleMin: number;
   readonly done: Done;
 }
 
@@ -147,6 +150,8 @@ class Store implements WalStore {
   private nextSegmentBytes: number;
   private syncedPos = 0;
   private busy = false;
+  private cyclesStarted = 0;
+  private cyclesDone = 0;
   private failed: Error | null = null;
   private closing: Done | null = null;
   private closed = false;
@@ -233,6 +238,8 @@ class Store implements WalStore {
           this.encCrc = a.crc;
           this.encSegmentBytes = a.segmentBytes;
           if (a.needsStart) this.writeStart(a.prevCrc);
+          else this.startEnds.set(a.seq, 0); // its start record was read back, so it is durable
+          if (rec.needsMarker) this.writeMarker(this.snap);
           next(null);
         }),
       );
@@ -326,7 +333,7 @@ class Store implements WalStore {
       this.encodedHardState = hardState;
       this.writeRecord(RecordKind.HardState, hardStatePayloadBytes(hardState), (w) => writeHardState(w, hardState));
     }
-    this.acks.push({ pos: this.streamPos, done });
+    this.queueAck(done);
     this.pump();
   }
 
@@ -336,7 +343,7 @@ class Store implements WalStore {
     const at = snapshot.meta.index;
     if (at <= this.snap.meta.index) {
       // Not newer than what we hold: nothing to store. Completed after the next sync, like an empty save.
-      this.acks.push({ pos: this.streamPos, done });
+      this.queueAck(done);
       this.pump();
       return;
     }
@@ -349,12 +356,9 @@ class Store implements WalStore {
       // The snapshot replaces the log. Its marker tells recovery to drop the old entries; nothing
       // after it may reach the disk before the snapshot file is durable.
       this.closeOpenChunk();
-      this.writeRecord(RecordKind.SnapshotMarker, 16, (w) => {
-        w.u64(at);
-        w.u64(snapshot.meta.term);
-      });
+      this.writeMarker(snapshot);
       this.chunks[this.chunks.length - 1]!.latch = latch;
-      this.acks.push({ pos: this.streamPos, done });
+      this.queueAck(done);
     }
     const bytes = encodeSnapshot(snapshot);
     this.enqueueMaintenance((next) =>
@@ -404,6 +408,13 @@ class Store implements WalStore {
     assert(written === recordBytes, `record size ${written}, expected ${recordBytes}`);
     this.encPos += written;
     this.streamPos += written;
+  }
+
+  private writeMarker(snapshot: Snapshot): void {
+    this.writeRecord(RecordKind.SnapshotMarker, 16, (w) => {
+      w.u64(snapshot.meta.index);
+      w.u64(snapshot.meta.term);
+    });
   }
 
   private openChunk(): Chunk {
@@ -487,11 +498,13 @@ class Store implements WalStore {
     const file = this.active?.file;
     assert(file !== undefined, 'an active segment to sync');
     this.busy = true;
+    this.cyclesStarted++;
     this.stats.batches++;
     const synced = (err: Error | null): void => {
       this.stats.fsyncs++;
       this.busy = false;
       if (err !== null) return this.fail(err);
+      this.cyclesDone++;
       if (chunk !== null) {
         chunk.taken = to;
         this.syncedPos = chunk.streamStart + to;
@@ -508,9 +521,13 @@ class Store implements WalStore {
     });
   }
 
+  private queueAck(done: Done): void {
+    this.acks.push({ pos: this.streamPos, cycleMin: this.cyclesStarted + 1, done });
+  }
+
   private fireAcks(): void {
     let n = 0;
-    while (n < this.acks.length && this.acks[n]!.pos <= this.syncedPos) n++;
+    while (n < this.acks.length && this.acks[n]!.pos <= this.syncedPos && this.acks[n]!.cycleMin <= this.cyclesDone) n++;
     if (n === 0) return;
     const ready = this.acks.splice(0, n);
     for (const a of ready) a.done(null);
@@ -525,7 +542,7 @@ class Store implements WalStore {
   }
 
   private prepareSpare(): void {
-    if (this.spare !== null || this.preparing || this.failed !== null || this.closing !== null) return;
+    if (this.spare !== null || this.preparing || this.failed !== null || this.closed) return;
     const active = this.active;
     assert(active !== null, 'an active segment before a spare');
     const seq = active.seq + 1;

@@ -4,6 +4,8 @@ import type { Entry, HardState, Snapshot } from '@fencer/raft';
 import { type MemDisk, type WalOptions, type WalStore, openRaftLogStore } from '../src/index.js';
 
 export const DIR = '/data/wal';
+/** Small segments: tests roll often, and MemDisk reads stay cheap. */
+export const SMALL: WalOptions = { segmentBytesMax: 64 * 1024 };
 
 export function entry(index: number, term: number, text = `e${index}`): Entry {
   const data = new Uint8Array(text.length);
@@ -23,7 +25,7 @@ export function snapshotAt(index: number, term: number, text = `state@${index}`)
 }
 
 /** Opens a store on a MemDisk without a scheduler; returns the store or the error. */
-export function open(disk: MemDisk, options: WalOptions = {}, dir = DIR): { store?: WalStore; err?: Error } {
+export function open(disk: MemDisk, options: WalOptions = SMALL, dir = DIR): { store?: WalStore; err?: Error } {
   let result: { store?: WalStore; err?: Error } | null = null;
   openRaftLogStore(disk, dir, options, (err, store) => {
     result = err === null ? { store: store! } : { err };
@@ -33,7 +35,7 @@ export function open(disk: MemDisk, options: WalOptions = {}, dir = DIR): { stor
   return result;
 }
 
-export function openOk(disk: MemDisk, options: WalOptions = {}, dir = DIR): WalStore {
+export function openOk(disk: MemDisk, options: WalOptions = SMALL, dir = DIR): WalStore {
   const r = open(disk, options, dir);
   if (r.err !== undefined) throw r.err;
   return r.store!;
