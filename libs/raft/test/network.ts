@@ -117,6 +117,9 @@ export class Network {
   // Safety records.
   readonly leaderOfTerm = new Map<number, string>();
   readonly appliedAt = new Map<number, string>();
+  /** Term of the entry applied at each index (by anyone). */
+  readonly termAt = new Map<number, number>();
+  leaderCompletenessChecks = 0;
   private readonly commitSeen = new Map<string, number>();
   private readonly options: NetworkOptions;
 
@@ -167,6 +170,10 @@ export class Network {
 
   private handleReady(n: TestNode, rd: Ready): void {
     n.readies++;
+    const first = rd.entries[0];
+    if (first !== undefined && n.node.status().role === 'leader' && first.index <= n.storage.lastIndex()) {
+      throw new Error(`SAFETY: leader ${n.id} overwrites its log from ${first.index} (Leader Append-Only)`);
+    }
     // 1. Persist: snapshot, then entries (overwriting a suffix), then hard state.
     if (rd.snapshot !== undefined) n.storage.applySnapshot(rd.snapshot);
     if (rd.entries.length > 0) n.storage.append(rd.entries);
@@ -183,7 +190,10 @@ export class Network {
     }
     for (const e of rd.committedEntries) this.apply(n, e);
     for (const rs of rd.readStates) n.readStates.push(rs);
-    if (rd.softState?.role === 'leader') this.recordLeader(n.id, n.node.status().term);
+    if (rd.softState?.role === 'leader') {
+      this.recordLeader(n.id, n.node.status().term);
+      this.checkLeaderCompleteness(n);
+    }
     // 4. Acknowledge.
     n.node.advance();
     const snapshotEvery = this.options.snapshotEvery;
@@ -198,6 +208,7 @@ export class Network {
     }
     const repr = describeEntry(e);
     const seen = this.appliedAt.get(e.index);
+    this.termAt.set(e.index, e.term);
     if (seen === undefined) this.appliedAt.set(e.index, repr);
     else if (seen !== repr) throw new Error(`SAFETY: ${n.id} applied ${repr} at ${e.index}, another node applied ${seen}`);
     n.machine.appliedIndex = e.index;
@@ -220,6 +231,39 @@ export class Network {
     const other = this.leaderOfTerm.get(term);
     if (other !== undefined && other !== id) throw new Error(`SAFETY: two leaders in term ${term}: ${other} and ${id}`);
     this.leaderOfTerm.set(term, id);
+  }
+
+  /**
+   * Leader Completeness (§5.4): a new leader's log holds every entry that
+   * any node applied (committed), with the same term.
+   */
+  private checkLeaderCompleteness(n: TestNode): void {
+    const s = n.storage;
+    for (const [index, term] of this.termAt) {
+      if (index < s.firstIndex()) continue;
+      if (index > s.lastIndex()) throw new Error(`SAFETY: new leader ${n.id} lacks committed entry ${index}`);
+      if (s.term(index as LogIndex) !== term) throw new Error(`SAFETY: new leader ${n.id} has term ${s.term(index as LogIndex)} at committed ${index}, not ${term}`);
+    }
+    this.leaderCompletenessChecks++;
+  }
+
+  /** Log Matching (§5.3): two logs with the same term at an index hold the same entries up to it. */
+  checkLogMatching(): void {
+    const ns = [...this.nodes.values()];
+    for (let i = 0; i < ns.length; i++) {
+      for (let j = i + 1; j < ns.length; j++) {
+        const a = (ns[i] as TestNode).storage;
+        const b = (ns[j] as TestNode).storage;
+        const lo = Math.max(a.firstIndex(), b.firstIndex());
+        const hi = Math.min(a.lastIndex(), b.lastIndex());
+        let matchedAbove = false;
+        for (let k = hi; k >= lo; k--) {
+          const same = a.term(k as LogIndex) === b.term(k as LogIndex);
+          if (matchedAbove && !same) throw new Error(`SAFETY: logs of ${ns[i]?.id} and ${ns[j]?.id} match at a later index but differ at ${k}`);
+          if (same) matchedAbove = true;
+        }
+      }
+    }
   }
 
   private checkCommit(id: string, commit: number): void {
