@@ -19,6 +19,7 @@ import {
   createRaftNode,
   decodeConfChange,
   defaultRaftConfig,
+  type ConfChange,
   type ConfState,
   type Entry,
   type Message,
@@ -465,6 +466,25 @@ export class Network {
       }
     }
     throw new Error(`one(${command}) failed to reach agreement on ${expected} nodes in ${maxTicks} ticks`);
+  }
+
+  /**
+   * Proposes a membership change through whoever leads (retrying while a
+   * leader refuses, e.g. before its blank entry commits) and waits until
+   * the leader has committed it. Returns the entry's index.
+   */
+  changeConf(change: ConfChange, maxTicks = 300): number {
+    const start = this.now;
+    while (this.now - start < maxTicks) {
+      const l = this.leader();
+      const index = l?.node.proposeConfChange(change) ?? null;
+      if (l !== undefined && index !== null) {
+        if (this.tickUntil(() => l.node.status().commit >= index, 100)) return index;
+      } else {
+        this.tick();
+      }
+    }
+    throw new Error(`membership change ${JSON.stringify(change)} did not commit in ${maxTicks} ticks`);
   }
 
   /** Everything for one node's log: [term, index] pairs, for comparisons. */
