@@ -1,14 +1,17 @@
 /**
  * WAL record framing. Every record is
  *
- *   u32 crc | u32 payloadLength | u8 kind | 3 zero bytes | payload
+ *   u32 crc | u32 payloadLength | u8 kind | 3 zero bytes | u32 prevCrc | payload
  *
- * where crc is CRC-32C over everything after the crc field, continued from
- * the previous record's crc (the chain starts at the segment header, whose
- * crc starts from 0). Chaining catches a record that is intact by itself but
- * out of place: a stale record from an older write, a misdirected write, a
- * segment swapped for another. Twelve zero bytes (kind 0) never form a valid
- * record: they mark the preallocated, never-written rest of a segment.
+ * where crc is CRC-32C over everything after the crc field, and prevCrc is
+ * the previous record's crc (0 for a segment header; a segment's start
+ * record carries the previous segment's last crc in its payload). So each
+ * record verifies on its own, which lets recovery look past a damaged record
+ * for valid ones (proof that the damage is not a torn tail), and the chain
+ * catches a record that is intact but out of place: a stale record from an
+ * older write, a misdirected write, a segment swapped for another. Sixteen
+ * zero bytes (kind 0) never form a valid record: they mark the preallocated,
+ * never-written rest of a segment.
  */
 import type { LogIndex, NodeId, Term } from '@fencer/base';
 import { LogIndex as toLogIndex, NodeId as toNodeId, Term as toTerm, assert } from '@fencer/base';
@@ -16,7 +19,7 @@ import type { Entry, EntryType, HardState } from '@fencer/raft';
 import { ByteReader, ByteWriter, DecodeError, readU32, writeU32 } from './bytes.js';
 import { crc32c } from './crc32c.js';
 
-export const RECORD_HEADER_BYTES = 12;
+export const RECORD_HEADER_BYTES = 16;
 
 export const RecordKind = {
   /** First record of every segment, written before the segment gets its final name. */
@@ -39,21 +42,22 @@ export const SEGMENT_VERSION = 1;
 export const SEGMENT_HEADER_RECORD_BYTES = RECORD_HEADER_BYTES + 24;
 export const SEAL_RECORD_BYTES = RECORD_HEADER_BYTES + 8;
 
-/** Starts a record in `w`; returns its start offset for endRecord. */
-export function beginRecord(w: ByteWriter, kind: RecordKind): number {
+/** Starts a record in `w` chained after the record whose crc is prevCrc; returns its start for endRecord. */
+export function beginRecord(w: ByteWriter, kind: RecordKind, prevCrc: number): number {
   const start = w.length;
   w.reserve(RECORD_HEADER_BYTES);
-  w.buf.fill(0, start, start + RECORD_HEADER_BYTES);
+  w.buf.fill(0, start, start + 12);
   w.buf[start + 8] = kind;
+  writeU32(w.buf, start + 12, prevCrc);
   w.length += RECORD_HEADER_BYTES;
   return start;
 }
 
-/** Fills in length and chained crc of the record begun at `start`; returns its crc. */
-export function endRecord(w: ByteWriter, start: number, seedCrc: number): number {
+/** Fills in length and crc of the record begun at `start`; returns its crc. */
+export function endRecord(w: ByteWriter, start: number): number {
   const payloadBytes = w.length - start - RECORD_HEADER_BYTES;
   writeU32(w.buf, start + 4, payloadBytes);
-  const crc = crc32c(w.buf, seedCrc, start + 4, w.length);
+  const crc = crc32c(w.buf, 0, start + 4, w.length);
   writeU32(w.buf, start, crc);
   return crc;
 }
@@ -62,31 +66,42 @@ export type ReadRecordResult =
   | { ok: true; kind: RecordKind; payloadStart: number; end: number; crc: number }
   | { ok: false; zero: boolean; reason: string };
 
-/** Reads and verifies the record at `at` (bytes [at, limit) are the segment's). */
-export function readRecord(buf: Uint8Array, at: number, seedCrc: number, limit: number): ReadRecordResult {
+/**
+ * Reads and verifies the record at `at` (bytes [at, limit) belong to the
+ * segment); `prevCrc` is the crc it must chain from, or null to check the
+ * record on its own.
+ */
+export function readRecord(buf: Uint8Array, at: number, prevCrc: number | null, limit: number): ReadRecordResult {
   if (at + RECORD_HEADER_BYTES > limit) return { ok: false, zero: isZero(buf, at, limit), reason: 'record header runs past the end of the segment' };
+  if (isZero(buf, at, at + RECORD_HEADER_BYTES)) return { ok: false, zero: true, reason: 'zero record header (end of written data)' };
   const storedCrc = readU32(buf, at);
   const length = readU32(buf, at + 4);
   const kind = buf[at + 8]!;
-  if (storedCrc === 0 && length === 0 && kind === 0 && buf[at + 9] === 0 && buf[at + 10] === 0 && buf[at + 11] === 0) {
-    return { ok: false, zero: true, reason: 'zero record header (end of written data)' };
-  }
   if (kind === 0 || kind > kindMax) return { ok: false, zero: false, reason: `unknown record kind ${kind}` };
   if (buf[at + 9] !== 0 || buf[at + 10] !== 0 || buf[at + 11] !== 0) return { ok: false, zero: false, reason: 'nonzero reserved header bytes' };
   const end = at + RECORD_HEADER_BYTES + length;
   if (end > limit) return { ok: false, zero: false, reason: `record length ${length} runs past the end of the segment` };
-  const crc = crc32c(buf, seedCrc, at + 4, end);
+  const crc = crc32c(buf, 0, at + 4, end);
   if (crc !== storedCrc) return { ok: false, zero: false, reason: `checksum mismatch (stored ${hex(storedCrc)}, computed ${hex(crc)})` };
+  const linked = readU32(buf, at + 12);
+  if (prevCrc !== null && linked !== prevCrc) return { ok: false, zero: false, reason: `chain broken: record follows ${hex(linked)}, previous record is ${hex(prevCrc)}` };
   return { ok: true, kind: kind as RecordKind, payloadStart: at + RECORD_HEADER_BYTES, end, crc };
 }
 
-/** The crc stored in a record's header, and where the next record would start, if its header looks sane. */
-export function peekRecord(buf: Uint8Array, at: number, limit: number): { storedCrc: number; end: number } | null {
-  if (at + RECORD_HEADER_BYTES > limit) return null;
-  const kind = buf[at + 8]!;
-  const end = at + RECORD_HEADER_BYTES + readU32(buf, at + 4);
-  if (kind === 0 || kind > kindMax || end > limit) return null;
-  return { storedCrc: readU32(buf, at), end };
+/**
+ * Offset of the first record starting in [from, lastStart] that verifies on
+ * its own (within [.., limit)), or -1. Recovery uses it after a bad record:
+ * a valid record later on was written after the damaged one, so the damage
+ * is not a torn tail.
+ */
+export function findValidRecord(buf: Uint8Array, from: number, lastStart: number, limit: number): number {
+  for (let p = from; p <= lastStart && p + RECORD_HEADER_BYTES <= limit; p++) {
+    const kind = buf[p + 8]!;
+    if (kind === 0 || kind > kindMax || buf[p + 9] !== 0 || buf[p + 10] !== 0 || buf[p + 11] !== 0) continue;
+    if (p + RECORD_HEADER_BYTES + readU32(buf, p + 4) > limit) continue;
+    if (readRecord(buf, p, null, limit).ok) return p;
+  }
+  return -1;
 }
 
 export function isZero(buf: Uint8Array, from: number, to: number): boolean {
@@ -114,12 +129,12 @@ export interface SegmentHeader {
 /** The header record bytes of a segment; its crc starts a fresh chain. */
 export function encodeSegmentHeader(h: SegmentHeader): { bytes: Uint8Array; crc: number } {
   const w = new ByteWriter(SEGMENT_HEADER_RECORD_BYTES);
-  const start = beginRecord(w, RecordKind.SegmentHeader);
+  const start = beginRecord(w, RecordKind.SegmentHeader, 0);
   w.u32(SEGMENT_MAGIC);
   w.u32(SEGMENT_VERSION);
   w.u64(h.seq);
   w.u64(h.segmentBytes);
-  const crc = endRecord(w, start, 0);
+  const crc = endRecord(w, start);
   assert(w.length === SEGMENT_HEADER_RECORD_BYTES, 'fixed header size');
   return { bytes: w.view().slice(), crc };
 }

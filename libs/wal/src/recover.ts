@@ -29,7 +29,7 @@ import {
   decodeSegmentHeader,
   isZero,
   lastNonZero,
-  peekRecord,
+  findValidRecord,
   readEntryPayload,
   readHardState,
   readRecord,
@@ -203,16 +203,12 @@ export function recover(disk: Disk, dir: string): Recovered {
           const nextBuf = disk.read(path(segmentFileName(next)));
           if (segmentHasData(nextBuf)) throw new WalCorruptionError(path(name), pos, `${r.reason}; the log continues in ${segmentFileName(next)}`);
         }
-        if (!r.zero) {
-          const peek = peekRecord(buf, pos, buf.length);
-          if (peek !== null && readRecord(buf, peek.end, peek.storedCrc, buf.length).ok) {
-            throw new WalCorruptionError(path(name), pos, `${r.reason}; valid records follow it`);
-          }
-        }
         const dirty = lastNonZero(buf, pos, buf.length);
         if (dirty >= pos + unsyncedBytesMax) {
           throw new WalCorruptionError(path(name), pos, `${r.reason}; data continues to offset ${dirty}, beyond any unsynced write`);
         }
+        const later = findValidRecord(buf, pos + 1, dirty, buf.length);
+        if (later >= 0) throw new WalCorruptionError(path(name), pos, `${r.reason}; a valid record follows at offset ${later}`);
         if (dirty >= pos) {
           zeroRanges.push({ name, from: pos, to: dirty + 1 });
           truncatedAt = { name, offset: pos, reason: r.reason };

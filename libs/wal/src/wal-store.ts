@@ -401,9 +401,9 @@ class Store implements WalStore {
     const chunk = this.openChunk();
     const w = chunk.w;
     const before = w.length;
-    const start = beginRecord(w, kind);
+    const start = beginRecord(w, kind, this.encCrc);
     fill(w);
-    this.encCrc = endRecord(w, start, this.encCrc);
+    this.encCrc = endRecord(w, start);
     const written = w.length - before;
     assert(written === recordBytes, `record size ${written}, expected ${recordBytes}`);
     this.encPos += written;
