@@ -130,6 +130,15 @@ export function msg(
 export function electLeader(h: Handle, voters: readonly string[]): Drained {
   h.node.campaign();
   const first = drain(h);
+  if (h.node.status().role === 'pre-candidate') {
+    const preTerm = h.node.status().term + 1;
+    for (const v of voters) {
+      if (v === h.config.id) continue;
+      h.node.step(msg(MessageType.PreVoteResponse, v, h.config.id, preTerm, { reject: false }));
+      if (h.node.status().role !== 'pre-candidate') break;
+    }
+    first.messages.push(...drain(h).messages);
+  }
   const term = h.node.status().term;
   for (const v of voters) {
     if (v === h.config.id) continue;
