@@ -239,9 +239,13 @@ export function recover(disk: Disk, dir: string): Recovered {
             hardState = readHardState(rd);
             break;
           case RecordKind.SnapshotMarker: {
+            // Raft's snapshot install (§7): keep the entries after the snapshot if the log holds its
+            // last entry (same index and term), else discard the whole log.
             const index = rd.u64();
             const term = rd.u64();
-            log = [];
+            const last = base + log.length;
+            const termAt = !baseKnown || index < base || index > last ? undefined : index === base ? baseTerm : log[index - base - 1]!.term;
+            log = termAt === term || (termAt === null && index === base) ? log.slice(index - base) : [];
             base = index;
             baseTerm = term;
             baseKnown = true;
@@ -335,12 +339,16 @@ export function recover(disk: Disk, dir: string): Recovered {
   if (chosen !== null) {
     const at = chosen.meta.index;
     const termAt = !baseKnown || at < base || at > last ? undefined : at === base ? baseTerm : log[at - base - 1]!.term;
-    needsMarker = termAt !== chosen.meta.term;
+    // Unknown (null): the log's start was compacted below a snapshot that matched it.
+    needsMarker = termAt !== chosen.meta.term && termAt !== null;
   }
   if (chosen === null) {
     const first = run.length > 0 ? path(segmentFileName(segments[0]?.seq ?? run[0]!)) : dir;
     throw new WalCorruptionError(first, 0, `no usable snapshot covers the log before index ${base + 1}`);
   }
+  // A snapshot holds only committed entries: its index is a commit index even if no hard state
+  // record saying so was durable (Raft cores such as etcd's refuse a commit below the snapshot).
+  if (hardState.commit < chosen.meta.index) hardState = { ...hardState, commit: chosen.meta.index };
   const lastIndex = chosen.meta.index + entries.length;
   if (hardState.commit > lastIndex) {
     const where = truncatedAt ?? { name: segmentFileName(active?.seq ?? 0), offset: active?.position ?? 0 };

@@ -142,6 +142,7 @@ class Store implements WalStore {
   private encodedHardState: HardState;
   private readonly chunks: Chunk[] = [];
   private readonly acks: Ack[] = [];
+  private syncWaiters: Array<{ pos: number; fn: () => void }> = [];
 
   // ---- writer ----
   private active: { seq: number; file: DiskFile } | null = null;
@@ -347,7 +348,9 @@ class Store implements WalStore {
       this.pump();
       return;
     }
+    // Must agree with recovery's replay of the marker: keep the entries after a snapshot that matches the log.
     const matches = at <= this.lastIndex() && this.term(at) === snapshot.meta.term;
+    const callPos = this.streamPos;
     this.log = matches ? this.log.slice(at - this.snap.meta.index) : [];
     this.snap = snapshot;
     const name = snapshotFileName(at);
@@ -361,8 +364,11 @@ class Store implements WalStore {
       this.queueAck(done);
     }
     const bytes = encodeSnapshot(snapshot);
+    // Not before everything saved ahead of this call is durable: recovery adopts the newest valid
+    // snapshot file, and must never combine it with a log missing records that preceded it.
+    const before = callPos;
     this.enqueueMaintenance((next) =>
-      this.writeFileAtomically(name, bytes, (err) => {
+      this.whenSynced(before, () => this.writeFileAtomically(name, bytes, (err) => {
         if (err !== null) {
           this.fail(err);
           if (matches) done(err);
@@ -373,7 +379,7 @@ class Store implements WalStore {
         if (matches) done(null);
         this.pump();
         this.compact(next);
-      }),
+      })),
     );
   }
 
@@ -521,11 +527,22 @@ class Store implements WalStore {
     });
   }
 
+  /** Runs fn once the stream is durable up to pos (at once if it is). */
+  private whenSynced(pos: number, fn: () => void): void {
+    if (this.syncedPos >= pos) return fn();
+    this.syncWaiters.push({ pos, fn });
+  }
+
   private queueAck(done: Done): void {
     this.acks.push({ pos: this.streamPos, cycleMin: this.cyclesStarted + 1, done });
   }
 
   private fireAcks(): void {
+    if (this.syncWaiters.length > 0) {
+      const due = this.syncWaiters.filter((w) => w.pos <= this.syncedPos);
+      this.syncWaiters = this.syncWaiters.filter((w) => w.pos > this.syncedPos);
+      for (const w of due) w.fn();
+    }
     let n = 0;
     while (n < this.acks.length && this.acks[n]!.pos <= this.syncedPos && this.acks[n]!.cycleMin <= this.cyclesDone) n++;
     if (n === 0) return;

@@ -19,6 +19,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MemDisk, type WalOptions, type WalStore, WalCorruptionError, openRaftLogStore } from '../src/index.js';
 import { DIR, entry } from './helpers.js';
+import { readRecord } from '../src/records.js';
 import { type ModelState, applySave, applySnapshot, emptyModel, mismatch, voters } from './model.js';
 
 const OPTIONS: WalOptions = { segmentBytesMax: 4096, snapshotsKept: 2 };
@@ -56,6 +57,22 @@ function reopen(disk: MemDisk, random: SeededRandom, crashesDuringOpen: number):
   disk.runPending();
   if (result === undefined) throw new Error('open did not finish');
   if (result.err !== null) throw result.err;
+  if (process.env.WAL_DEBUG) {
+    console.log(JSON.stringify(result.store!.recovery), result.store!.firstIndex(), result.store!.lastIndex(), disk.list(DIR));
+    for (const n of disk.list(DIR).filter((x) => x.endsWith('.wal'))) {
+      const buf = disk.read(`${DIR}/${n}`);
+      const out: string[] = [];
+      let at = 0;
+      for (;;) {
+        const r = readRecord(buf, at, null, buf.length);
+        if (!r.ok) { out.push(`END@${at}:${r.reason}`); break; }
+        const kind = r.kind;
+        out.push(kind === 3 ? `E${buf[r.payloadStart]}t${buf[r.payloadStart + 8]}` : kind === 4 ? `H${buf[r.payloadStart]}c${buf[r.payloadStart + 8]}` : `K${kind}`);
+        at = r.end;
+      }
+      console.log(n, out.join(' '));
+    }
+  }
   return result.store!;
 }
 
@@ -174,6 +191,11 @@ function runScenario(ops: readonly Op[]): void {
 }
 
 describe('crash recovery (property)', () => {
+  it.runIf(process.env.WAL_REPLAY !== undefined)('replays one failing operation list (WAL_REPLAY=<counterexample JSON>)', () => {
+    const ops = JSON.parse(process.env.WAL_REPLAY!) as Op[] | [Op[]];
+    runScenario((Array.isArray(ops[0]) ? ops[0] : ops) as Op[]);
+  });
+
   it('recovers a prefix containing everything acknowledged, after crashes at any point', () => {
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 10, maxLength: 150 }), (ops) => runScenario(ops)),

@@ -44,7 +44,9 @@ export function applySnapshot(s: ModelState, snap: Snapshot): ModelState {
   if (matches) return { ...s, snapIndex: at };
   const terms: Array<number | undefined> = new Array(at + 1).fill(undefined);
   terms[at] = snap.meta.term;
-  return { terms, data: new Array(at + 1).fill(undefined), last: at, hs: s.hs, snapIndex: at };
+  // A snapshot holds committed entries only, so recovery takes its index as a commit index.
+  const hs = s.hs.commit >= at ? s.hs : { ...s.hs, commit: LogIndex(at) };
+  return { terms, data: new Array(at + 1).fill(undefined), last: at, hs, snapIndex: at };
 }
 
 /** Why `store` differs from `s`, or null when it equals it. */
