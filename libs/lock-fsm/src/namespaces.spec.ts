@@ -1,0 +1,260 @@
+/**
+ * Goal: namespace ownership (ARCHITECTURE decision 5) and the state side of
+ * a live tenant move (decisions 3 and 4): claim, freeze, export, import into
+ * another cell whose log index is far lower, drop; tokens keep growing.
+ * Method: two harness cells exchange ExportNamespace bytes through
+ * ImportNamespace entries; outcomes, lock states and tokens are checked.
+ */
+import { describe, expect, it } from 'vitest';
+import { makeSessionId, Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { Cell } from '../test/harness.js';
+import { validateNamespaceExport, type ExportNamespaceOutcome } from './index.js';
+
+const NS = Namespace('payments');
+const X = '/ls/payments/invoices/42';
+const Y = '/ls/payments/invoices/43';
+
+function exportOf(cell: Cell, ns = NS): ExportNamespaceOutcome {
+  expect(cell.run({ kind: 'FreezeNamespace', namespace: ns }).outcome).toEqual({ ok: true, changed: true });
+  const r = cell.run({ kind: 'ExportNamespace', namespace: ns });
+  if (!r.outcome.ok) throw new Error(`export failed: ${r.outcome.code}`);
+  expect(r.outcome.highestRevision).toBe(r.revision);
+  return r.outcome;
+}
+
+describe('ownership without a control plane (auto-claim)', () => {
+  it('claims a namespace through its first OpenSession, once', () => {
+    const cell = new Cell({ autoClaim: true });
+    const first = cell.run({ kind: 'OpenSession', sessionId: makeSessionId(NS, 'a'), clientId: 'w', namespace: NS, ttlMs: 1000 });
+    expect(first.outcome).toMatchObject({ ok: true, claimed: true, existed: false });
+    const second = cell.run({ kind: 'OpenSession', sessionId: makeSessionId(NS, 'b'), clientId: 'w', namespace: NS, ttlMs: 1000 });
+    expect(second.outcome).toMatchObject({ ok: true, claimed: false });
+    expect(cell.fsm.namespaceInfo('payments')).toEqual({ namespace: 'payments', state: 'active', lastRevision: second.revision, sessions: 2, locks: 0 });
+    expect(cell.fsm.checkNamespace('anything-else')).toBeUndefined();
+  });
+
+  it('re-applying the same OpenSession answers existed; a clashing one is refused', () => {
+    const cell = new Cell();
+    const cmd = { kind: 'OpenSession', sessionId: makeSessionId(NS, 'a'), clientId: 'w', namespace: NS, ttlMs: 1000 } as const;
+    cell.run(cmd);
+    expect(cell.run(cmd).outcome).toMatchObject({ ok: true, existed: true });
+    expect(cell.run({ ...cmd, clientId: 'other' }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(cell.run({ ...cmd, sessionId: makeSessionId(Namespace('billing'), 'a') }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+  });
+
+  it('respects namespacesMax when claiming', () => {
+    const cell = new Cell({ autoClaim: true, limits: { namespacesMax: 1 } });
+    cell.open('payments');
+    expect(() => cell.open('billing')).toThrow(/QUOTA_EXCEEDED/);
+  });
+});
+
+describe('explicit ownership (a control plane manages the fleet)', () => {
+  it('answers NAMESPACE_NOT_HERE until the namespace is claimed', () => {
+    const cell = new Cell({ autoClaim: false });
+    expect(() => cell.open('payments')).toThrow(/NAMESPACE_NOT_HERE/);
+    expect(cell.acquire(SessionId('payments:x'), X).outcome).toMatchObject({ ok: false, code: 'NAMESPACE_NOT_HERE' });
+    expect(cell.fsm.checkNamespace('payments')).toMatchObject({ code: 'NAMESPACE_NOT_HERE' });
+    expect(cell.run({ kind: 'ClaimNamespace', namespace: NS }).outcome).toEqual({ ok: true, changed: true });
+    expect(cell.run({ kind: 'ClaimNamespace', namespace: NS }).outcome).toEqual({ ok: true, changed: false });
+    const a = cell.open('payments');
+    expect(cell.acquire(a, X).outcome).toMatchObject({ status: 'GRANTED' });
+    expect(cell.fsm.checkNamespace('payments')).toBeUndefined();
+  });
+
+  it('refuses to freeze, export or drop a namespace it does not own', () => {
+    const cell = new Cell({ autoClaim: false });
+    for (const kind of ['FreezeNamespace', 'UnfreezeNamespace', 'ExportNamespace', 'DropNamespace'] as const) {
+      expect(cell.run({ kind, namespace: NS }).outcome).toMatchObject({ ok: false, code: 'NAMESPACE_NOT_HERE' });
+    }
+    expect(cell.run({ kind: 'ClaimNamespace', namespace: Namespace('bad/ns') }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+  });
+});
+
+describe('a frozen namespace rejects mutations with NAMESPACE_MOVING', () => {
+  it('rejects every mutating command, answers retries and reads, and resumes after unfreeze', () => {
+    const cell = new Cell();
+    const [a, b] = [cell.open(), cell.open()];
+    const ta = cell.grant(a, X, { requestId: 'ra', lockDelayMs: 1000 });
+    cell.acquire(b, X, { requestId: 'rb' });
+    const freeze = cell.run({ kind: 'FreezeNamespace', namespace: NS });
+    const lockBefore = cell.fsm.getLock(X);
+    const moving = { ok: false, code: 'NAMESPACE_MOVING' };
+    expect(cell.run({ kind: 'OpenSession', sessionId: makeSessionId(NS, 'zz'), clientId: 'c', namespace: NS, ttlMs: 1000 }).outcome).toMatchObject(moving);
+    expect(cell.acquire(a, Y).outcome).toMatchObject(moving);
+    expect(cell.release(a, X, ta).outcome).toMatchObject(moving);
+    expect(cell.cancel(b, X, 'rb').outcome).toMatchObject(moving);
+    expect(cell.close(a).outcome).toMatchObject(moving);
+    expect(cell.expire(a).outcome).toMatchObject(moving);
+    expect(cell.run({ kind: 'LiftLockDelay', name: X, delayRevision: Revision(1) }).outcome).toMatchObject(moving);
+    // Retries of known request ids are answered from the record; reads work.
+    expect(cell.acquire(a, X, { requestId: 'ra' }).outcome).toMatchObject({ status: 'GRANTED', token: ta, deduped: true });
+    expect(cell.acquire(b, X, { requestId: 'rb' }).outcome).toMatchObject({ status: 'QUEUED', position: 0, deduped: true });
+    expect(cell.fsm.checkToken(X, ta)).toEqual({ current: true, latestToken: ta });
+    expect(cell.view(X).holders).toEqual([`${a}:${ta}:E`]);
+    // Nothing in the namespace changed while frozen.
+    expect(cell.fsm.namespaceInfo('payments')).toMatchObject({ state: 'frozen', lastRevision: freeze.revision, sessions: 2, locks: 1 });
+    expect(cell.fsm.getLock(X)).toEqual(lockBefore);
+    cell.run({ kind: 'UnfreezeNamespace', namespace: NS });
+    expect(cell.release(a, X, ta).outcome).toEqual({ ok: true, released: true });
+  });
+
+  it('leaves other namespaces alone', () => {
+    const cell = new Cell();
+    cell.open('payments');
+    const c = cell.open('billing');
+    cell.run({ kind: 'FreezeNamespace', namespace: NS });
+    expect(cell.acquire(c, '/ls/billing/x').outcome).toMatchObject({ status: 'GRANTED' });
+  });
+});
+
+describe('moving a namespace: export, import into a cell with a far lower index, drop', () => {
+  function sourceWithState() {
+    const source = new Cell({ autoClaim: true }, 1_000_000);
+    const [a, b, c] = [source.open(), source.open(), source.open()];
+    const ta = source.grant(a, X, { requestId: 'a-x', lockDelayMs: 2000 });
+    source.acquire(b, X, { requestId: 'b-x' });
+    const tb = source.grant(b, Y, { mode: 'SHARED', requestId: 'b-y' });
+    const tc = source.grant(c, Y, { mode: 'SHARED', requestId: 'c-y' });
+    source.acquire(c, X, { requestId: 'c-try', tryLock: true });
+    source.open('billing');
+    return { source, a, b, c, ta, tb, tc };
+  }
+
+  it('requires a frozen namespace to export', () => {
+    const { source } = sourceWithState();
+    expect(source.run({ kind: 'ExportNamespace', namespace: NS }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+  });
+
+  it('carries sessions, locks, queues and dedupe results; new tokens exceed every exported one', () => {
+    const { source, a, b, c, ta, tb, tc } = sourceWithState();
+    const exported = exportOf(source);
+    expect(exported).toMatchObject({ sessions: 3, locks: 2 });
+    expect(validateNamespaceExport(exported.data)).toEqual({ namespace: 'payments', highestRevision: exported.highestRevision });
+
+    const target = new Cell({ autoClaim: false }, 10);
+    const imp = target.run({ kind: 'ImportNamespace', namespace: NS, data: exported.data, activate: true });
+    expect(imp.outcome).toMatchObject({ ok: true, sessions: 3, locks: 2 });
+    expect(imp.revision).toBeGreaterThan(exported.highestRevision);
+    expect(target.fsm.revisionBase).toBe(imp.revision - target.index);
+
+    // Same lock states, same sessions.
+    for (const name of [X, Y]) expect(target.fsm.getLock(name)).toEqual(source.fsm.getLock(name));
+    expect([...target.fsm.sessions()].map((s) => s.sessionId).sort()).toEqual([a, b, c].sort());
+    expect(target.fsm.namespaceInfo('payments')?.state).toBe('active');
+    // Dedupe results moved too: retries answer as on the source.
+    expect(target.acquire(a, X, { requestId: 'a-x' }).outcome).toMatchObject({ status: 'GRANTED', token: ta, deduped: true });
+    expect(target.acquire(b, X, { requestId: 'b-x' }).outcome).toMatchObject({ status: 'QUEUED', position: 0, deduped: true });
+    expect(target.acquire(c, X, { requestId: 'c-try' }).outcome).toMatchObject({ status: 'TIMED_OUT', reason: 'busy', deduped: true });
+    // New grants get tokens above everything the source issued.
+    const rel = target.release(a, X, ta);
+    expect(rel.outcome).toEqual({ ok: true, released: true });
+    const promoted = rel.events.find((e) => e.type === 'ACQUIRED');
+    expect(promoted?.sessionId).toBe(b);
+    expect(promoted?.token).toBeGreaterThan(exported.highestRevision);
+    expect(target.acquire(b, X, { requestId: 'b-x' }).outcome).toMatchObject({ status: 'GRANTED', token: rel.revision, deduped: true });
+    const tNew = target.grant(a, '/ls/payments/other');
+    expect(tNew).toBeGreaterThan(Math.max(ta, tb, tc, exported.highestRevision));
+  });
+
+  it('the source answers NAMESPACE_NOT_HERE after the drop, even with auto-claim, and keeps its other namespaces', () => {
+    const { source, a } = sourceWithState();
+    exportOf(source);
+    const drop = source.run({ kind: 'DropNamespace', namespace: NS });
+    expect(drop.outcome).toEqual({ ok: true, sessions: 3, locks: 2 });
+    expect(source.acquire(a, X).outcome).toMatchObject({ ok: false, code: 'NAMESPACE_NOT_HERE' });
+    expect(source.close(a).outcome).toMatchObject({ ok: false, code: 'NAMESPACE_NOT_HERE' });
+    expect(() => source.open('payments')).toThrow(/NAMESPACE_NOT_HERE/);
+    expect(source.fsm.checkNamespace('payments')).toMatchObject({ code: 'NAMESPACE_NOT_HERE' });
+    expect(source.fsm.getLock(X).holders).toEqual([]);
+    expect(source.fsm.namespaceInfo('payments')).toMatchObject({ state: 'moved', sessions: 0, locks: 0 });
+    expect(source.fsm.namespaceInfo('billing')).toMatchObject({ state: 'active', sessions: 1 });
+    source.fsm.checkInvariants();
+  });
+
+  it('can move back: a moved-out namespace can be imported again, and tokens keep growing', () => {
+    const { source, a, ta } = sourceWithState();
+    const out = exportOf(source);
+    source.run({ kind: 'DropNamespace', namespace: NS });
+    const target = new Cell({ autoClaim: false }, 5);
+    target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true });
+    const rel = target.release(a, X, ta);
+    const tb = rel.events.find((e) => e.type === 'ACQUIRED')?.token ?? 0;
+    const back = exportOf(target);
+    target.run({ kind: 'DropNamespace', namespace: NS });
+    const imp = source.run({ kind: 'ImportNamespace', namespace: NS, data: back.data, activate: false });
+    expect(imp.outcome).toMatchObject({ ok: true });
+    expect(source.fsm.namespaceInfo('payments')?.state).toBe('frozen');
+    source.run({ kind: 'UnfreezeNamespace', namespace: NS });
+    const [holder] = source.fsm.getLock(X).holders;
+    expect(holder?.token).toBe(tb);
+    const rel2 = source.release(holder!.sessionId, X, tb);
+    expect(rel2.outcome).toEqual({ ok: true, released: true });
+    expect(source.grant(a, X)).toBeGreaterThan(back.highestRevision);
+  });
+
+  it('keeps its revision base when its own index is already higher than the export', () => {
+    const { source } = sourceWithState();
+    const out = exportOf(source);
+    const target = new Cell({ autoClaim: false }, 5_000_000);
+    const imp = target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true });
+    expect(target.fsm.revisionBase).toBe(0);
+    expect(imp.revision).toBe(target.index);
+  });
+
+  it('refuses an import onto a namespace it owns, of another namespace, or of malformed bytes, without crashing', () => {
+    const { source } = sourceWithState();
+    const out = exportOf(source);
+    const target = new Cell({ autoClaim: true }, 7);
+    target.open('payments');
+    expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(target.run({ kind: 'ImportNamespace', namespace: Namespace('billing'), data: out.data, activate: true }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
+    const truncated = out.data.slice(0, out.data.length - 3);
+    expect(target.run({ kind: 'ImportNamespace', namespace: Namespace('other'), data: truncated, activate: true }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
+    expect(validateNamespaceExport(truncated)).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    const flipped = out.data.slice();
+    flipped[flipped.length - 1] = 0xff;
+    expect(validateNamespaceExport(flipped)).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(target.fsm.revisionBase).toBe(0);
+    target.fsm.checkInvariants();
+  });
+
+  it('refuses an import that would exceed the cell’s session limit', () => {
+    const { source } = sourceWithState();
+    const out = exportOf(source);
+    const target = new Cell({ autoClaim: true, limits: { sessionsMax: 3, sessionsPerNamespaceMax: 3 } }, 7);
+    target.open('billing');
+    expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true }).outcome).toMatchObject({ ok: false, code: 'QUOTA_EXCEEDED' });
+  });
+
+  it('drop requires a frozen namespace', () => {
+    const cell = new Cell();
+    cell.open();
+    expect(cell.run({ kind: 'DropNamespace', namespace: NS }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+  });
+
+  it('an imported namespace’s waiters and delayed locks are reported for the new leader’s trackers', () => {
+    const source = new Cell({ autoClaim: true }, 100);
+    const [a, b, c] = [source.open(), source.open(), source.open()];
+    source.grant(a, X, { lockDelayMs: 3000 });
+    source.acquire(b, X, { requestId: 'b', waitMs: 777 });
+    source.expire(a);
+    source.grant(c, Y);
+    const out = exportOf(source);
+    const target = new Cell({ autoClaim: false }, 1);
+    target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true });
+    expect([...target.fsm.waiters()]).toMatchObject([{ sessionId: b, name: X, requestId: RequestId('b'), waitMs: 777 }]);
+    const delayed = [...target.fsm.delayedLocks()];
+    expect(delayed).toMatchObject([{ name: X, delayMs: 3000 }]);
+    const lift = target.run({ kind: 'LiftLockDelay', name: X, delayRevision: delayed[0]!.delayRevision });
+    expect(lift.outcome).toEqual({ ok: true, lifted: true });
+    expect(lift.events[0]).toMatchObject({ type: 'ACQUIRED', sessionId: b, token: lift.revision });
+    expect(lift.revision).toBeGreaterThan(out.highestRevision);
+  });
+});
