@@ -349,11 +349,12 @@ export class Replica {
       while (!this.stoppedFlag && !this.persistInFlight && this.raft.hasReady()) {
         const rd = this.raft.ready();
         const needsPersist = rd.snapshot !== undefined || rd.hardState !== undefined || rd.entries.length > 0;
+        const ackEarly = needsPersist && this.ackBeforeFsync;
         const startedMs = this.clock.monoMs();
 
         // Everything after the fsync: send, install/apply, advance.
         const afterPersist = (): void => {
-          if (!this.ackBeforeFsync) this.send(rd.messages);
+          if (!ackEarly) this.send(rd.messages);
           if (rd.snapshot) this.installSnapshot(rd.snapshot);
           this.applyEntries(rd.committedEntries);
           this.noteReadStates(rd);
@@ -366,7 +367,7 @@ export class Replica {
           afterPersist();
           continue;
         }
-        if (this.ackBeforeFsync) {
+        if (ackEarly) {
           // The bug: acknowledge first, as if the disk had already said yes.
           this.send(rd.messages);
           this.persistReady(rd, () => {});

@@ -32,7 +32,23 @@ export type CheckerName =
   | 'no-leader-after-faults'
   | 'no-convergence'
   | 'no-progress-after-faults'
-  | 'crash';
+  /** The code under test threw (an assertion): the node crashed, as the process would exit. */
+  | 'replica-assertion'
+  /** A store refused to open after a crash: recovery must always work on a disk that only lost unsynced data. */
+  | 'store-open-failed'
+  /** The simulator itself threw outside any node. */
+  | 'sim-error';
+
+/** The checkers of Raft's safety properties and our client promises (liveness and crashes excluded). */
+export const SAFETY_CHECKERS: readonly CheckerName[] = [
+  'election-safety',
+  'log-matching',
+  'leader-completeness',
+  'state-machine-safety',
+  'commit-monotonic',
+  'acked-lost',
+  'stale-read',
+];
 
 export interface Violation {
   readonly checker: CheckerName;
@@ -106,7 +122,7 @@ export class Checkers {
     this.electionsSeen++;
     const other = this.leaderOfTerm.get(term);
     if (other !== undefined && other !== node) {
-      this.fail('election-safety', `${node} and ${other} are both leaders of term ${term}`);
+      this.twoLeaders(term, node, other);
     } else {
       this.leaderOfTerm.set(term, node);
     }
@@ -117,7 +133,15 @@ export class Checkers {
   leaderMessage(node: NodeId, term: number): void {
     const other = this.leaderOfTerm.get(term);
     if (other === undefined) this.leaderOfTerm.set(term, node);
-    else if (other !== node) this.fail('election-safety', `${node} and ${other} both acted as leader of term ${term}`);
+    else if (other !== node) this.twoLeaders(term, node, other);
+  }
+
+  private readonly termsWithTwoLeaders = new Set<number>();
+
+  private twoLeaders(term: number, a: NodeId, b: NodeId): void {
+    if (this.termsWithTwoLeaders.has(term)) return; // Once per term is enough.
+    this.termsWithTwoLeaders.add(term);
+    this.fail('election-safety', `${a} and ${b} are both leaders of term ${term}`);
   }
 
   private checkLeaderCompleteness(node: NodeId, term: number, log: RaftStorage): void {

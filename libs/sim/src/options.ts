@@ -5,6 +5,7 @@
  * checkers stay the same.
  */
 import type { ReplicaBug } from '@fencer/replica';
+import type { StoreKind } from './store.js';
 
 /** Relative weights of the nemesis's actions (0 turns one off). */
 export interface FaultMix {
@@ -17,6 +18,8 @@ export interface FaultMix {
   readonly membership: number;
   readonly lossyNetwork: number;
   readonly slowDisk: number;
+  /** A voter loses power right after granting a vote and restarts at once; its candidate is cut off from the rest. */
+  readonly amnesia: number;
 }
 
 export interface SimOptions {
@@ -43,9 +46,15 @@ export interface SimOptions {
   readonly fsyncMs: number;
   /** Most nodes down (crashed) at once. */
   readonly crashedMax: number;
+  /** Share of crashes followed by a quick restart (20-300 ms) rather than a long one (0.3-6 s). */
+  readonly restartFastShare: number;
+  /** Raft flow control: most entries in one AppendEntries. */
+  readonly maxEntriesPerMsg: number;
   readonly bugs: Partial<Record<ReplicaBug, boolean>>;
   /** A double membership change (the second before the first commits) in the nemesis's repertoire. */
   readonly doubleConfChange: boolean;
+  /** 'wal': the production store over an in-memory disk; 'model': a call-level model of a store. */
+  readonly store: StoreKind;
 }
 
 export const allFaults: FaultMix = {
@@ -58,6 +67,7 @@ export const allFaults: FaultMix = {
   membership: 1,
   lossyNetwork: 1,
   slowDisk: 1,
+  amnesia: 1,
 };
 
 export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
@@ -79,8 +89,11 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     snapshotEveryEntries: 300,
     fsyncMs: 2,
     crashedMax: Math.floor(replicas / 2) + 1,
+    restartFastShare: 0.3,
+    maxEntriesPerMsg: 64,
     bugs: {},
     doubleConfChange: false,
+    store: 'wal',
     ...overrides,
   };
 }
@@ -106,7 +119,15 @@ export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<Sim
       // Slow fsyncs widen the window; crashes lose what was acknowledged early.
       return defaultOptions(seed, { ...base, replicas: 3, fsyncMs: 30, faults: { ...allFaults, crash: 8, membership: 0 }, ...overrides });
     case 'voteBeforePersist':
-      return defaultOptions(seed, { ...base, faults: { ...allFaults, crash: 8, partition: 4, membership: 0 }, ...overrides });
+      // A voter that crashes right after voting and comes back at once, amid elections.
+      return defaultOptions(seed, {
+        ...base,
+        replicas: 3,
+        faultEveryMs: 600,
+        restartFastShare: 0.9,
+        faults: { ...allFaults, crash: 2, amnesia: 6, partition: 4, rollingPartition: 2, pause: 0, transfer: 0, membership: 0, slowDisk: 0 },
+        ...overrides,
+      });
     case 'concurrentConfChange':
       return defaultOptions(seed, { ...base, doubleConfChange: true, faults: { ...allFaults, membership: 6 }, ...overrides });
     default:

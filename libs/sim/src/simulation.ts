@@ -31,7 +31,7 @@ export interface RunReport {
   readonly ok: boolean;
   readonly violations: readonly Violation[];
   readonly violationCount: number;
-  /** Checkers that fired (a crash of the code under test counts as 'crash'). */
+  /** Checkers that fired, in the order they first fired. */
   readonly fired: readonly CheckerName[];
   readonly traceHash: string;
   readonly simulatedSeconds: number;
@@ -47,6 +47,8 @@ export interface RunStats {
   writesAcked: number;
   writesFailed: number;
   clientTimeouts: number;
+  /** Votes a node granted to a second candidate in a term (possible only if a vote was forgotten). */
+  doubleVotes: number;
   readsChecked: number;
   crashes: number;
   restarts: number;
@@ -137,6 +139,7 @@ export class Simulation {
     writesAcked: 0,
     writesFailed: 0,
     clientTimeouts: 0,
+    doubleVotes: 0,
     readsChecked: 0,
     crashes: 0,
     restarts: 0,
@@ -150,7 +153,11 @@ export class Simulation {
     finalMembers: 0,
   };
 
-  constructor(options: SimOptions) {
+  /** Human-readable event log (the runner's --verbose); off by default. */
+  private readonly log: ((line: string) => void) | undefined;
+
+  constructor(options: SimOptions, log?: (line: string) => void) {
+    this.log = log;
     assert(options.replicas >= 1 && options.replicas <= 9, 'a cell has 1 to 9 replicas');
     assert(options.quietSeconds < options.seconds, 'the quiet tail is part of the run');
     this.options = options;
@@ -178,7 +185,7 @@ export class Simulation {
       if (!this.stopped) this.finalChecks();
     } catch (e) {
       const error = e as Error;
-      this.checkers.fail('crash', `${error.name}: ${error.message}\n${(error.stack ?? '').split('\n').slice(1, 8).join('\n')}`);
+      this.checkers.fail('sim-error', describeError(error));
     }
     const realMs = performance.now() - started;
     this.stats.events = this.scheduler.eventsRun;
@@ -201,6 +208,12 @@ export class Simulation {
     };
   }
 
+  /** Records a notable event in the trace hash, and in the log when one is attached. */
+  private note(text: string): void {
+    this.scheduler.trace.str(text);
+    if (this.log) this.log(`${(this.scheduler.now / SECOND).toFixed(6)} ${text}`);
+  }
+
   // ---- nodes ----
 
   private addNode(id: NodeId): SimNode {
@@ -209,7 +222,7 @@ export class Simulation {
     const num = this.nodes.size + 1;
     // Filled in below: the disk's scheduler needs the node to route completions through its pauses.
     let node: SimNode | null = null;
-    const disk = createSimDisk(random.fork(), (op, delayMs, fn) => {
+    const disk = createSimDisk(this.options.store, random.fork(), (_op, delayMs, fn) => {
       const n = node as SimNode;
       const life = n.life;
       const latencyUs = Math.max(1, Math.round(delayMs * MS * n.diskSlowFactor));
@@ -236,7 +249,7 @@ export class Simulation {
       if (node.life !== life) return;
       if (error || !store) {
         // The store refuses to open (corruption it will not repair): a real failure to report.
-        this.checkers.fail('crash', `${node.id} failed to open its store: ${error?.message ?? 'no store'}`);
+        this.checkers.fail('store-open-failed', `${node.id} failed to open its store: ${error?.message ?? 'no store'}`);
         this.stopped = true;
         return;
       }
@@ -251,15 +264,15 @@ export class Simulation {
       node.replica = new Replica(
         {
           id: node.id,
-          // Every node, joiners too, knows the bootstrap membership: the log's
-          // ConfChange entries replay on top of it (see the report on joiners).
-          peers: this.bootstrap,
+          // The bootstrap nodes write the first membership into the log; a
+          // joiner starts empty and learns it by replication.
+          ...(this.bootstrap.includes(node.id) ? { peers: this.bootstrap } : {}),
           raft: {
             electionTicks: this.options.electionTicks,
             heartbeatTicks: this.options.heartbeatTicks,
             preVote: true,
             checkQuorum: true,
-            maxEntriesPerMsg: 64,
+            maxEntriesPerMsg: this.options.maxEntriesPerMsg,
             maxBytesPerMsg: 64 * 1024,
             maxInflightMsgs: 16,
             snapshotChunkBytes: 64,
@@ -287,6 +300,8 @@ export class Simulation {
             assert(m.from === node.id, 'a replica sends only as itself');
             if (m.type === 'AppendEntries' || m.type === 'Heartbeat' || m.type === 'InstallSnapshot') {
               this.checkers.leaderMessage(node.id, m.term);
+            } else if (m.type === 'RequestVoteResponse' && m.reject !== true) {
+              this.voteGranted(node, m.to, m.term);
             }
           }
           this.network.send(messages);
@@ -302,6 +317,7 @@ export class Simulation {
           if (node.life !== life) return;
           const was = node.role;
           node.role = soft.role;
+          if (soft.role !== was && this.log) this.log(`${(this.scheduler.now / SECOND).toFixed(6)} ${node.id} ${soft.role} term ${term}`);
           if (soft.role === 'leader' && was !== 'leader') {
             node.leaderSinceUs = this.scheduler.now;
             this.checkers.becameLeader(node.id, term, node.store as RaftLogStore);
@@ -318,12 +334,57 @@ export class Simulation {
     };
   }
 
+  /** Who granted votes to whom, for the latest term seen: the amnesia fault's partition follows it. */
+  private votesTerm = 0;
+  private readonly votesFor = new Map<string, Set<string>>();
+  private amnesiaArmed = false;
+
+  private readonly votedIn = new Map<string, string>();
+
+  private voteGranted(voter: SimNode, candidate: NodeId, term: number): void {
+    const key = `${voter.id}:${term}`;
+    const before = this.votedIn.get(key);
+    if (before !== undefined && before !== candidate) this.stats.doubleVotes++;
+    this.votedIn.set(key, candidate);
+    if (term > this.votesTerm) {
+      this.votesTerm = term;
+      this.votesFor.clear();
+    }
+    if (term === this.votesTerm) {
+      let set = this.votesFor.get(candidate);
+      if (!set) this.votesFor.set(candidate, (set = new Set()));
+      set.add(voter.id);
+    }
+    if (!this.amnesiaArmed || this.quiet) return;
+    this.amnesiaArmed = false;
+    const r = this.nemesisRandom;
+    // Not from inside the replica's send: the power cut comes right after it.
+    this.scheduler.after(0, Tag.nemesis, () => this.crash(voter, 'amnesia', r.range(5 * MS, 20 * MS)));
+    // Once the vote has reached the candidate, cut the candidate (and its other voters)
+    // off from the rest, before its first append reaches the restarted voter.
+    this.scheduler.after(r.range(2 * MS, 4 * MS), Tag.nemesis, () => {
+      if (this.quiet) return;
+      const voters = this.votesFor.get(candidate) ?? new Set<string>();
+      const side = [candidate, ...[...voters].filter((v) => v !== voter.id && v !== candidate)] as NodeId[];
+      const rest = this.live()
+        .map((n) => n.id)
+        .filter((id) => !side.includes(id));
+      const epoch = ++this.partitionEpoch;
+      this.stats.partitions++;
+      this.note(`partition amnesia ${side.join(',')} | ${rest.join(',')}`);
+      this.network.setCut(cutBetween(side, rest));
+      this.scheduler.after(r.range(1_500 * MS, 4 * SECOND), Tag.nemesis, () => {
+        if (this.partitionEpoch === epoch) this.network.heal();
+      });
+    });
+  }
+
   private scheduleTick(node: SimNode, life: number): void {
     const intervalUs = Math.max(1, Math.round((this.options.tickMs * MS) / node.rate));
     this.scheduler.after(intervalUs, Tag.tick | (node.num << 8), () => {
       if (node.life !== life) return;
       // A paused process misses its timers; it ticks again after it resumes.
-      if (this.scheduler.now >= node.pausedUntilUs) node.replica?.tick();
+      if (this.scheduler.now >= node.pausedUntilUs) this.guard(node, () => node.replica?.tick());
       this.scheduleTick(node, life);
     });
   }
@@ -336,7 +397,22 @@ export class Simulation {
       node.deferred.push(fn);
       return;
     }
-    fn();
+    this.guard(node, fn);
+  }
+
+  /**
+   * Runs code of the node's process. An exception there is an assertion of
+   * the code under test: recorded, and the node crashes as the process would
+   * exit (then restarts, so the run goes on and the checkers see what follows).
+   */
+  private guard(node: SimNode, fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      if (!(e instanceof Error)) throw e;
+      this.checkers.fail('replica-assertion', `${node.id}: ${describeError(e)}`);
+      this.crash(node, 'assertion', this.nemesisRandom.range(500 * MS, 3 * SECOND));
+    }
   }
 
   private deliver(m: Message): void {
@@ -350,7 +426,7 @@ export class Simulation {
   private crash(node: SimNode, why: string, restartUs: number): void {
     if (node.state === 'down' || node.state === 'removed') return;
     this.stats.crashes++;
-    this.scheduler.trace.str(`crash ${node.id} ${why}`);
+    this.note(`crash ${node.id} ${why}`);
     node.life++;
     node.replica?.stop();
     node.replica = null;
@@ -363,8 +439,10 @@ export class Simulation {
     node.diskFreeAtUs = 0;
     node.disk.crash(node.random);
     const life = node.life;
-    this.scheduler.after(restartUs, Tag.restart | (node.num << 8), () => {
-      if (node.life !== life || node.state !== 'down' || this.quiet) return;
+    // In the quiet tail (an fsync fault injected before it can still fire) a node comes back quickly.
+    this.scheduler.after(this.quiet ? Math.min(restartUs, SECOND) : restartUs, Tag.restart | (node.num << 8), () => {
+      if (node.life !== life || node.state !== 'down') return;
+      this.note(`restart ${node.id}`);
       this.stats.restarts++;
       this.start(node);
     });
@@ -384,13 +462,13 @@ export class Simulation {
     node.deferred = [];
     for (const fn of deferred) {
       if (node.life !== life) return;
-      fn();
+      this.guard(node, fn);
     }
   }
 
   private decommission(node: SimNode): void {
     if (node.state === 'removed') return;
-    this.scheduler.trace.str(`remove ${node.id}`);
+    this.note(`remove ${node.id}`);
     node.life++;
     node.replica?.stop();
     node.replica = null;
@@ -536,7 +614,7 @@ export class Simulation {
         break;
       }
     }
-    this.scheduler.trace.str(kind);
+    this.note(kind);
     switch (kind) {
       case 'partition':
         return this.partitionFor(r.range(1 * SECOND, 6 * SECOND));
@@ -567,7 +645,8 @@ export class Simulation {
         const voters = leader.replica.conf.voters.filter((v) => v !== leader.id);
         if (voters.length === 0) return;
         this.stats.transfers++;
-        leader.replica.transferLeadership(r.pick(voters));
+        const to = r.pick(voters);
+        this.guard(leader, () => leader.replica?.transferLeadership(to));
         return;
       }
       case 'membership':
@@ -577,6 +656,20 @@ export class Simulation {
         this.network.profile = { ...faultyNetwork, dropP: 0.1 + 0.4 * r.float(), duplicateP: 0.1, tailP: 0.1 };
         this.scheduler.after(r.range(1 * SECOND, 5 * SECOND), Tag.nemesis, () => {
           if (!this.quiet && this.partitionEpoch === epoch) this.network.profile = faultyNetwork;
+        });
+        return;
+      }
+      case 'amnesia': {
+        // Provoke an election by isolating the leader; the first vote granted in it arms the power cut.
+        const leader = this.leader();
+        if (!leader) return;
+        this.amnesiaArmed = true;
+        const epoch = ++this.partitionEpoch;
+        this.stats.partitions++;
+        this.network.setCut(cutBetween([leader.id], this.live().map((n) => n.id)));
+        this.scheduler.after(r.range(1_500 * MS, 3 * SECOND), Tag.nemesis, () => {
+          this.amnesiaArmed = false;
+          if (this.partitionEpoch === epoch) this.network.heal();
         });
         return;
       }
@@ -606,7 +699,7 @@ export class Simulation {
     const shape = r.pick(PARTITION_SHAPES);
     const partition = makePartition(shape, nodes, this.leader()?.id ?? null, r);
     this.stats.partitions++;
-    this.scheduler.trace.str(partition.describe);
+    this.note(`partition ${partition.shape} ${partition.describe}`);
     const epoch = ++this.partitionEpoch;
     this.network.setCut(partition.links);
     this.scheduler.after(durationUs, Tag.nemesis, () => {
@@ -626,11 +719,11 @@ export class Simulation {
       const life = node.life;
       // If nothing fsyncs soon (an idle follower), crash it outright.
       this.scheduler.after(2 * SECOND, Tag.nemesis, () => {
-        if (node.life === life) this.crash(node, 'no fsync came', r.range(200 * MS, 4 * SECOND));
+        if (node.life === life && !this.quiet) this.crash(node, 'no fsync came', r.range(200 * MS, 4 * SECOND));
       });
       return;
     }
-    this.crash(node, 'power cut', r.chance(0.3) ? r.range(20 * MS, 300 * MS) : r.range(300 * MS, 6 * SECOND));
+    this.crash(node, 'power cut', r.chance(this.options.restartFastShare) ? r.range(20 * MS, 300 * MS) : r.range(300 * MS, 6 * SECOND));
   }
 
   /** Remove a voter, add a learner, or promote one; one change at a time. */
@@ -665,15 +758,15 @@ export class Simulation {
     if (!replica) return;
     this.membershipBusy = true;
     this.stats.confChanges++;
-    this.scheduler.trace.str(`conf ${change.type} ${change.node}`);
-    replica.proposeConfChange(change, (outcome) => {
+    this.note(`conf ${change.type} ${change.node}`);
+    this.guard(leader, () => replica.proposeConfChange(change, (outcome) => {
       this.membershipBusy = false;
       if (outcome.ok && change.type === ConfChangeType.RemoveNode) {
         const gone = this.nodes.get(change.node);
         // Let it hear the commit first; then its disk goes away with it.
         if (gone) this.scheduler.after(500 * MS, Tag.nemesis, () => this.decommissionIfOut(gone));
       }
-    });
+    }));
   }
 
   /**
@@ -800,6 +893,11 @@ export class Simulation {
   }
 }
 
+function describeError(error: Error): string {
+  const frames = (error.stack ?? '').split('\n').slice(1, 6).map((l) => l.trim());
+  return `${error.name}: ${error.message} | ${frames.join(' | ')}`;
+}
+
 /** Wraps a store so the checkers see every save and its durability; the replica sees no difference. */
 function observeStore(store: RaftLogStore, node: NodeId, checkers: Checkers, alive: () => boolean): RaftLogStore {
   return {
@@ -825,6 +923,6 @@ function observeStore(store: RaftLogStore, node: NodeId, checkers: Checkers, ali
   };
 }
 
-export function runSimulation(options: SimOptions): RunReport {
-  return new Simulation(options).run();
+export function runSimulation(options: SimOptions, log?: (line: string) => void): RunReport {
+  return new Simulation(options, log).run();
 }

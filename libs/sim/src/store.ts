@@ -5,7 +5,7 @@
  * or vanish with it.
  */
 import type { Random } from '@fencer/base';
-import type { RaftLogStore } from '@fencer/wal';
+import { type MemDiskOp, type RaftLogStore, MemDisk, openRaftLogStore } from '@fencer/wal';
 import { gaussian } from './network.js';
 import { ModelDisk } from './model-store.js';
 
@@ -43,10 +43,54 @@ class ModelSimDisk implements SimDisk {
   }
 }
 
-export function createSimDisk(random: Random, schedule: DiskSchedule, fsyncMs: number): SimDisk {
-  return new ModelSimDisk(random, schedule, fsyncMs);
+/** The production store (`@fencer/wal`) over its in-memory disk: segments, checksums, torn tails and all. */
+class WalSimDisk implements SimDisk {
+  readonly disk: MemDisk;
+
+  constructor(random: Random, schedule: DiskSchedule, fsyncMs: number) {
+    this.disk = new MemDisk({
+      schedule: (delayMs, fn) => schedule('write', delayMs, fn),
+      delayMs: (op: MemDiskOp) => memDiskLatencyMs(op, random, fsyncMs),
+    });
+  }
+
+  crash(random: Random): void {
+    // Mostly a random cut (a prefix of unsynced writes lands, the next maybe torn); sometimes all unsynced is lost.
+    if (random.chance(0.75)) this.disk.crash({ mode: 'random', random, tearChance: 0.5 });
+    else this.disk.crash({ mode: 'lose' });
+  }
+
+  failNextSync(): void {
+    this.disk.failNext('sync');
+  }
+}
+
+function memDiskLatencyMs(op: MemDiskOp, random: Random, fsyncMs: number): number {
+  switch (op) {
+    case 'sync':
+    case 'syncDir':
+      return fsyncLatencyMs(random, fsyncMs);
+    case 'allocate':
+      return 0.2;
+    default:
+      return 0.02;
+  }
+}
+
+export type StoreKind = 'wal' | 'model';
+
+/** Small segments, so a run rolls and deletes many and preallocation costs little memory. */
+const simSegmentBytes = 32 * 1024;
+const storeDir = '/data/raft';
+
+export function createSimDisk(kind: StoreKind, random: Random, schedule: DiskSchedule, fsyncMs: number): SimDisk {
+  return kind === 'wal' ? new WalSimDisk(random, schedule, fsyncMs) : new ModelSimDisk(random, schedule, fsyncMs);
 }
 
 export function openSimStore(disk: SimDisk, done: (err: Error | null, store?: RaftLogStore) => void): void {
-  (disk as ModelSimDisk).model.open(done);
+  if (disk instanceof WalSimDisk) {
+    openRaftLogStore(disk.disk, storeDir, { segmentBytesMax: simSegmentBytes, snapshotsKept: 2 }, done);
+  } else {
+    (disk as ModelSimDisk).model.open(done);
+  }
 }
