@@ -151,6 +151,8 @@ class Store implements WalStore {
   private nextSegmentBytes: number;
   private syncedPos = 0;
   private busy = false;
+  private pumping = false;
+  private pumpAgain = false;
   private cyclesStarted = 0;
   private cyclesDone = 0;
   private failed: Error | null = null;
@@ -467,10 +469,32 @@ class Store implements WalStore {
 
   // ---- writer ----
 
-  /** Runs the next write+fsync cycle if one is due and possible; fires acks that are durable. */
+  /**
+   * Runs the next write+fsync cycle if one is due and possible, and fires
+   * the callbacks that are durable. Callbacks may call save() and so pump()
+   * again: a nested call only asks the running one to go round once more,
+   * so there is never more than one cycle in flight.
+   */
   private pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        this.pumpOnce();
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private pumpOnce(): void {
     if (this.busy || this.failed !== null || this.closed) return;
     this.fireAcks();
+    if (this.failed !== null || this.closed) return;
     let head = this.chunks[0];
     while (head !== undefined && head.closed && head.taken === head.w.length) {
       this.chunks.shift();
@@ -503,6 +527,7 @@ class Store implements WalStore {
   private cycle(chunk: Chunk | null, from: number, to: number): void {
     const file = this.active?.file;
     assert(file !== undefined, 'an active segment to sync');
+    assert(!this.busy, 'one write+fsync cycle at a time');
     this.busy = true;
     this.cyclesStarted++;
     this.stats.batches++;

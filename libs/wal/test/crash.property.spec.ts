@@ -25,7 +25,7 @@ import { type ModelState, applySave, applySnapshot, emptyModel, mismatch, voters
 const OPTIONS: WalOptions = { segmentBytesMax: 4096, snapshotsKept: 2 };
 
 type Op =
-  | { k: 'append'; n: number; size: number; bumpTerm: boolean; commit: number; vote: boolean }
+  | { k: 'append'; n: number; size: number; bumpTerm: boolean; commit: number; vote: boolean; chain: boolean }
   | { k: 'truncate'; at: number; n: number }
   | { k: 'snapshot'; at: number }
   | { k: 'replace'; gap: number }
@@ -33,7 +33,7 @@ type Op =
   | { k: 'crash'; random: boolean; seed: number; duringOpen: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 6 }), size: fc.integer({ min: 0, max: 700 }), bumpTerm: fc.boolean(), commit: fc.double({ min: 0, max: 1, noNaN: true }), vote: fc.boolean() }) },
+  { weight: 6, arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 6 }), size: fc.integer({ min: 0, max: 700 }), bumpTerm: fc.boolean(), commit: fc.double({ min: 0, max: 1, noNaN: true }), vote: fc.boolean(), chain: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }), n: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('snapshot' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('replace' as const), gap: fc.integer({ min: 1, max: 5 }) }) },
@@ -93,7 +93,7 @@ function runScenario(ops: readonly Op[]): void {
     coverage.segmentsDeleted += store.stats.segmentsDeleted;
   };
   const current = (): ModelState => states[states.length - 1]!;
-  const issueSave = (hs: HardState | undefined, entries: Entry[]): void => {
+  const issueSave = (hs: HardState | undefined, entries: Entry[], onAck?: () => void): void => {
     // A save is not atomic across a crash: the stream may end after any of its entries (its hard
     // state record comes last). Those partial states are valid recoveries until the save is acknowledged.
     const before = current();
@@ -104,7 +104,15 @@ function runScenario(ops: readonly Op[]): void {
     store.save(hs, entries, (err) => {
       expect(err).toBeNull();
       acked = Math.max(acked, j);
+      onAck?.();
     });
+  };
+  /** Appends n entries of the current term (a save issued from a callback, as a replica does). */
+  const appendNext = (n: number, size: number): void => {
+    const s = current();
+    const term = Math.max(s.hs.term, s.terms[s.last] ?? 0, 1);
+    const entries = Array.from({ length: n }, (_, k) => entry(s.last + 1 + k, term, payload(s.last + 1 + k, term, size)));
+    issueSave({ term: Term(term), vote: s.hs.term === term ? s.hs.vote : null, commit: s.hs.commit }, entries);
   };
 
   const check = (): void => {
@@ -135,7 +143,7 @@ function runScenario(ops: readonly Op[]): void {
         const last = s.last + op.n;
         const commit = Math.max(s.hs.commit, Math.floor(op.commit * last));
         const vote = op.vote ? voters[term % 3]! : term === s.hs.term ? s.hs.vote : null;
-        issueSave({ term: Term(term), vote, commit: LogIndex(commit) }, entries);
+        issueSave({ term: Term(term), vote, commit: LogIndex(commit) }, entries, op.chain ? () => appendNext(1, op.size) : undefined);
         break;
       }
       case 'truncate': {
