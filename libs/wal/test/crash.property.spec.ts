@@ -158,7 +158,8 @@ function runScenario(ops: readonly Op[]): void {
       }
       case 'snapshot': {
         if (s.hs.commit <= s.snapIndex) break;
-        const at = s.snapIndex + 1 + Math.floor(op.at * (s.hs.commit - s.snapIndex));
+        // Raft snapshots only what is applied, so at most the commit index.
+        const at = Math.min(s.hs.commit, s.snapIndex + 1 + Math.floor(op.at * (s.hs.commit - s.snapIndex)));
         const snap: Snapshot = { meta: { index: LogIndex(at), term: Term(s.terms[at]!), conf: { voters, learners: [] } }, data: Uint8Array.from(`snap${at}`, (c) => c.charCodeAt(0)) };
         snapshots.set(at, `snap${at}`);
         states.push(applySnapshot(s, snap));
