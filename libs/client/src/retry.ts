@@ -1,0 +1,100 @@
+/**
+ * Unary calls with the client's retry policy: an UNAVAILABLE-class error
+ * (not the leader, no leader, namespace moving, outcome unknown, deadline) is
+ * retried unchanged — the same request, so the same request_id, which the
+ * cell deduplicates — following leader hints at once and otherwise rotating
+ * through the endpoints with jittered exponential backoff, until the retry
+ * budget is spent. Anything else is the caller's to handle.
+ */
+import { FencerError, type Random } from '@fencer/base';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { fromServiceError, isRetryable } from '@fencer/protocol';
+import type { EndpointPool, LockServiceStub } from './endpoints.js';
+import { CLIENT_LIMITS } from './limits.js';
+import { sleep, type Scheduler } from './scheduler.js';
+
+export interface RetryPolicy {
+  readonly callTimeoutMs: number;
+  readonly retryBudgetMs: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+}
+
+export interface CallContext {
+  readonly pool: EndpointPool;
+  readonly scheduler: Scheduler;
+  readonly random: Random;
+  readonly policy: RetryPolicy;
+  /** Told about every failed attempt (for logs and tests). */
+  readonly onRetry?: (info: { method: string; address: string; error: FencerError; attempt: number }) => void;
+}
+
+type UnaryMethod = 'openSession' | 'acquire' | 'release' | 'checkToken' | 'getLock' | 'listLocks' | 'closeSession';
+
+/** Backoff before attempt n+1 (n from 0): half the capped exponential step, plus up to as much again at random. */
+export function backoffMs(random: Random, attempt: number, baseMs: number, maxMs: number): number {
+  const step = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 30));
+  return Math.floor(step / 2 + random.float() * (step / 2));
+}
+
+/** The client's error for anything a call can throw: gRPC errors become FencerErrors with the contract's code. */
+export function toFencerError(e: unknown): FencerError {
+  if (e instanceof FencerError) return e;
+  const se = e as Partial<ServiceError>;
+  if (typeof se?.code === 'number' && se.metadata instanceof Metadata) return fromServiceError(se as ServiceError);
+  if (typeof se?.code === 'number') return new FencerError(se.code === status.CANCELLED ? 'CANCELLED' : 'INTERNAL', se.details ?? String(e));
+  return new FencerError('INTERNAL', (e as Error)?.message ?? String(e));
+}
+
+function callOnce<Req, Res>(stub: LockServiceStub, method: UnaryMethod, request: Req, timeoutMs: number, signal?: AbortSignal): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const fn = (stub as unknown as Record<string, Function>)[method] as Function;
+    const onAbort = (): void => call.cancel();
+    const call = fn.call(stub, request, new Metadata(), { deadline: Date.now() + timeoutMs }, (err: ServiceError | null, res: Res) => {
+      signal?.removeEventListener('abort', onAbort);
+      if (err) reject(signal?.aborted ? signal.reason : err);
+      else resolve(res);
+    }) as { cancel(): void };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export interface CallOptions {
+  /** Deadline of one attempt; defaults to the policy's. */
+  readonly timeoutMs?: number;
+  /** Cancels the call (and its retries): the promise rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Retry budget for this call; defaults to the policy's. */
+  readonly budgetMs?: number;
+}
+
+/** Calls `method` with retries; rejects with a FencerError (or the signal's reason). */
+export async function callWithRetry<Req, Res>(ctx: CallContext, method: UnaryMethod, request: Req, options: CallOptions = {}): Promise<Res> {
+  const { pool, scheduler, random, policy } = ctx;
+  const startedMonoMs = scheduler.monoMs();
+  const budgetMs = options.budgetMs ?? policy.retryBudgetMs;
+  let hops = 0;
+  for (let attempt = 0; ; attempt++) {
+    const address = pool.current();
+    try {
+      return await callOnce<Req, Res>(pool.stub(address), method, request, options.timeoutMs ?? policy.callTimeoutMs, options.signal);
+    } catch (e) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      const error = toFencerError(e);
+      ctx.onRetry?.({ method, address, error, attempt });
+      if (!isRetryable(error.code)) throw error;
+      if (scheduler.monoMs() - startedMonoMs >= budgetMs) throw error;
+      if (error.leaderHint && error.leaderHint !== address && hops < CLIENT_LIMITS.hintHopsMax) {
+        // A fresh hint is worth following at once: the leader is known and alive.
+        pool.noteLeader(error.leaderHint);
+        hops++;
+        continue;
+      }
+      hops = 0;
+      if (error.leaderHint && error.leaderHint !== address) pool.noteLeader(error.leaderHint);
+      else pool.advance(address);
+      await sleep(scheduler, backoffMs(random, attempt, policy.backoffBaseMs, policy.backoffMaxMs), options.signal);
+    }
+  }
+}

@@ -1,0 +1,2 @@
+export { ManualScheduler } from './manual-scheduler.js';
+export { FakeLockService, type FakeCall, type FakeEvents, type FakeLockServiceOptions, type InjectedFault } from './fake-lock-service.js';
