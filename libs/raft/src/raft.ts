@@ -143,6 +143,12 @@ export class Raft {
         this.send({ type: MessageType.AppendEntriesResponse, to: m.from, index: LogIndex(0) });
       } else if (m.type === MessageType.PreVote) {
         this.send({ type: MessageType.PreVoteResponse, to: m.from, reject: true });
+      } else if (m.type === MessageType.RequestVote) {
+        // Figure 2: the reply carries currentTerm "for candidate to update
+        // itself". Staying silent can deadlock: a candidate that the voters
+        // no longer contact (they think it a learner, say) would never learn
+        // the term it has to exceed.
+        this.send({ type: MessageType.RequestVoteResponse, to: m.from, reject: true });
       }
       return;
     }

@@ -121,6 +121,9 @@ export class Network {
   /** Term of the entry applied at each index (by anyone). */
   readonly termAt = new Map<number, number>();
   leaderCompletenessChecks = 0;
+  /** Per pending read: the highest index applied anywhere when it began (a linearizable read must see it). */
+  private readonly readFloor = new Map<string, number>();
+  private maxApplied = 0;
   private readonly commitSeen = new Map<string, number>();
   private readonly options: NetworkOptions;
 
@@ -190,7 +193,14 @@ export class Network {
       this.checkSnapshot(n.machine);
     }
     for (const e of rd.committedEntries) this.apply(n, e);
-    for (const rs of rd.readStates) n.readStates.push(rs);
+    for (const rs of rd.readStates) {
+      const floor = this.readFloor.get(rs.requestCtx);
+      if (floor !== undefined && rs.index < floor) {
+        throw new Error(`SAFETY: read ${rs.requestCtx} at ${rs.index} misses writes applied up to ${floor} before it began`);
+      }
+      this.readFloor.delete(rs.requestCtx);
+      n.readStates.push(rs);
+    }
     if (rd.softState?.role === 'leader') {
       this.recordLeader(n.id, n.node.status().term);
       this.checkLeaderCompleteness(n);
@@ -213,6 +223,7 @@ export class Network {
     if (seen === undefined) this.appliedAt.set(e.index, repr);
     else if (seen !== repr) throw new Error(`SAFETY: ${n.id} applied ${repr} at ${e.index}, another node applied ${seen}`);
     n.machine.appliedIndex = e.index;
+    this.maxApplied = Math.max(this.maxApplied, e.index);
     if (e.type === EntryType.Normal && e.data.byteLength > 0) n.machine.commands.push(text(e.data));
   }
 
@@ -327,6 +338,13 @@ export class Network {
     return done();
   }
 
+  /** Starts a ReadIndex read on a node, remembering what it must see. */
+  read(id: string, requestCtx: string): boolean {
+    const ok = this.get(id).node.readIndex(requestCtx);
+    if (ok) this.readFloor.set(requestCtx, this.maxApplied);
+    return ok;
+  }
+
   // ------------------------------------------------------------ faults
 
   /** Cuts a node off from everyone (both directions). */
@@ -413,7 +431,13 @@ export class Network {
       found = top;
       return true;
     }, maxTicks);
-    if (found === undefined) throw new Error(`no leader within ${maxTicks} ticks`);
+    if (found === undefined) {
+      const states = this.live().map((n) => {
+        const st = n.node.status();
+        return `${n.id}:${st.role}/t${st.term}/c${st.commit}/li${st.lastIndex}/v[${st.voters.join('')}]/l[${st.learners.join('')}]`;
+      });
+      throw new Error(`no leader within ${maxTicks} ticks: ${states.join(' ')}${this.down.size > 0 ? ` down:${[...this.down].join('')}` : ''}`);
+    }
     return found;
   }
 

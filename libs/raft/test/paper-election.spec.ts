@@ -55,9 +55,11 @@ describe('§5.1 Raft basics', () => {
     expect(h.node.status().commit).toBe(0);
     expect(h.node.status().leader).toBeNull();
     expect(out.messages.every((m) => m.type !== MessageType.AppendEntriesResponse || m.term === 3)).toBe(true);
-    // A stale vote request does not get a vote either.
+    // A stale vote request is refused, and the refusal carries the current term "for candidate to update itself".
     h.node.step(msg(MessageType.RequestVote, '3', '1', 2, { index: LogIndex(9), logTerm: Term(2) }));
-    expect(ofType(drain(h).messages, MessageType.RequestVoteResponse)).toEqual([]);
+    const votes = ofType(drain(h).messages, MessageType.RequestVoteResponse);
+    expect(votes.map((m) => [m.reject, m.term])).toEqual([[true, 3]]);
+    expect(h.storage.initialState().hardState.vote).toBeNull();
   });
 
   it('"Current terms are exchanged whenever servers communicate": a stale leader learns the newer term from a follower\'s answer', () => {
