@@ -34,9 +34,13 @@ export async function* watchEvents(ctx: CallContext, name: string, options: Watc
   const signal = options.signal;
   const since0 = options.sinceRevision ?? 0;
   if (!(Number.isSafeInteger(since0) && since0 >= 0)) throw new FencerError('INVALID_ARGUMENT', `sinceRevision must be a non-negative integer, got ${since0}`);
-  // Resume point: every event with revision <= base was delivered. `cur` is the revision of the
-  // last delivered event and `seenAtCur` how many events at `cur` were delivered (cur > base).
-  let base = since0;
+  // Where to resume. In the snapshot phase (a since_revision 0 stream before its PROGRESS) a break
+  // restarts the snapshot and skips locks already delivered at the same revision. In the events phase
+  // `cur` is the revision of the last delivered event and `seenAtCur` how many events at `cur` were
+  // delivered: resume from cur - 1 and skip that many, because one log entry can yield several events.
+  let snapshotPhase = since0 === 0;
+  let snapshotRevision = -1;
+  const snapshotNames = new Set<string>();
   let cur = since0;
   let seenAtCur = 0;
   let failingSinceMonoMs: number | undefined;
@@ -44,10 +48,12 @@ export async function* watchEvents(ctx: CallContext, name: string, options: Watc
   let resyncs = 0;
   while (!signal?.aborted) {
     const address = pool.current();
-    const stream = pool.stub(address).watch({ name, prefix, sinceRevision: base }) as ClientReadableStream<lockservice.WatchEvent>;
+    const resumeFromPrevious = !snapshotPhase && seenAtCur > 0 && cur > 1;
+    const sinceRevision = snapshotPhase ? 0 : resumeFromPrevious ? cur - 1 : cur;
+    let skip = resumeFromPrevious ? seenAtCur : 0;
+    const stream = pool.stub(address).watch({ name, prefix, sinceRevision }) as ClientReadableStream<lockservice.WatchEvent>;
     const onAbort = (): void => stream.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
-    let skip = cur > base ? seenAtCur : 0;
     let error: FencerError | undefined;
     try {
       for await (const pb of stream as AsyncIterable<lockservice.WatchEvent>) {
@@ -56,13 +62,30 @@ export async function* watchEvents(ctx: CallContext, name: string, options: Watc
         attempt = 0;
         if (!ev) continue;
         if (ev.type === 'progress') {
-          if (ev.revision >= cur) {
-            base = cur = ev.revision;
+          if (snapshotPhase || ev.revision >= cur) {
+            cur = ev.revision;
             seenAtCur = 0;
           }
+          snapshotPhase = false;
           skip = 0;
           yield ev;
           continue;
+        }
+        if (ev.type === 'snapshot' && snapshotPhase) {
+          if (ev.revision === snapshotRevision && snapshotNames.has(ev.name)) continue; // delivered before the break
+          if (ev.revision !== snapshotRevision) {
+            snapshotRevision = ev.revision;
+            snapshotNames.clear();
+          }
+          if (snapshotNames.size < CLIENT_LIMITS.watchSkipMax) snapshotNames.add(ev.name);
+          yield ev;
+          continue;
+        }
+        if (snapshotPhase) {
+          // A change without the PROGRESS that should close the snapshot: treat the snapshot as complete.
+          snapshotPhase = false;
+          cur = Math.max(snapshotRevision, 0);
+          seenAtCur = 0;
         }
         if (skip > 0 && ev.revision === cur) {
           skip--; // delivered before the reconnect
@@ -71,7 +94,6 @@ export async function* watchEvents(ctx: CallContext, name: string, options: Watc
         skip = 0;
         resyncs = 0;
         if (ev.revision > cur) {
-          base = cur;
           cur = ev.revision;
           seenAtCur = 1;
         } else {
@@ -89,14 +111,16 @@ export async function* watchEvents(ctx: CallContext, name: string, options: Watc
     error ??= new FencerError('SHUTTING_DOWN', `${address} ended the watch stream`);
     if (error.code === 'COMPACTED') {
       if (++resyncs > CLIENT_LIMITS.watchResyncsMax) throw error;
-      yield { type: 'resync', revision: base, name: '', sessionId: '', token: 0 };
+      yield { type: 'resync', revision: cur, name: '', sessionId: '', token: 0 };
+      seenAtCur = 0;
       if (prefix) {
-        base = cur = 0;
-        seenAtCur = 0;
+        snapshotPhase = true;
+        snapshotRevision = -1;
+        snapshotNames.clear();
       } else {
         const got = await callWithRetry<lockservice.GetLockRequest, lockservice.GetLockResponse>(ctx, 'getLock', { name }, { signal });
-        base = cur = got.revision;
-        seenAtCur = 0;
+        snapshotPhase = false;
+        cur = got.revision;
         yield { type: 'snapshot', revision: got.revision, name, sessionId: '', token: 0, lock: lockFromPb(got.lock, name) };
       }
       continue;

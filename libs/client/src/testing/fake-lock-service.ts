@@ -183,6 +183,19 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
     this.history.length = 0;
   }
 
+  /**
+   * Appends raw events to the watch history and sends them to matching
+   * watchers, as one log entry that yields several events at one revision
+   * would. The revision is taken as given (it must not go back).
+   */
+  appendEvents(events: readonly lockservice.WatchEvent[]): void {
+    for (const ev of events) {
+      this.revision = Math.max(this.revision, ev.revision);
+      this.history.push(ev);
+      for (const w of this.watchers) if (matches(w, ev.name)) w.call.write(ev);
+    }
+  }
+
   get keepAliveStreams(): number {
     return this.keepAlives.size;
   }
@@ -500,6 +513,15 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
         const reject = (e: FencerError): void => {
           call.emit('error', toServiceError(e));
         };
+        try {
+          if (req.prefix) {
+            if (!/^\/ls\/[A-Za-z0-9._-]+\/([A-Za-z0-9._-]+\/)*$/.test(req.name)) throw new FencerError('INVALID_NAME', `bad prefix "${req.name}"`);
+          } else {
+            this.checkName(req.name);
+          }
+        } catch (e) {
+          return reject(e as FencerError);
+        }
         if (req.sinceRevision > 0 && req.sinceRevision < this.floorRevision) {
           return reject(new FencerError('COMPACTED', `revision ${req.sinceRevision} is older than the history (from ${this.floorRevision})`));
         }
