@@ -19,6 +19,10 @@ export const segmentBytesMax = 1024 * 1024 * 1024;
  */
 export const unsyncedBytesMax = 1024 * 1024;
 
+/** Write+fdatasync cycles in flight at once: default, and most (each holds a file handle of the active segment). */
+export const syncsInFlightDefault = 2;
+export const syncsInFlightMax = 4;
+
 /** Default number of snapshot files kept; the log is compacted only below the oldest kept. */
 export const snapshotsKeptDefault = 2;
 export const snapshotsKeptMax = 16;
@@ -28,4 +32,6 @@ export const nodeIdBytesMax = 1024;
 
 assert(segmentBytesMin <= segmentBytesDefault && segmentBytesDefault <= segmentBytesMax, 'default segment size within bounds');
 assert(unsyncedBytesMax <= segmentBytesDefault, 'one batch fits in a default segment');
+assert(syncsInFlightDefault >= 1 && syncsInFlightDefault <= syncsInFlightMax, 'at least one cycle in flight');
+assert(unsyncedBytesMax / syncsInFlightMax >= 64 * 1024, 'each cycle may still carry a sizeable batch');
 assert(snapshotsKeptDefault >= 1 && snapshotsKeptDefault <= snapshotsKeptMax, 'keep at least the newest snapshot');

@@ -51,6 +51,8 @@ export class MemDiskError extends Error {
 }
 
 type WriteOp = { kind: 'write'; position: number; data: Uint8Array } | { kind: 'extend'; bytes: number };
+/** A write in a file's unsynced log, numbered so concurrent syncs each cover what was issued before them. */
+type PendingOp = WriteOp & { readonly seq: number };
 
 /**
  * The content of one inode, current or durable. Sparse at the end: `size`
@@ -97,10 +99,15 @@ class Bytes {
 class Inode {
   current = new Bytes();
   durable = new Bytes();
-  /** Writes since the last successful sync, in issue order. */
-  unsynced: WriteOp[] = [];
-  /** Writes a failed sync dropped: visible until a crash, never durable (fsyncgate). */
-  droppedBytes = 0;
+  /** Writes not yet made durable by a sync, in issue order. */
+  unsynced: PendingOp[] = [];
+  nextSeq = 1;
+  /**
+   * Counts failed syncs, like Linux's per-file errseq: a sync through a
+   * handle reports an error if one happened since that handle last looked,
+   * so every open file description learns of a failed writeback once.
+   */
+  errSeq = 0;
 }
 
 type DirOp = { kind: 'link'; name: string; inode: Inode } | { kind: 'unlink'; name: string } | { kind: 'rename'; from: string; to: string };
@@ -226,7 +233,8 @@ export class MemDisk implements Disk {
   /**
    * Makes the next `count` operations of kind `op` on matching paths fail
    * with `code` (default EIO). A failed sync drops the writes it covered:
-   * they stay readable until a crash but never become durable.
+   * they stay readable until a crash but never become durable; a later sync
+   * through another handle that was open at the time reports EIO once too.
    */
   failNext(op: MemDiskOp, options: { match?: string | ((path: string) => boolean); count?: number; code?: string } = {}): void {
     const m = options.match;
@@ -265,7 +273,6 @@ export class MemDisk implements Disk {
         }
       }
       inode.unsynced = [];
-      inode.droppedBytes = 0;
       inode.current = inode.durable.copy();
     }
   }
@@ -344,7 +351,7 @@ export class MemDisk implements Disk {
     this.checkEpoch(file);
     const err = this.takeFault('write', file.path);
     if (err === null) {
-      const op: WriteOp = { kind: 'write', position, data: data.slice() };
+      const op: PendingOp = { kind: 'write', position, data: data.slice(), seq: file.inode.nextSeq++ };
       file.inode.current.apply(op);
       file.inode.unsynced.push(op);
       this.stats.writes++;
@@ -359,7 +366,7 @@ export class MemDisk implements Disk {
     this.checkEpoch(file);
     const err = this.takeFault('allocate', file.path);
     if (err === null && bytes > file.inode.current.size) {
-      const op: WriteOp = { kind: 'extend', bytes };
+      const op: PendingOp = { kind: 'extend', bytes, seq: file.inode.nextSeq++ };
       file.inode.current.apply(op);
       file.inode.unsynced.push(op);
     }
@@ -371,16 +378,26 @@ export class MemDisk implements Disk {
     this.checkEpoch(file);
     const err = this.takeFault('sync', file.path);
     const inode = file.inode;
-    const covered = inode.unsynced.length;
+    // The writes issued before the call are the ones this sync covers.
+    const covered = inode.nextSeq - 1;
     const epoch = this.epoch;
     this.stats.syncs++;
     this.complete('sync', file.path, () => {
-      if (epoch === this.epoch) {
-        const ops = inode.unsynced.splice(0, covered);
-        if (err === null) for (const op of ops) inode.durable.apply(op);
-        else for (const op of ops) inode.droppedBytes += op.kind === 'write' ? op.data.length : 0;
+      if (epoch !== this.epoch) return;
+      const ops = inode.unsynced.filter((op) => op.seq <= covered);
+      inode.unsynced = inode.unsynced.filter((op) => op.seq > covered);
+      if (err !== null) {
+        // The covered writes are dropped: readable until a crash, never durable (fsyncgate).
+        inode.errSeq++;
+        file.seenErrSeq = inode.errSeq;
+        return done(err);
       }
-      done(err);
+      for (const op of ops) inode.durable.apply(op);
+      if (inode.errSeq > file.seenErrSeq) {
+        file.seenErrSeq = inode.errSeq;
+        return done(new MemDiskError('EIO', 'sync', file.path));
+      }
+      done(null);
     });
   }
 
@@ -427,13 +444,17 @@ export class MemDisk implements Disk {
 
 class MemFile implements DiskFile {
   private closed = false;
+  /** The inode's errSeq this handle has reported (set at open, like Linux's f_wb_err). */
+  seenErrSeq: number;
 
   constructor(
     private readonly disk: MemDisk,
     readonly path: string,
     /** @internal */ readonly inode: Inode,
     /** @internal */ readonly epoch: number,
-  ) {}
+  ) {
+    this.seenErrSeq = inode.errSeq;
+  }
 
   write(position: number, data: Uint8Array, done: Done): void {
     assert(!this.closed, `write after close: ${this.path}`);

@@ -33,7 +33,17 @@ import { LogIndex, Term, assert, assertUint } from '@fencer/base';
 import type { ConfState, Entry, HardState, Snapshot } from '@fencer/raft';
 import { ByteWriter, utf8Encode } from './bytes.js';
 import { type Disk, type DiskFile, type Done, joinPath } from './disk.js';
-import { segmentBytesDefault, segmentBytesMax as segmentBytesLimit, segmentBytesMin, snapshotsKeptDefault, snapshotsKeptMax, unsyncedBytesMax, nodeIdBytesMax } from './limits.js';
+import {
+  nodeIdBytesMax,
+  segmentBytesDefault,
+  segmentBytesMax as segmentBytesLimit,
+  segmentBytesMin,
+  snapshotsKeptDefault,
+  snapshotsKeptMax,
+  syncsInFlightDefault,
+  syncsInFlightMax as syncsInFlightLimit,
+  unsyncedBytesMax,
+} from './limits.js';
 import type { RaftLogStore } from './raft-log-store.js';
 import {
   ENTRY_PAYLOAD_OVERHEAD_BYTES,
@@ -55,6 +65,12 @@ export interface WalOptions {
   readonly segmentBytesMax?: number;
   /** Snapshot files kept; the log is compacted only below the oldest kept, so a corrupt newest one can fall back. */
   readonly snapshotsKept?: number;
+  /**
+   * Write+fdatasync cycles in flight at once (default 2). More than one
+   * lets a new batch start while the previous fsync runs, which many disks
+   * (and virtual disks) complete in parallel; callbacks still fire in order.
+   */
+  readonly syncsInFlightMax?: number;
 }
 
 /** What recovery found, for logs and tests. */
@@ -87,6 +103,8 @@ const startRecordBytesMax = RECORD_HEADER_BYTES + 4 + hardStatePayloadBytesMax;
 export function openRaftLogStore(disk: Disk, dir: string, options: WalOptions, done: (err: Error | null, store?: WalStore) => void): void {
   const segmentBytes = options.segmentBytesMax ?? segmentBytesDefault;
   const snapshotsKept = options.snapshotsKept ?? snapshotsKeptDefault;
+  const syncsInFlight = options.syncsInFlightMax ?? syncsInFlightDefault;
+  assert(Number.isInteger(syncsInFlight) && syncsInFlight >= 1 && syncsInFlight <= syncsInFlightLimit, `syncsInFlightMax must be in [1, ${syncsInFlightLimit}]`);
   assertUint(segmentBytes, 'segmentBytesMax');
   assert(segmentBytes >= segmentBytesMin && segmentBytes <= segmentBytesLimit, `segmentBytesMax must be in [${segmentBytesMin}, ${segmentBytesLimit}]`);
   assert(Number.isInteger(snapshotsKept) && snapshotsKept >= 1 && snapshotsKept <= snapshotsKeptMax, `snapshotsKept must be in [1, ${snapshotsKeptMax}]`);
@@ -97,7 +115,7 @@ export function openRaftLogStore(disk: Disk, dir: string, options: WalOptions, d
   } catch (err) {
     return done(err as Error);
   }
-  const store = new Store(disk, dir, segmentBytes, snapshotsKept, recovered);
+  const store = new Store(disk, dir, segmentBytes, snapshotsKept, syncsInFlight, recovered);
   store.start((err) => (err === null ? done(null, store) : done(err)));
 }
 
@@ -107,9 +125,9 @@ interface Chunk {
   readonly filePos: number;
   readonly streamStart: number;
   readonly w: ByteWriter;
-  /** Bytes already written and synced. */
-  taken: number;
-  /** No more records go in: a cycle took it, or the segment rolled. */
+  /** Bytes already handed to write+fsync cycles. */
+  issued: number;
+  /** No more records go in: a cycle took from it, or the segment rolled. */
   closed: boolean;
   /** Ends with a seal: not to be written before the next segment is durable. */
   hasSeal: boolean;
@@ -145,12 +163,16 @@ class Store implements WalStore {
   private syncWaiters: Array<{ pos: number; fn: () => void }> = [];
 
   // ---- writer ----
-  private active: { seq: number; file: DiskFile } | null = null;
-  private spare: { seq: number; file: DiskFile; segmentBytes: number } | null = null;
+  /** The segment being appended to, open through one handle per cycle slot (see `cycle`). */
+  private active: { seq: number; files: DiskFile[] } | null = null;
+  private spare: { seq: number; files: DiskFile[]; segmentBytes: number } | null = null;
   private preparing = false;
   private nextSegmentBytes: number;
+  /** Stream position durable so far (every cycle up to it completed), and handed to cycles so far. */
   private syncedPos = 0;
-  private busy = false;
+  private issuedPos = 0;
+  /** Cycles in flight, oldest first; `durable` once its fsync returned (it counts only when all before it did too). */
+  private readonly inFlight: Array<{ readonly n: number; readonly endPos: number; readonly handle: number; durable: boolean }> = [];
   private pumping = false;
   private pumpAgain = false;
   private cyclesStarted = 0;
@@ -176,6 +198,7 @@ class Store implements WalStore {
     private readonly dir: string,
     private readonly segmentBytes: number,
     private readonly snapshotsKept: number,
+    private readonly syncsInFlight: number,
     private readonly rec: Recovered,
   ) {
     this.hardState = rec.hardState;
@@ -222,9 +245,9 @@ class Store implements WalStore {
     }
     if (rec.active === null) {
       steps.push((next) =>
-        this.prepareSegment(1, this.segmentBytes, (err, file) => {
-          if (err !== null || file === undefined) return next(err);
-          this.active = { seq: 1, file };
+        this.prepareSegment(1, this.segmentBytes, (err, files) => {
+          if (err !== null || files === undefined) return next(err);
+          this.active = { seq: 1, files };
           this.segments.push({ seq: 1, maxIndex: 0 });
           this.beginSegment(1, this.segmentBytes, 0);
           next(null);
@@ -233,9 +256,9 @@ class Store implements WalStore {
     } else {
       const a = rec.active;
       steps.push((next) =>
-        this.disk.open(this.path(segmentFileName(a.seq)), 'existing', (err, file) => {
-          if (err !== null || file === undefined) return next(err);
-          this.active = { seq: a.seq, file };
+        this.openHandles(segmentFileName(a.seq), [], (err, files) => {
+          if (err !== null || files === undefined) return next(err);
+          this.active = { seq: a.seq, files };
           this.encSeq = a.seq;
           this.encPos = a.position;
           this.encCrc = a.crc;
@@ -250,9 +273,9 @@ class Store implements WalStore {
     if (rec.spare !== null) {
       const s = rec.spare;
       steps.push((next) =>
-        this.disk.open(this.path(segmentFileName(s.seq)), 'existing', (err, file) => {
-          if (err !== null || file === undefined) return next(err);
-          this.spare = { seq: s.seq, file, segmentBytes: s.segmentBytes };
+        this.openHandles(segmentFileName(s.seq), [], (err, files) => {
+          if (err !== null || files === undefined) return next(err);
+          this.spare = { seq: s.seq, files, segmentBytes: s.segmentBytes };
           this.nextSegmentBytes = s.segmentBytes;
           next(null);
         }),
@@ -428,7 +451,7 @@ class Store implements WalStore {
   private openChunk(): Chunk {
     const last = this.chunks[this.chunks.length - 1];
     if (last !== undefined && !last.closed && last.seq === this.encSeq) return last;
-    const chunk: Chunk = { seq: this.encSeq, filePos: this.encPos, streamStart: this.streamPos, w: new ByteWriter(4096), taken: 0, closed: false, hasSeal: false, latch: null };
+    const chunk: Chunk = { seq: this.encSeq, filePos: this.encPos, streamStart: this.streamPos, w: new ByteWriter(4096), issued: 0, closed: false, hasSeal: false, latch: null };
     this.chunks.push(chunk);
     return chunk;
   }
@@ -492,64 +515,89 @@ class Store implements WalStore {
   }
 
   private pumpOnce(): void {
-    if (this.busy || this.failed !== null || this.closed) return;
-    this.fireAcks();
     if (this.failed !== null || this.closed) return;
+    this.fireAcks();
+    while (this.failed === null && !this.closed && this.inFlight.length < this.syncsInFlight) {
+      if (!this.startCycle()) break;
+    }
+    this.finishCloseIfIdle();
+  }
+
+  /** Starts the next write+fsync cycle if one is due and allowed; returns whether it did. */
+  private startCycle(): boolean {
     let head = this.chunks[0];
-    while (head !== undefined && head.closed && head.taken === head.w.length) {
+    while (head !== undefined && head.closed && head.issued === head.w.length) {
       this.chunks.shift();
       head = this.chunks[0];
     }
-    if (head === undefined || head.w.length === 0) {
-      if (this.acks.length > 0) return this.cycle(null, 0, 0);
-      return this.finishCloseIfIdle();
+    if (head === undefined || head.issued === head.w.length) {
+      // Nothing to write. A callback queued after the last cycle started (an empty save) still
+      // waits for a cycle of its own, so that no callback fires inside the call that queued it.
+      const last = this.acks[this.acks.length - 1];
+      if (last !== undefined && last.cycleMin > this.cyclesStarted) {
+        this.cycle(null, 0, 0);
+        return true;
+      }
+      return false;
     }
-    if (head.latch !== null && !head.latch.released) return;
+    if (head.latch !== null && !head.latch.released) return false;
     const active = this.active;
     assert(active !== null, 'an active segment while writing');
     if (head.seq !== active.seq) {
       assert(head.seq === active.seq + 1, 'segments are written in order');
-      if (this.spare === null) return; // prepareSpare's completion pumps again
+      // Never write into a segment before the previous one (and its seal) is durable.
+      if (this.inFlight.length > 0) return false;
+      if (this.spare === null) return false; // prepareSpare's completion pumps again
       assert(this.spare.seq === head.seq, 'the spare is the next segment');
-      const old = active.file;
-      this.active = { seq: this.spare.seq, file: this.spare.file };
+      const old = active.files;
+      this.active = { seq: this.spare.seq, files: this.spare.files };
       this.spare = null;
       this.stats.segmentsRolled++;
-      old.close(() => {});
+      for (const f of old) f.close(() => {});
       this.prepareSpare();
     }
-    if (head.hasSeal && this.spare === null) return; // never seal before the next segment is durable
+    if (head.hasSeal && this.spare === null) return false; // never seal before the next segment is durable
     head.closed = true;
-    this.cycle(head, head.taken, Math.min(head.w.length, head.taken + unsyncedBytesMax));
+    // Bytes past the last fsync stay within unsyncedBytesMax in all, which recovery's torn-tail rule relies on.
+    const from = head.issued;
+    const to = Math.min(head.w.length, from + Math.floor(unsyncedBytesMax / this.syncsInFlight));
+    head.issued = to;
+    this.cycle(head, from, to);
+    return true;
   }
 
-  /** One write (of chunk bytes [from, to)) and one fsync; a null chunk syncs only. */
+  /**
+   * One write (of chunk bytes [from, to)) then one fdatasync; a null chunk
+   * syncs only. Each cycle in flight uses its own handle (file description),
+   * so a writeback error is reported to every fsync that could cover it,
+   * not only to whichever asks first (Linux reports it once per description).
+   */
   private cycle(chunk: Chunk | null, from: number, to: number): void {
-    const file = this.active?.file;
-    assert(file !== undefined, 'an active segment to sync');
-    assert(!this.busy, 'one write+fsync cycle at a time');
-    this.busy = true;
-    this.cyclesStarted++;
+    const active = this.active;
+    assert(active !== null, 'an active segment to sync');
+    assert(this.inFlight.length < this.syncsInFlight, 'cycles in flight within syncsInFlightMax');
+    const used = new Set(this.inFlight.map((c) => c.handle));
+    const handle = active.files.findIndex((_, i) => !used.has(i));
+    assert(handle >= 0, 'a free handle for the cycle');
+    const file = active.files[handle]!;
+    if (chunk !== null) this.issuedPos = chunk.streamStart + to;
+    const slot = { n: ++this.cyclesStarted, endPos: this.issuedPos, handle, durable: false };
+    this.inFlight.push(slot);
     this.stats.batches++;
     const synced = (err: Error | null): void => {
       this.stats.fsyncs++;
-      this.busy = false;
       if (err !== null) return this.fail(err);
-      this.cyclesDone++;
-      if (chunk !== null) {
-        chunk.taken = to;
-        this.syncedPos = chunk.streamStart + to;
+      slot.durable = true;
+      // Durable in order only: a later fsync finishing first proves nothing about an earlier one's error.
+      while (this.inFlight[0]?.durable === true) {
+        const done = this.inFlight.shift()!;
+        this.syncedPos = Math.max(this.syncedPos, done.endPos);
+        this.cyclesDone = done.n;
       }
       this.pump();
     };
     if (chunk === null || to === from) return file.sync(synced);
-    file.write(chunk.filePos + from, chunk.w.buf.subarray(from, to), (err) => {
-      if (err !== null) {
-        this.busy = false;
-        return this.fail(err);
-      }
-      file.sync(synced);
-    });
+    file.write(chunk.filePos + from, chunk.w.buf.subarray(from, to), (err) => (err !== null ? this.fail(err) : file.sync(synced)));
   }
 
   /** Runs fn once the stream is durable up to pos (at once if it is). */
@@ -578,6 +626,7 @@ class Store implements WalStore {
   private fail(err: Error): void {
     if (this.failed !== null) return;
     this.failed = err;
+    this.inFlight.length = 0;
     const pending = this.acks.splice(0);
     for (const a of pending) a.done(err);
     this.finishCloseIfIdle();
@@ -590,10 +639,10 @@ class Store implements WalStore {
     const seq = active.seq + 1;
     const bytes = this.nextSegmentBytes;
     this.preparing = true;
-    this.prepareSegment(seq, bytes, (err, file) => {
+    this.prepareSegment(seq, bytes, (err, files) => {
       this.preparing = false;
-      if (err !== null || file === undefined) return this.fail(err ?? new Error('no file'));
-      this.spare = { seq, file, segmentBytes: bytes };
+      if (err !== null || files === undefined) return this.fail(err ?? new Error('no file'));
+      this.spare = { seq, files, segmentBytes: bytes };
       this.nextSegmentBytes = this.segmentBytes;
       this.pump();
       this.finishCloseIfIdle();
@@ -601,7 +650,7 @@ class Store implements WalStore {
   }
 
   /** Creates a full-size segment with its header under a temporary name, then gives it its final name durably. */
-  private prepareSegment(seq: number, segmentBytes: number, done: (err: Error | null, file?: DiskFile) => void): void {
+  private prepareSegment(seq: number, segmentBytes: number, done: (err: Error | null, files?: DiskFile[]) => void): void {
     const name = segmentFileName(seq);
     const tmp = this.path(`${name}.tmp`);
     const header = encodeSegmentHeader({ seq, segmentBytes }).bytes;
@@ -616,11 +665,20 @@ class Store implements WalStore {
             if (e3 !== null) return done(e3);
             this.disk.rename(tmp, this.path(name), (e4) => {
               if (e4 !== null) return done(e4);
-              this.disk.syncDir(this.dir, (e5) => (e5 !== null ? done(e5) : done(null, file)));
+              this.disk.syncDir(this.dir, (e5) => (e5 !== null ? done(e5) : this.openHandles(name, [file], done)));
             });
           });
         });
       });
+    });
+  }
+
+  /** Opens `name` until there is one handle per cycle slot, after those in `have`. */
+  private openHandles(name: string, have: DiskFile[], done: (err: Error | null, files?: DiskFile[]) => void): void {
+    if (have.length === this.syncsInFlight) return done(null, have);
+    this.disk.open(this.path(name), 'existing', (err, file) => {
+      if (err !== null || file === undefined) return done(err);
+      this.openHandles(name, [...have, file], done);
     });
   }
 
@@ -696,10 +754,10 @@ class Store implements WalStore {
 
   private finishCloseIfIdle(): void {
     const done = this.closing;
-    if (done === null || this.closed || this.busy || this.preparing || this.maintaining) return;
-    if (this.failed === null && (this.acks.length > 0 || this.chunks.some((c) => c.taken < c.w.length))) return;
+    if (done === null || this.closed || this.preparing || this.maintaining) return;
+    if (this.failed === null && (this.inFlight.length > 0 || this.acks.length > 0 || this.chunks.some((c) => c.issued < c.w.length))) return;
     this.closed = true;
-    const files = [this.active?.file, this.spare?.file].filter((f): f is DiskFile => f !== undefined);
+    const files = [...(this.active?.files ?? []), ...(this.spare?.files ?? [])];
     this.active = null;
     this.spare = null;
     let left = files.length;

@@ -23,6 +23,8 @@ import { readRecord } from '../src/records.js';
 import { type ModelState, applySave, applySnapshot, emptyModel, mismatch, voters } from './model.js';
 
 const OPTIONS: WalOptions = { segmentBytesMax: 4096, snapshotsKept: 2 };
+/** Scenarios alternate between one, two and three fsyncs in flight. */
+let options: WalOptions = OPTIONS;
 
 type Op =
   | { k: 'append'; n: number; size: number; bumpTerm: boolean; commit: number; vote: boolean; chain: boolean }
@@ -48,12 +50,12 @@ function payload(index: number, term: number, size: number): string {
 /** Opens the store, first crashing `crashesDuringOpen` times part-way through opening. */
 function reopen(disk: MemDisk, random: SeededRandom, crashesDuringOpen: number): WalStore {
   for (let c = 0; c < crashesDuringOpen; c++) {
-    openRaftLogStore(disk, DIR, OPTIONS, () => {});
+    openRaftLogStore(disk, DIR, options, () => {});
     disk.runSome(random.int(8));
     disk.crash({ mode: 'random', random });
   }
   let result: { err: Error | null; store?: WalStore } | undefined;
-  openRaftLogStore(disk, DIR, OPTIONS, (err, store) => (result = { err, store }));
+  openRaftLogStore(disk, DIR, options, (err, store) => (result = { err, store }));
   disk.runPending();
   if (result === undefined) throw new Error('open did not finish');
   if (result.err !== null) throw result.err;
@@ -81,6 +83,7 @@ const coverage = { crashes: 0, rolls: 0, segmentsDeleted: 0, tornTails: 0, repla
 
 /** Runs one operation list, checking after every crash. */
 function runScenario(ops: readonly Op[]): void {
+  options = { ...OPTIONS, syncsInFlightMax: 1 + (ops.length % 3) };
   const disk = new MemDisk();
   const random = new SeededRandom(ops.length);
   let store = reopen(disk, random, 0);

@@ -147,4 +147,20 @@ describe('MemDisk', () => {
     expect(got[10]).toBe(5);
     expect(got.reduce((a, b) => a + b, 0)).toBe(5);
   });
+
+  it('reports a failed writeback once to every handle open at the time (errseq)', () => {
+    const disk = new MemDisk();
+    disk.mkdirp('/d');
+    const a = openFile(disk, '/d/f');
+    let b: DiskFile | undefined;
+    disk.open('/d/f', 'existing', (_e, f) => (b = f));
+    disk.runPending();
+    call(disk, (d) => a.write(0, bytes(1), d));
+    disk.failNext('sync');
+    expect(call(disk, (d) => a.sync(d))?.message).toMatch(/EIO/);
+    // The other handle learns of it on its next sync, once.
+    expect(call(disk, (d) => b!.sync(d))?.message).toMatch(/EIO/);
+    expect(call(disk, (d) => b!.sync(d))).toBeNull();
+    expect(call(disk, (d) => a.sync(d))).toBeNull();
+  });
 });

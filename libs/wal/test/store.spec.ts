@@ -5,7 +5,7 @@
  */
 import { LogIndex, Term } from '@fencer/base';
 import { describe, expect, it } from 'vitest';
-import { MemDisk } from '../src/index.js';
+import { MemDisk, type WalStore, openRaftLogStore } from '../src/index.js';
 import { allEntries, entry, hs, open, openOk, run, snapshotAt, text } from './helpers.js';
 
 describe('store basics', () => {
@@ -124,5 +124,36 @@ describe('store basics', () => {
     expect(disk.stats.syncs - syncs).toBe(1);
     disk.crash();
     expect(open(disk).store?.lastIndex()).toBe(1);
+  });
+
+  it('with two fsyncs in flight, a later one finishing first acknowledges nothing until the earlier one succeeds', () => {
+    const queue: Array<() => void> = [];
+    const disk = new MemDisk({ schedule: (_delayMs, fn) => queue.push(fn) });
+    const drain = (): void => {
+      while (queue.length > 0) queue.shift()!();
+    };
+    openRaftLogStore(disk, '/d', { segmentBytesMax: 65536, syncsInFlightMax: 2 }, () => {});
+    drain();
+    const store = (() => {
+      let s: WalStore | undefined;
+      openRaftLogStore(disk, '/d', { segmentBytesMax: 65536, syncsInFlightMax: 2 }, (_e, st) => (s = st));
+      drain();
+      return s!;
+    })();
+    const results: Array<[string, Error | null]> = [];
+    store.save(undefined, [entry(1, 1)], (err) => results.push(['a', err]));
+    expect(queue.length).toBe(1); // A's write
+    disk.failNext('sync');
+    queue.shift()!(); // A's write completes; A's fsync is issued (and will fail)
+    store.save(undefined, [entry(2, 1)], (err) => results.push(['b', err]));
+    queue.splice(1, 1)[0]!(); // B's write completes; B's fsync is issued
+    expect(queue.length).toBe(2);
+    queue.splice(1, 1)[0]!(); // B's fsync succeeds first...
+    expect(results).toEqual([]); // ...but says nothing about A's
+    queue.shift()!(); // A's fsync fails
+    expect(results.map(([who, err]) => [who, err?.message.startsWith('EIO: sync /d/0000000000000001.wal')])).toEqual([
+      ['a', true],
+      ['b', true],
+    ]);
   });
 });
