@@ -110,6 +110,8 @@ export class Network {
   private readonly cut = new Set<string>();
   /** Extra filter: return false to drop a message. */
   filter: ((m: Message) => boolean) | null = null;
+  /** Called after each Ready is handled (a fault injector may restart the node here). */
+  afterReady: ((n: TestNode, rd: Ready) => void) | null = null;
   /** Every message sent, for assertions on traffic. */
   sent: Message[] = [];
   recordSent = false;
@@ -165,7 +167,9 @@ export class Network {
       let guard = 0;
       while (n.node.hasReady()) {
         if (++guard > 1000) throw new Error(`${id} never runs out of Readies`);
-        this.handleReady(n, n.node.ready());
+        const rd = n.node.ready();
+        this.handleReady(n, rd);
+        this.afterReady?.(n, rd);
         any = true;
       }
     }
