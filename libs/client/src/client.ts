@@ -269,8 +269,9 @@ export class FencerClient extends EventEmitter<ClientEvents> {
 
   private async releaseHandle(handle: LockHandle): Promise<boolean> {
     const session = handle.session;
+    // Unlike new operations, a release does not wait out a jeopardy: letting go early is always safe,
+    // and a cell that answers it has the session anyway.
     try {
-      await session.whenUsable(this.closeController.signal);
       const res = await callWithRetry<lockservice.ReleaseRequest, lockservice.ReleaseResponse>(this.ctx, 'release', {
         sessionId: session.id,
         name: handle.name,
