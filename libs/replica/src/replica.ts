@@ -147,6 +147,8 @@ export class Replica {
   /** Index of the latest snapshot this replica stored or installed. */
   private snapshotIndex: LogIndex;
   private softState: SoftState = { leader: null, role: 'follower' };
+  /** The term as of the last ready taken (the core may be ahead while a persist is in flight). */
+  private readyTerm: Term;
   private ticks = 0;
   private nextReadId = 0;
 
@@ -179,6 +181,7 @@ export class Replica {
     this.appliedIndex = snapshot.meta.index;
     if (snapshot.meta.index > 0) stateMachine.restore(snapshot.data);
     assertUint(hardState.commit, 'recovered commit index');
+    this.readyTerm = hardState.term;
 
     const tuning = { ...raftTuningDefault, ...config.raft };
     const raftConfig: RaftConfig = {
@@ -348,6 +351,9 @@ export class Replica {
     try {
       while (!this.stoppedFlag && !this.persistInFlight && this.raft.hasReady()) {
         const rd = this.raft.ready();
+        // A term change always comes with a hard state: this is the term the ready's soft state belongs to.
+        if (rd.hardState) this.readyTerm = rd.hardState.term;
+        const term = this.readyTerm;
         const needsPersist = rd.snapshot !== undefined || rd.hardState !== undefined || rd.entries.length > 0;
         const ackEarly = needsPersist && this.ackBeforeFsync;
         const startedMs = this.clock.monoMs();
@@ -358,7 +364,7 @@ export class Replica {
           if (rd.snapshot) this.installSnapshot(rd.snapshot);
           this.applyEntries(rd.committedEntries);
           this.noteReadStates(rd);
-          this.noteSoftState(rd.softState);
+          this.noteSoftState(rd.softState, term);
           this.raft.advance();
           this.maybeSnapshot();
         };
@@ -486,7 +492,7 @@ export class Replica {
     }
   }
 
-  private noteSoftState(soft: SoftState | undefined): void {
+  private noteSoftState(soft: SoftState | undefined, term: Term): void {
     if (!soft) return;
     const wasLeader = this.softState.role === 'leader';
     this.softState = soft;
@@ -497,8 +503,7 @@ export class Replica {
     } else if (!wasLeader && soft.role === 'leader') {
       this.logger.info({ id: this.id }, 'became leader');
     }
-    const observe = this.env.observer?.softStateChanged;
-    if (observe) observe(soft, this.raft.status().term);
+    this.env.observer?.softStateChanged?.(soft, term);
   }
 
   /** Snapshot policy: every snapshotEveryEntries applied entries, one in flight at a time. */

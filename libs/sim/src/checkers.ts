@@ -10,7 +10,7 @@
  * - log matching: two logs with an entry of the same index and term hold the
  *   same entry there and the same entries before it;
  * - leader completeness: a leader's log holds every entry committed before it;
- * - state machine safety: every replica applies the same entry at an index;
+ * - state machine safety: every replica applies (and commits) the same entry at an index;
  * - a replica's commit index never goes backwards, across restarts too;
  * - no acknowledged proposal is lost;
  * - a ReadIndex read reflects every write acknowledged before it began;
@@ -60,6 +60,7 @@ interface Applied {
   readonly term: number;
   readonly digest: string;
   readonly node: NodeId;
+  readonly how: 'applied' | 'committed';
 }
 
 interface LogPoint {
@@ -94,7 +95,7 @@ export class Checkers {
   readonly violations: Violation[] = [];
   violationCount = 0;
   private readonly leaderOfTerm = new Map<number, NodeId>();
-  /** Committed entries as first applied anywhere: index → (term, digest). */
+  /** Committed entries as first applied or committed anywhere: index → (term, digest). */
   private readonly applied = new Map<number, Applied>();
   private appliedIndexMax = 0;
   /** Every (index, term) ever written to any log. */
@@ -110,8 +111,12 @@ export class Checkers {
 
   constructor(private readonly now: () => number) {}
 
+  /** Violations that are assertions of the code under test (a run goes on after those). */
+  assertionCount = 0;
+
   fail(checker: CheckerName, detail: string): void {
     this.violationCount++;
+    if (checker === 'replica-assertion') this.assertionCount++;
     if (this.violations.length < violationsKeptMax) this.violations.push({ checker, timeUs: this.now(), detail });
   }
 
@@ -169,22 +174,38 @@ export class Checkers {
    * read view `log` already reflects them.
    */
   saved(node: NodeId, hardState: HardState | undefined, entries: readonly Entry[], log: RaftStorage): void {
+    if (entries.length > 0) {
+      const firstIndex = (entries[0] as Entry).index;
+      let prevTerm = -1;
+      if (firstIndex - 1 >= log.firstIndex() - 1 && firstIndex - 1 >= 0) {
+        prevTerm = firstIndex - 1 === 0 ? 0 : log.term((firstIndex - 1) as never);
+      }
+      for (const e of entries) {
+        this.logPoint(node, e.index, e.term, digest(e.type, e.data), prevTerm);
+        prevTerm = e.term;
+      }
+    }
     if (hardState !== undefined) {
       const before = this.commitSaved.get(node) ?? 0;
       if (hardState.commit < before) {
         this.fail('commit-monotonic', `${node} saved commit ${hardState.commit} after ${before}`);
       }
       this.commitSaved.set(node, Math.max(before, hardState.commit));
+      if (hardState.commit > before) this.newlyCommitted(node, before, hardState.commit, log);
     }
-    if (entries.length === 0) return;
-    const firstIndex = (entries[0] as Entry).index;
-    let prevTerm = -1;
-    if (firstIndex - 1 >= log.firstIndex() - 1 && firstIndex - 1 >= 0) {
-      prevTerm = firstIndex - 1 === 0 ? 0 : log.term((firstIndex - 1) as never);
-    }
-    for (const e of entries) {
-      this.logPoint(node, e.index, e.term, digest(e.type, e.data), prevTerm);
-      prevTerm = e.term;
+  }
+
+  /**
+   * A replica's commit index says its entries up to it are committed (Raft
+   * guarantees that of every server, leader or follower), so every replica's
+   * claim must agree with every other's, before anything is applied.
+   */
+  private newlyCommitted(node: NodeId, before: number, commit: number, log: RaftStorage): void {
+    const lo = Math.max(before + 1, log.firstIndex());
+    const hi = Math.min(commit, log.lastIndex());
+    if (lo > hi) return;
+    for (const e of log.entries(lo as never, (hi + 1) as never, Number.MAX_SAFE_INTEGER)) {
+      this.committedEntry(node, e.index, e.term, digest(e.type, e.data), 'committed');
     }
   }
 
@@ -224,14 +245,21 @@ export class Checkers {
   // ---- applies ----
 
   appliedEntry(node: NodeId, index: number, term: number, d: string): void {
+    this.committedEntry(node, index, term, d, 'applied');
+  }
+
+  private committedEntry(node: NodeId, index: number, term: number, d: string, how: 'applied' | 'committed'): void {
     const seen = this.applied.get(index);
     if (seen === undefined) {
-      this.applied.set(index, { term, digest: d, node });
+      this.applied.set(index, { term, digest: d, node, how });
       if (index > this.appliedIndexMax) this.appliedIndexMax = index;
       return;
     }
     if (seen.term !== term || seen.digest !== d) {
-      this.fail('state-machine-safety', `${node} applied (${index}, term ${term}) but ${seen.node} applied (${index}, term ${seen.term})`);
+      this.fail(
+        'state-machine-safety',
+        `${node} ${how} (${index}, term ${term}) but ${seen.node} ${seen.how} (${index}, term ${seen.term})`,
+      );
     }
   }
 

@@ -5,6 +5,7 @@
  * checkers stay the same.
  */
 import type { ReplicaBug } from '@fencer/replica';
+import type { NetworkProfile } from './network.js';
 import type { StoreKind } from './store.js';
 
 /** Relative weights of the nemesis's actions (0 turns one off). */
@@ -20,6 +21,8 @@ export interface FaultMix {
   readonly slowDisk: number;
   /** A voter loses power right after granting a vote and restarts at once; its candidate is cut off from the rest. */
   readonly amnesia: number;
+  /** The next few new leaders crash within milliseconds of their election (Figure 8's schedule). */
+  readonly leaderInfancy: number;
 }
 
 export interface SimOptions {
@@ -53,6 +56,8 @@ export interface SimOptions {
   readonly bugs: Partial<Record<ReplicaBug, boolean>>;
   /** A double membership change (the second before the first commits) in the nemesis's repertoire. */
   readonly doubleConfChange: boolean;
+  /** Changes to the faulty network's profile (drop, duplicate, delay tail). */
+  readonly network: Partial<NetworkProfile>;
   /** 'wal': the production store over an in-memory disk; 'model': a call-level model of a store. */
   readonly store: StoreKind;
 }
@@ -68,6 +73,7 @@ export const allFaults: FaultMix = {
   lossyNetwork: 1,
   slowDisk: 1,
   amnesia: 1,
+  leaderInfancy: 1,
 };
 
 export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
@@ -94,6 +100,7 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     bugs: {},
     doubleConfChange: false,
     store: 'wal',
+    network: {},
     ...overrides,
   };
 }
@@ -130,6 +137,25 @@ export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<Sim
       });
     case 'concurrentConfChange':
       return defaultOptions(seed, { ...base, doubleConfChange: true, faults: { ...allFaults, membership: 6 }, ...overrides });
+    case 'commitPreviousTermByCounting':
+      // Figure 8: short-lived leaders leave divergent entries; small appends leave followers matching
+      // only old-term entries when a new leader counts replicas.
+      return defaultOptions(seed, {
+        ...base,
+        replicas: 3,
+        maxEntriesPerMsg: 1,
+        fsyncMs: 20,
+        faults: { ...allFaults, leaderInfancy: 8, membership: 0 },
+        ...overrides,
+      });
+    case 'acceptStaleTerm':
+      // Quick leadership changes (transfers, pauses) while old leaders' messages arrive late.
+      return defaultOptions(seed, {
+        ...base,
+        faults: { ...allFaults, transfer: 6, pause: 3 },
+        network: { tailP: 0.05, tailScaleUs: 50_000, duplicateP: 0.05 },
+        ...overrides,
+      });
     default:
       return defaultOptions(seed, { ...base, ...overrides });
   }

@@ -12,7 +12,7 @@ import type { RaftLogStore } from '@fencer/wal';
 import { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers } from './checkers.js';
 import { digest } from './hash.js';
 import { KV_KEYS, KvStateMachine, encodePut } from './kv.js';
-import { Network, faultyNetwork, quietNetwork } from './network.js';
+import { type NetworkProfile, Network, faultyNetwork, quietNetwork } from './network.js';
 import { type FaultMix, type SimOptions } from './options.js';
 import { PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';
 import { Scheduler } from './scheduler.js';
@@ -49,6 +49,8 @@ export interface RunStats {
   clientTimeouts: number;
   /** Votes a node granted to a second candidate in a term (possible only if a vote was forgotten). */
   doubleVotes: number;
+  /** Times a leader's commit index landed on an entry of an older term (only with the Figure 8 bug). */
+  oldTermCommits: number;
   readsChecked: number;
   crashes: number;
   restarts: number;
@@ -120,6 +122,7 @@ export class Simulation {
   private readonly clientRandom: Random;
   private readonly spawnRandom: Random;
   private readonly network: Network;
+  private readonly faulty: NetworkProfile;
   private readonly nodes = new Map<string, SimNode>();
   private readonly bootstrap: NodeId[] = [];
   private readonly endUs: number;
@@ -140,6 +143,7 @@ export class Simulation {
     writesFailed: 0,
     clientTimeouts: 0,
     doubleVotes: 0,
+    oldTermCommits: 0,
     readsChecked: 0,
     crashes: 0,
     restarts: 0,
@@ -170,7 +174,8 @@ export class Simulation {
     this.endUs = options.seconds * SECOND;
     this.quietUs = (options.seconds - options.quietSeconds) * SECOND;
     this.network = new Network(this.scheduler, this.netRandom, (m) => this.deliver(m), (id) => this.nodes.get(id)?.num ?? 0);
-    this.network.profile = faultyNetwork;
+    this.faulty = { ...faultyNetwork, ...options.network };
+    this.network.profile = this.faulty;
     for (let i = 1; i <= options.replicas; i++) this.bootstrap.push(toNodeId(`n${i}`));
   }
 
@@ -181,8 +186,10 @@ export class Simulation {
       for (let c = 0; c < this.options.clients; c++) this.startClient({ id: c, target: null, op: 0 });
       this.scheduleNemesis();
       this.scheduler.at(this.quietUs, Tag.phase, () => this.beginQuiet());
-      this.scheduler.runUntil(this.endUs, () => this.stopped);
-      if (!this.stopped) this.finalChecks();
+      // A run stops at its first violation, unless the code under test only asserted: the node
+      // crashed as a process would, and what follows may show what the assertion guarded.
+      const finished = this.scheduler.runUntil(this.endUs, () => this.stopped || this.checkers.violationCount > this.checkers.assertionCount);
+      if (finished) this.finalChecks();
     } catch (e) {
       const error = e as Error;
       this.checkers.fail('sim-error', describeError(error));
@@ -255,7 +262,13 @@ export class Simulation {
       }
       this.checkers.recovered(node.id, store.initialState().hardState, store.snapshot().meta.index);
       const kv = new KvStateMachine();
-      const observed = observeStore(store, node.id, this.checkers, () => node.life === life);
+      const observed = observeStore(store, node.id, this.checkers, () => node.life === life, (hs) => {
+        // Diagnostic: a leader's commit index landing on an entry of an older term (Figure 8's mistake).
+        if (node.role === 'leader' && hs.commit >= store.firstIndex() && hs.commit <= store.lastIndex() && store.term(hs.commit) !== hs.term) {
+          this.stats.oldTermCommits++;
+          this.note(`${node.id} commits (${hs.commit}, term ${store.term(hs.commit)}) in term ${hs.term}`);
+        }
+      });
       const env = this.envFor(node, life);
       node.store = store;
       node.kv = kv;
@@ -320,6 +333,7 @@ export class Simulation {
           if (soft.role !== was && this.log) this.log(`${(this.scheduler.now / SECOND).toFixed(6)} ${node.id} ${soft.role} term ${term}`);
           if (soft.role === 'leader' && was !== 'leader') {
             node.leaderSinceUs = this.scheduler.now;
+            if (this.infantLeaders > 0 && !this.quiet) this.killInfant(node);
             this.checkers.becameLeader(node.id, term, node.store as RaftLogStore);
           }
         },
@@ -376,6 +390,20 @@ export class Simulation {
       this.scheduler.after(r.range(1_500 * MS, 4 * SECOND), Tag.nemesis, () => {
         if (this.partitionEpoch === epoch) this.network.heal();
       });
+    });
+  }
+
+  /** How many of the next new leaders the leaderInfancy fault still kills. */
+  private infantLeaders = 0;
+
+  private killInfant(node: SimNode): void {
+    this.infantLeaders--;
+    const r = this.nemesisRandom;
+    const life = node.life;
+    // Late enough to have appended (and maybe replicated a little), too early for much else.
+    this.scheduler.after(r.range(1 * MS, 3 * this.options.fsyncMs * MS), Tag.nemesis, () => {
+      if (node.life !== life || this.quiet) return;
+      this.crash(node, 'leader infancy', r.range(50 * MS, 600 * MS));
     });
   }
 
@@ -451,6 +479,7 @@ export class Simulation {
   private pause(node: SimNode, durationUs: number): void {
     if (node.state !== 'up') return;
     this.stats.pauses++;
+    this.note(`pause ${node.id} ${(durationUs / SECOND).toFixed(3)} s`);
     node.pausedUntilUs = Math.max(node.pausedUntilUs, this.scheduler.now + durationUs);
     const life = node.life;
     this.scheduler.at(node.pausedUntilUs, Tag.resume | (node.num << 8), () => this.resume(node, life));
@@ -460,6 +489,7 @@ export class Simulation {
     if (node.life !== life || this.scheduler.now < node.pausedUntilUs) return;
     const deferred = node.deferred;
     node.deferred = [];
+    this.note(`resume ${node.id} with ${deferred.length} deferred`);
     for (const fn of deferred) {
       if (node.life !== life) return;
       this.guard(node, fn);
@@ -653,9 +683,9 @@ export class Simulation {
         return this.options.doubleConfChange && r.chance(0.7) ? this.doubleConfChange() : this.changeMembership();
       case 'lossyNetwork': {
         const epoch = ++this.partitionEpoch;
-        this.network.profile = { ...faultyNetwork, dropP: 0.1 + 0.4 * r.float(), duplicateP: 0.1, tailP: 0.1 };
+        this.network.profile = { ...this.faulty, dropP: 0.1 + 0.4 * r.float(), duplicateP: 0.1, tailP: 0.1 };
         this.scheduler.after(r.range(1 * SECOND, 5 * SECOND), Tag.nemesis, () => {
-          if (!this.quiet && this.partitionEpoch === epoch) this.network.profile = faultyNetwork;
+          if (!this.quiet && this.partitionEpoch === epoch) this.network.profile = this.faulty;
         });
         return;
       }
@@ -671,6 +701,13 @@ export class Simulation {
           this.amnesiaArmed = false;
           if (this.partitionEpoch === epoch) this.network.heal();
         });
+        return;
+      }
+      case 'leaderInfancy': {
+        this.infantLeaders = r.range(2, 5);
+        // Start the chain by killing the current leader now.
+        const leader = this.leader();
+        if (leader) this.crash(leader, 'leader infancy', r.range(50 * MS, 1 * SECOND));
         return;
       }
       case 'slowDisk': {
@@ -899,7 +936,13 @@ function describeError(error: Error): string {
 }
 
 /** Wraps a store so the checkers see every save and its durability; the replica sees no difference. */
-function observeStore(store: RaftLogStore, node: NodeId, checkers: Checkers, alive: () => boolean): RaftLogStore {
+function observeStore(
+  store: RaftLogStore,
+  node: NodeId,
+  checkers: Checkers,
+  alive: () => boolean,
+  onHardState: (hardState: HardState) => void,
+): RaftLogStore {
   return {
     initialState: () => store.initialState(),
     entries: (lo, hi, maxBytes) => store.entries(lo, hi, maxBytes),
@@ -913,6 +956,7 @@ function observeStore(store: RaftLogStore, node: NodeId, checkers: Checkers, ali
         done(error);
       });
       checkers.saved(node, hardState, entries, store);
+      if (hardState !== undefined) onHardState(hardState);
     },
     saveSnapshot(snapshot, done) {
       store.saveSnapshot(snapshot, done);
