@@ -78,7 +78,12 @@ export interface Ready {
   readonly snapshot?: Snapshot;
   /** Messages to send after the above is durable. */
   readonly messages: readonly Message[];
-  /** Committed entries to apply, in order. */
+  /**
+   * Committed entries to apply, in order. Some may be among this Ready's
+   * `entries` (persist first). They include ConfChange entries (membership
+   * is already in force inside the core; the state machine skips them) and
+   * each leader's blank entry (Normal, empty data; skip it too).
+   */
   readonly committedEntries: readonly Entry[];
   /** ReadIndex requests whose index is known; serve each once applied >= index. */
   readonly readStates: readonly ReadState[];
@@ -147,20 +152,32 @@ export interface RaftNode {
   step(message: Message): void;
   /** Appends data as a new entry on the leader; returns its index, or null when not leader (or transfer in progress). */
   propose(data: Uint8Array): LogIndex | null;
+  /**
+   * Appends a membership change (one server at a time); returns null when
+   * not leader, during a transfer, before the leader's own-term entry has
+   * committed, or while an earlier change is uncommitted. It takes effect
+   * on each server when appended to its log (see conf-history.ts).
+   */
   proposeConfChange(change: ConfChange): LogIndex | null;
   /**
    * Starts a ReadIndex read; the answer comes back in a later ready's
    * readStates with requestCtx. Returns false when refused at once (not
    * leader, or too many reads queued). An accepted read is dropped silently
    * if leadership is lost before it completes: the caller fails its pending
-   * reads when ready().softState shows the node is no longer leader.
+   * reads when a Ready's softState shows the node is no longer leader or its
+   * hardState carries a new term (it may have lost and regained leadership
+   * between two Readies). A leader that cannot reach a majority never
+   * answers; with checkQuorum it steps down within an election timeout.
    */
   readIndex(requestCtx: string): boolean;
   transferLeadership(to: NodeId): void;
   /** Start an election now (test helper and for TimeoutNow handling). */
   campaign(): void;
+  /** Whether ready() has something; false while a Ready is out (between ready() and advance()). */
   hasReady(): boolean;
+  /** Takes the next Ready; must be followed by advance() before the next ready(). */
   ready(): Ready;
+  /** The last Ready was handled: its entries, hard state and snapshot are durable and readable from storage, its committed entries applied. */
   advance(): void;
   /** The transport could not reach a peer (the leader falls back to probing it). */
   reportUnreachable(id: NodeId): void;
