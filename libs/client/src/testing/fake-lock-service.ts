@@ -82,6 +82,12 @@ export interface FakeLockServiceOptions {
   readonly historyMax?: number;
   /** Calls remembered in `calls`. */
   readonly callsMax?: number;
+  /**
+   * Expire sessions on the fake's own (real) clock, as a leader does: a
+   * session whose heartbeats stop for its TTL is expired. Off by default, so
+   * unit tests decide expiry themselves.
+   */
+  readonly autoExpire?: boolean;
   /** Also serve CellAdmin.Status with this answer (see `status`). */
   readonly adminStatus?: adminpb.StatusResponse;
 }
@@ -114,6 +120,7 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
   private heartbeatsPaused = false;
   private readonly heldHeartbeats: (() => void)[] = [];
   private nextSession = 1;
+  private readonly expiryTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private server!: Server;
   address = '';
 
@@ -143,6 +150,8 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
   }
 
   async stop(): Promise<void> {
+    for (const t of this.expiryTimers.values()) clearTimeout(t);
+    this.expiryTimers.clear();
     for (const p of this.pending.values()) p.answer(this.queuedAnswer(p.name));
     for (const l of this.locks.values()) for (const w of l.waiters) if (w.timer) clearTimeout(w.timer);
     this.server.forceShutdown();
@@ -210,6 +219,20 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
 
   callsOf(method: Method): unknown[] {
     return this.calls.filter((c) => c.method === method).map((c) => c.request);
+  }
+
+  /** (Re)starts a session's expiry timer when autoExpire is on: the heartbeat reached the "leader" now. */
+  private armExpiry(sessionId: string, ttlMs: number): void {
+    if (!this.options.autoExpire) return;
+    const old = this.expiryTimers.get(sessionId);
+    if (old) clearTimeout(old);
+    this.expiryTimers.set(
+      sessionId,
+      setTimeout(() => {
+        this.expiryTimers.delete(sessionId);
+        this.expireSession(sessionId);
+      }, ttlMs),
+    );
   }
 
   // ---- the state machine (minimal) ----
@@ -390,6 +413,7 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
         const ttlMs = req.ttlMs === 0 ? (this.options.ttlDefaultMs ?? 12_000) : req.ttlMs;
         this.sessions.set(id, { id, namespace: req.namespace, clientId: req.clientId, ttlMs, expired: false, dedupe: new Map() });
         this.revision++;
+        this.armExpiry(id, ttlMs);
         return { sessionId: id, ttlMs };
       }),
       closeSession: this.unary<lockservice.CloseSessionRequest, lockservice.CloseSessionResponse>('closeSession', (req) => {
@@ -492,6 +516,7 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
           const answer = (): void => {
             if (!this.keepAlives.has(call)) return;
             const s = this.sessions.get(req.sessionId);
+            if (s && !s.expired) this.armExpiry(s.id, s.ttlMs);
             call.write(!s || s.expired ? { sessionId: req.sessionId, ttlMsRemaining: 0, expired: true } : { sessionId: req.sessionId, ttlMsRemaining: s.ttlMs, expired: false });
           };
           if (this.heartbeatsPaused) this.heldHeartbeats.push(answer);
