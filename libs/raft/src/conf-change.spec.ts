@@ -63,4 +63,16 @@ describe('ConfHistory', () => {
     expect([h.currentIndex(), h.at(1)]).toEqual([1, { voters: ['a', 'b', 'c'], learners: [] }]);
     expect(() => h.at(0)).toThrow(AssertionError);
   });
+
+  it('a restored snapshot takes over from its index, keeping what was in force up to the old commit index', () => {
+    const h = new ConfHistory(0, base);
+    h.onAppend([entry(1, cc(ConfChangeType.AddVoter, 'c')), entry(3, cc(ConfChangeType.AddVoter, 'x'))]);
+    const fromSnapshot = { voters: ['a', 'b', 'c', 'd'].map(NodeId), learners: [] };
+    h.restore(9, fromSnapshot, 2);
+    expect(h.at(1)).toEqual({ voters: ['a', 'b', 'c'], learners: [] });
+    expect([h.current(), h.currentIndex()]).toEqual([fromSnapshot, 9]);
+    h.onAppend([entry(10, cc(ConfChangeType.RemoveNode, 'd'))]);
+    expect(h.at(9)).toEqual(fromSnapshot);
+    expect(h.current().voters).toEqual(['a', 'b', 'c']);
+  });
 });

@@ -59,10 +59,23 @@ export class ConfHistory {
     }
   }
 
-  /** A snapshot replaced the log: its configuration is the new base. */
-  reset(baseIndex: number, baseConf: ConfState): void {
-    this.base = { index: baseIndex, conf: baseConf };
-    this.changes = [];
+  /**
+   * A snapshot from the leader replaced the log: from its index on, its
+   * configuration is in force. History up to our old commit index stays,
+   * because a Ready handed out before the snapshot arrived may still be
+   * applying committed entries below it (and may ask what was in force
+   * there); what lay between that commit index and the snapshot was never
+   * committed here and is dropped.
+   */
+  restore(snapshotIndex: number, snapshotConf: ConfState, committedBefore: number): void {
+    assert(snapshotIndex > committedBefore, 'a restored snapshot lies above the commit index');
+    while (this.changes.length > 0 && (this.changes[this.changes.length - 1] as ConfAt).index > committedBefore) this.changes.pop();
+    if (snapshotIndex <= this.base.index) {
+      this.base = { index: snapshotIndex, conf: snapshotConf };
+      this.changes = [];
+      return;
+    }
+    this.changes.push({ index: snapshotIndex, conf: snapshotConf });
   }
 
   /** Folds changes at or below `index` into the base (their entries are compacted). */

@@ -552,8 +552,9 @@ export class Raft {
       this.log.commitTo(index);
       return false;
     }
+    const committedBefore = this.log.committed;
     this.log.restore(snapshot);
-    this.conf.reset(index, snapshot.meta.conf);
+    this.conf.restore(index, snapshot.meta.conf, committedBefore);
     this.applyCurrentConf();
     return true;
   }

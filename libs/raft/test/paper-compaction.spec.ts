@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LogIndex, NodeId, Term } from '@fencer/base';
-import { ConfChangeType, MessageType, type Message } from '../src/index.js';
+import { ConfChangeType, EntryType, MessageType, encodeConfChange, type Message } from '../src/index.js';
 import { drain, electLeader, msg, newNode, ofType, pump, storageWith, N, type Handle } from './helpers.js';
 import { Network } from './network.js';
 
@@ -121,6 +121,37 @@ describe('§7 Log compaction', () => {
     const out = drain(h);
     expect(h.storage.snapshot().meta.index).toBe(0);
     expect(ofType(out.messages, MessageType.InstallSnapshotResponse)[0]).toMatchObject({ index: 5 });
+  });
+
+  it('a snapshot that arrives while a Ready is being persisted leaves that Ready\'s committed entries (and their membership) intact', () => {
+    const h = newNode({ id: '2', voters: three, term: 1 });
+    const learner = { index: LogIndex(1), term: Term(1), type: EntryType.ConfChange, data: encodeConfChange({ type: ConfChangeType.AddLearner, node: N('4') }) };
+    const normal = { index: LogIndex(2), term: Term(1), type: EntryType.Normal, data: Uint8Array.of(7) };
+    h.node.step(msg(MessageType.AppendEntries, '1', '2', 1, { index: LogIndex(0), logTerm: Term(0), entries: [learner, normal], commit: LogIndex(2) }));
+    const rd = h.node.ready();
+    expect(rd.committedEntries.map((e) => e.index)).toEqual([1, 2]);
+    // While that Ready's fsync runs, the leader's snapshot completes.
+    const conf = { voters: ['1', '2', '3'].map(N), learners: [] };
+    h.node.step(
+      msg(MessageType.InstallSnapshot, '1', '2', 1, {
+        snapshotMeta: { index: LogIndex(9), term: Term(1), conf },
+        snapshotChunk: Uint8Array.of(1),
+        snapshotOffset: 0,
+        snapshotTotalBytes: 1,
+        snapshotDone: true,
+      }),
+    );
+    expect(h.node.confStateAt(LogIndex(1)).learners).toEqual(['4']);
+    h.storage.append(rd.entries);
+    if (rd.hardState !== undefined) h.storage.setHardState(rd.hardState);
+    h.node.advance();
+    const next = h.node.ready();
+    expect(next.snapshot?.meta.index).toBe(9);
+    expect(next.committedEntries).toEqual([]);
+    h.storage.applySnapshot(next.snapshot as NonNullable<typeof next.snapshot>);
+    h.node.advance();
+    expect(h.node.status()).toMatchObject({ commit: 9, applied: 9, learners: [] });
+    expect(h.node.confStateAt(LogIndex(9))).toEqual(conf);
   });
 
   it('a lost chunk is sent again after an election timeout without an answer', () => {
