@@ -23,6 +23,8 @@ export type RaftConfigInput = { readonly id: NodeId; readonly storage: RaftStora
 >;
 
 export function defaultRaftConfig(input: RaftConfigInput): RaftConfig {
+  // An override given as undefined means "the default", not "no value".
+  const given = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as RaftConfigInput;
   return {
     electionTicks: DEFAULT_ELECTION_TICKS,
     heartbeatTicks: DEFAULT_HEARTBEAT_TICKS,
@@ -32,7 +34,7 @@ export function defaultRaftConfig(input: RaftConfigInput): RaftConfig {
     maxBytesPerMsg: DEFAULT_MAX_BYTES_PER_MSG,
     maxInflightMsgs: DEFAULT_MAX_INFLIGHT_MSGS,
     snapshotChunkBytes: DEFAULT_SNAPSHOT_CHUNK_BYTES,
-    ...input,
+    ...given,
   };
 }
 
