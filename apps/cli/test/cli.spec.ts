@@ -9,7 +9,7 @@
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FencerClient } from '@fencer/client';
 import { FakeLockService } from '@fencer/client/testing';
 import { EXIT, runCli, type CliIo } from '../src/index.js';

@@ -12,7 +12,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { lockservice } from '@fencer/protocol';
 import { FencerClient, type WatchEventInfo } from '../src/index.js';
 import { FakeLockService } from '../src/testing/index.js';
-import { nextEvent } from './helpers.js';
 
 let fake: FakeLockService;
 let writer: FencerClient;
