@@ -57,7 +57,7 @@ export function statusOf(node: CellNode): adminpb.StatusResponse {
       state: id === node.id ? 'self' : (p?.state ?? ''),
     });
   }
-  const stats = node.fsm.stats();
+  const stats = node.fsmStats();
   return {
     cellId: node.config.cellId,
     nodeId: node.id,
@@ -68,7 +68,7 @@ export function statusOf(node: CellNode): adminpb.StatusResponse {
     commitIndex: st.commit,
     appliedIndex: node.replica.applied,
     lastIndex: st.lastIndex,
-    snapshotIndex: node.replica.snapshotIndexNow,
+    snapshotIndex: node.replica.latestSnapshotIndex,
     members,
     revisionBase: stats.revisionBase,
     sessions: stats.sessions,

@@ -123,6 +123,6 @@ export function validateConfig(c: CellNodeConfig): void {
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs)) fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');
   // A session must survive a leader election: its TTL must exceed the worst election timeout.
-  if (c.ttlMinMs <= 2 * c.electionTicks * c.tickMs) fail(`--ttl-min-ms (${c.ttlMinMs}) must exceed twice the election timeout (${2 * c.electionTicks * c.tickMs} ms)`);
+  if (c.ttlMinMs < 2 * c.electionTicks * c.tickMs) fail(`--ttl-min-ms (${c.ttlMinMs}) must be at least twice the election timeout (${2 * c.electionTicks * c.tickMs} ms)`);
   if (c.snapshotEveryEntries < 1) fail('--snapshot-every-entries must be at least 1');
 }

@@ -28,7 +28,7 @@ import {
   namespaceOfSessionId,
   unreachable,
 } from '@fencer/base';
-import { LIMITS, LOCK_DELAY_MS_MAX, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, WAIT_MS_MAX, parseLockPrefix, validateLockName } from '@fencer/lock-fsm';
+import { CLIENT_ID_BYTES_MAX, REQUEST_ID_BYTES_MAX, LOCK_DELAY_MS_MAX, isFailure, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, WAIT_MS_MAX, parseLockPrefix, validateLockName } from '@fencer/lock-fsm';
 import type { AcquireOutcome, CloseSessionOutcome, Failure, OpenSessionOutcome, ReleaseOutcome } from '@fencer/lock-fsm';
 import { internalpb, lockservice, toServiceError } from '@fencer/protocol';
 import { lockToPb, holderToPb, modeFromPb } from './convert.js';
@@ -156,7 +156,7 @@ export class LockServiceImpl {
     this.unary('openSession', call, cb, async (req) => {
       const c = this.node.config;
       if (!isValidNamespace(req.namespace)) fail('INVALID_NAME', `namespace "${req.namespace.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`);
-      if (Buffer.byteLength(req.clientId) > LIMITS.clientIdBytesMax) fail('INVALID_ARGUMENT', `client_id is longer than ${LIMITS.clientIdBytesMax} bytes`);
+      if (Buffer.byteLength(req.clientId) > CLIENT_ID_BYTES_MAX) fail('INVALID_ARGUMENT', `client_id is longer than ${CLIENT_ID_BYTES_MAX} bytes`);
       const ttlMs = req.ttlMs === 0 ? c.ttlDefaultMs : Math.min(c.ttlMaxMs, Math.max(c.ttlMinMs, req.ttlMs));
       const r = this.node.env.random;
       const unique = [r.nextU32(), r.nextU32(), r.nextU32(), r.nextU32()].map((n) => n.toString(16).padStart(8, '0')).join('');
@@ -196,7 +196,7 @@ export class LockServiceImpl {
     const mode = modeFromPb(req.mode);
     if (!mode) fail('INVALID_MODE', `mode ${req.mode} is not EXCLUSIVE (1) or SHARED (2)`);
     if (req.requestId === '') fail('MISSING_REQUEST_ID', 'request_id is required: a unique id per attempt makes retries safe');
-    if (Buffer.byteLength(req.requestId) > LIMITS.requestIdBytesMax) fail('INVALID_ARGUMENT', `request_id is longer than ${LIMITS.requestIdBytesMax} bytes`);
+    if (Buffer.byteLength(req.requestId) > REQUEST_ID_BYTES_MAX) fail('INVALID_ARGUMENT', `request_id is longer than ${REQUEST_ID_BYTES_MAX} bytes`);
     const waitMs = Math.min(req.waitMs, WAIT_MS_MAX);
     const sessionId = SessionId(req.sessionId);
     const requestId = RequestId(req.requestId);
@@ -286,7 +286,7 @@ export class LockServiceImpl {
       const limit = req.limit === 0 ? LIST_LOCKS_LIMIT_DEFAULT : Math.min(req.limit, LIST_LOCKS_LIMIT_MAX);
       await this.node.readBarrier();
       const page = this.node.fsm.listLocks(req.prefix, limit, req.pageToken);
-      throwIfFailure(page);
+      if (isFailure(page)) fail(page.code, page.message);
       return { locks: page.locks.map(lockToPb), nextPageToken: page.nextPageToken, revision: this.node.fsm.revision };
     });
 
@@ -394,7 +394,7 @@ export class LockServiceImpl {
         const lock = this.node.fsm.getLock(req.name);
         return lock.holders.length > 0 || lock.waiters.length > 0 ? [lock] : [];
       }
-      return this.node.fsm.allLocks(req.name);
+      return this.node.allLocks(req.name);
     };
     const r = this.node.hub.subscribe(filter, req.sinceRevision, sink, this.node.env.clock.monoMs(), snapshotLocks);
     if (r === 'compacted') {

@@ -22,6 +22,9 @@ import {
   decodeCommand,
   encodeCommand,
   type LockEvent,
+  type LockState,
+  LIST_LOCKS_LIMIT_MAX,
+  isFailure,
 } from '@fencer/lock-fsm';
 import { LeaderDuties } from './leader-duties.js';
 import { WatchHub } from './watch-hub.js';
@@ -286,6 +289,30 @@ export class CellNode {
       }
     }
     return best;
+  }
+
+  /** Every live lock under a prefix, ordered by name (Watch's starting SNAPSHOT). */
+  *allLocks(prefix: string): Generator<LockState> {
+    let pageToken = '';
+    do {
+      const page = this.fsm.listLocks(prefix, LIST_LOCKS_LIMIT_MAX, pageToken);
+      if (isFailure(page)) return;
+      yield* page.locks;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== '');
+  }
+
+  /** Counts for status and metrics (walks the sessions and waiters: for operators, not hot paths). */
+  fsmStats(): { revisionBase: number; sessions: number; locks: number; waiters: number } {
+    let sessions = 0;
+    let locks = 0;
+    for (const ns of this.fsm.namespaces()) {
+      sessions += ns.sessions;
+      locks += ns.locks;
+    }
+    let waiters = 0;
+    for (const _ of this.fsm.waiters()) waiters++;
+    return { revisionBase: this.fsm.revisionBase, sessions, locks, waiters };
   }
 
   addMemberAddress(id: NodeId, address: string): void {

@@ -27,7 +27,7 @@ describe('cell-node configuration', () => {
 
   it.each([
     [['--tick-ms', 'abc'], /tick-ms must be a non-negative integer/],
-    [['--ttl-min-ms', '500'], /ttl-min-ms .* must exceed twice the election timeout/],
+    [['--ttl-min-ms', '500'], /ttl-min-ms .* must be at least twice the election timeout/],
     [['--election-ticks', '1', '--heartbeat-ticks', '1'], /election-ticks must exceed/],
     [['--ttl-default-ms', '99999999'], /ttl-min-ms <= ttl-default-ms <= ttl-max-ms/],
   ])('refuses %j', (extra, message) => {

@@ -507,8 +507,31 @@ export class Replica {
   }
 
   /** Snapshot policy: every snapshotEveryEntries applied entries, one in flight at a time. */
+  /** Index of the latest snapshot this replica stored or installed (0 when none). */
+  get latestSnapshotIndex(): LogIndex {
+    return this.snapshotIndex;
+  }
+
+  /**
+   * Takes a snapshot now (operators: before a risky change, or to compact a
+   * long log) unless one is being written; `done` gets its index and size
+   * once it is durable.
+   */
+  snapshotNow(done: (outcome: Result<{ index: LogIndex; bytes: number }, FencerError>) => void): void {
+    if (this.stoppedFlag) return this.later(done, err(new FencerError(ErrorCode.SHUTTING_DOWN, 'the replica is stopping')));
+    if (this.snapshotInFlight) return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, 'a snapshot is being written; try again shortly')));
+    if (this.appliedIndex === this.snapshotIndex) {
+      return this.later(done, ok({ index: this.snapshotIndex, bytes: this.store.snapshot().data.byteLength }));
+    }
+    this.takeSnapshot((bytes) => done(ok({ index: this.snapshotIndex, bytes })));
+  }
+
   private maybeSnapshot(): void {
     if (this.snapshotInFlight || this.appliedIndex - this.snapshotIndex < this.snapshotEveryEntries) return;
+    this.takeSnapshot(() => {});
+  }
+
+  private takeSnapshot(durable: (bytes: number) => void): void {
     const index = this.appliedIndex;
     const snapshot: Snapshot = {
       meta: { index, term: this.store.term(index), conf: this.raft.confStateAt(index) },
@@ -521,6 +544,7 @@ export class Replica {
       if (this.stoppedFlag) return;
       if (error) return this.fatal(error);
       this.snapshotInFlight = false;
+      durable(snapshot.data.byteLength);
     });
   }
 
