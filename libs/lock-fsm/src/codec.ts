@@ -70,7 +70,7 @@ export class ByteWriter {
   }
 
   u8(v: number): this {
-    assert((v & 0xff) === v, `u8 out of range: ${v}`);
+    if ((v & 0xff) !== v) throw new AssertionError(`u8 out of range: ${v}`);
     this.ensure(1);
     this.buf[this.pos++] = v;
     return this;
@@ -81,7 +81,7 @@ export class ByteWriter {
   }
 
   varuint(v: number): this {
-    assert(Number.isSafeInteger(v) && v >= 0, `varuint must be a non-negative safe integer, got ${v}`);
+    if (!Number.isSafeInteger(v) || v < 0) throw new AssertionError(`varuint must be a non-negative safe integer, got ${v}`);
     this.ensure(8);
     const buf = this.buf;
     // Bit operators only see 32 bits: divide while the value is large.
@@ -215,26 +215,18 @@ export class ByteReader {
     const start = this.pos;
     const end = start + n;
     if (end > buf.length) this.fail('truncated string');
-    let ascii = true;
-    for (let i = start; i < end; i++) {
-      if ((buf[i] as number) >= 0x80) {
-        ascii = false;
-        break;
-      }
-    }
     this.pos = end;
-    if (ascii) {
-      if (n <= 24) {
-        let s = '';
-        for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
-        return s;
-      }
-      return String.fromCharCode.apply(null, buf.subarray(start, end) as unknown as number[]);
+    if (n > INTERN_BYTES_MAX) return isAscii(buf, start, end) ? asciiString(buf, start, end) : decodeUtf8(buf, start, end);
+    // One pass: the intern hash, and whether every byte is ASCII.
+    let h = 0x811c9dc5;
+    let high = 0;
+    for (let i = start; i < end; i++) {
+      const b = buf[i] as number;
+      high |= b;
+      h = Math.imul(h ^ b, 0x01000193);
     }
-    return decodeUtf8(buf, start, end, (what) => {
-      this.pos = start;
-      this.fail(what);
-    });
+    if (high >= 0x80) return decodeUtf8(buf, start, end);
+    return internAscii(buf, start, end, h);
   }
 
   bytes(): Uint8Array {
@@ -252,8 +244,62 @@ export class ByteReader {
   }
 }
 
-/** Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF). */
-function decodeUtf8(buf: Uint8Array, start: number, end: number, fail: (what: string) => never): string {
+function asciiString(buf: Uint8Array, start: number, end: number): string {
+  const n = end - start;
+  if (n <= 8) {
+    let s = '';
+    for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
+    return s;
+  }
+  const codes = new Array<number>(n);
+  for (let i = 0; i < n; i++) codes[i] = buf[start + i] as number;
+  return String.fromCharCode.apply(null, codes);
+}
+
+/**
+ * Session ids, lock names and client ids recur from entry to entry; decoding
+ * each anew costs an allocation and a hash per use. A small direct-mapped
+ * cache of recently decoded short ASCII strings returns the same string
+ * object instead. It changes no value, only which (equal) string object is
+ * returned, so it cannot affect determinism.
+ */
+const INTERN_BYTES_MAX = 64;
+const INTERN_SLOTS = 4096;
+const internTable: (string | undefined)[] = new Array<string | undefined>(INTERN_SLOTS).fill(undefined);
+
+function isAscii(buf: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if ((buf[i] as number) >= 0x80) return false;
+  return true;
+}
+
+/** `h` is the FNV-1a 32 hash of the bytes. */
+function internAscii(buf: Uint8Array, start: number, end: number, h: number): string {
+  const slot = (h ^ (h >>> 15)) & (INTERN_SLOTS - 1);
+  const cached = internTable[slot];
+  if (cached !== undefined && cached.length === end - start) {
+    let same = true;
+    for (let i = start, j = 0; i < end; i++, j++) {
+      if (cached.charCodeAt(j) !== buf[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return cached;
+  }
+  const s = asciiString(buf, start, end);
+  internTable[slot] = s;
+  return s;
+}
+
+/**
+ * Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
+ * Kept out of ByteReader.string: a closure there would cost the ASCII fast
+ * path a context allocation on every call.
+ */
+function decodeUtf8(buf: Uint8Array, start: number, end: number): string {
+  const fail = (what: string): never => {
+    throw new DecodeError(`${what} in the string at byte ${start}`);
+  };
   const units: number[] = [];
   let i = start;
   const cont = (k: number): number => {

@@ -12,7 +12,7 @@
  * every version they ever wrote, because old entries stay in the log.
  */
 import { assert, AssertionError, unreachable, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
-import { ByteReader, ByteWriter, decodeOrCrash } from './codec.js';
+import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import type { CancelReason, LockMode } from './types.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
@@ -211,7 +211,7 @@ export function encodeCommand(command: Command): Uint8Array {
  */
 export function decodeCommand(data: Uint8Array): Command {
   if (data.length === 0) return NOOP;
-  return decodeOrCrash('command entry', () => {
+  try {
     const r = new ByteReader(data);
     const version = r.u8();
     if (version !== COMMAND_FORMAT_VERSION) throw new AssertionError(`unknown command format version ${version}`);
@@ -219,7 +219,10 @@ export function decodeCommand(data: Uint8Array): Command {
     const command = decodeBody(kind, r);
     r.end();
     return command;
-  });
+  } catch (e) {
+    if (e instanceof DecodeError) throw new AssertionError(`corrupt command entry: ${e.message}`);
+    throw e;
+  }
 }
 
 function decodeBody(kind: number, r: ByteReader): Command {

@@ -37,6 +37,13 @@ export interface SessionRecord {
    * Invariant: size <= dedupePerSessionMax.
    */
   readonly dedupe: Map<string, DedupeRecord>;
+  /**
+   * The same request ids in arrival order, as a ring: evicting the oldest
+   * costs no iterator. Until full, oldest first; once full (length =
+   * dedupePerSessionMax), the oldest is at `dedupeNext`.
+   */
+  readonly dedupeRing: string[];
+  dedupeNext: number;
 }
 
 export type DedupeStatus = 'GRANTED' | 'QUEUED' | 'TIMED_OUT';

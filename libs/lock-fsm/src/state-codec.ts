@@ -138,7 +138,7 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
     const ttlMs = r.varuint();
     checked(checkTtlMs(ttlMs), 0);
     const openedRevision = revisionIn(r, revisionMax, 'openedRevision', false) as Revision;
-    const s: SessionRecord = { id, ns, clientId, ttlMs, openedRevision, held: new Map(), waiting: new Map(), dedupe: new Map() };
+    const s: SessionRecord = { id, ns, clientId, ttlMs, openedRevision, held: new Map(), waiting: new Map(), dedupe: new Map(), dedupeRing: [], dedupeNext: 0 };
     const dedupeCount = r.count(limits.dedupePerSessionMax, 'dedupe count');
     for (let j = 0; j < dedupeCount; j++) {
       const requestId = r.string();
@@ -158,6 +158,7 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       if ((status === 'TIMED_OUT') !== (reason !== null)) invalid('a reason comes with TIMED_OUT and only with it');
       const record: DedupeRecord = { status, name, token, revision, reason };
       s.dedupe.set(requestId, record);
+      s.dedupeRing.push(requestId);
     }
     ns.sessions.set(id, s);
   }

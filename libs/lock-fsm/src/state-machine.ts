@@ -188,13 +188,16 @@ export class LockStateMachine {
   readonly limits: FsmLimits;
   readonly autoClaim: boolean;
   private readonly namespaceRecords: Map<string, NamespaceRecord>;
+  /** Every live session by id (the same records as in their namespaces): one lookup on the hot path. */
+  private readonly sessionsById = new Map<string, SessionRecord>();
   private sessionCount = 0;
   private appliedIndexValue = 0;
   private revisionBaseValue: number;
   /** Revision of the entry being applied (index + base). */
   private rev = 0;
   private pendingEvents: PendingEvent[] = [];
-  private pendingLocks: LockRecord[] = [];
+  /** The lock of each pending event; reused from entry to entry. */
+  private readonly pendingLocks: LockRecord[] = [];
 
   constructor(options: LockStateMachineOptions) {
     this.autoClaim = options.autoClaim;
@@ -210,7 +213,10 @@ export class LockStateMachine {
   static restore(bytes: Uint8Array, options: Omit<LockStateMachineOptions, 'revisionBase'>): LockStateMachine {
     const fsm = new LockStateMachine(options);
     const decoded = decodeOrCrash('snapshot', () => decodeSnapshot(bytes, fsm.limits));
-    for (const [name, ns] of decoded.namespaces) fsm.namespaceRecords.set(name, ns);
+    for (const [name, ns] of decoded.namespaces) {
+      fsm.namespaceRecords.set(name, ns);
+      for (const [id, s] of ns.sessions) fsm.sessionsById.set(id, s);
+    }
     fsm.sessionCount = decoded.sessionCount;
     fsm.appliedIndexValue = decoded.appliedIndex;
     fsm.revisionBaseValue = decoded.revisionBase;
@@ -242,8 +248,9 @@ export class LockStateMachine {
 
   /** Applies one committed command at log `index` (strictly increasing; gaps are entries that are not commands). */
   apply<C extends Command>(index: number, command: C): ApplyResult<OutcomeOf[C['kind']]> {
-    assertUint(index, 'index');
-    assert(index > this.appliedIndexValue, `entries apply in increasing index order: ${index} after ${this.appliedIndexValue}`);
+    if (!(Number.isSafeInteger(index) && index > this.appliedIndexValue)) {
+      throw new AssertionError(`entries apply in increasing index order: ${index} after ${this.appliedIndexValue}`);
+    }
     assert(this.pendingEvents.length === 0, 'no events left over from the previous entry');
     this.appliedIndexValue = index;
     this.rev = index + this.revisionBaseValue;
@@ -299,7 +306,6 @@ export class LockStateMachine {
     if (events.length === 0) return NO_EVENTS;
     const locks = this.pendingLocks;
     this.pendingEvents = [];
-    this.pendingLocks = [];
     let lastLock: LockRecord | undefined;
     let lastState = PENDING_STATE;
     for (let i = 0; i < events.length; i++) {
@@ -310,12 +316,16 @@ export class LockStateMachine {
       }
       (events[i] as PendingEvent).lock = lastState;
     }
+    locks.length = 0;
     return events;
   }
 
   // ------------------------------------------------------------- sessions
 
   private lookupSession(sessionId: string): SessionRecord | Failure {
+    const live = this.sessionsById.get(sessionId);
+    if (live !== undefined) return live;
+    // Not live: find the failure that tells the caller what to do.
     const nsName = typeof sessionId === 'string' ? namespaceOfSessionId(sessionId) : undefined;
     if (nsName === undefined) return fail('SESSION_NOT_FOUND', `no session ${String(sessionId)}`);
     const ns = this.namespaceRecords.get(nsName);
@@ -358,8 +368,11 @@ export class LockStateMachine {
       held: new Map(),
       waiting: new Map(),
       dedupe: new Map(),
+      dedupeRing: [],
+      dedupeNext: 0,
     };
     ns.sessions.set(s.id, s);
+    this.sessionsById.set(s.id, s);
     this.sessionCount++;
     ns.lastRevision = this.rev;
     return { ok: true, sessionId: s.id, ttlMs: s.ttlMs, claimed, existed: false };
@@ -401,6 +414,7 @@ export class LockStateMachine {
       this.dropIfFree(ns, lock);
     }
     ns.sessions.delete(s.id);
+    this.sessionsById.delete(s.id);
     this.sessionCount--;
     ns.lastRevision = this.rev;
     return expire ? { ok: true, released, delayed } : { ok: true, released };
@@ -410,12 +424,19 @@ export class LockStateMachine {
 
   private remember(s: SessionRecord, requestId: string, record: DedupeRecord): void {
     const dedupe = s.dedupe;
-    assert(!dedupe.has(requestId), 'a request id is remembered once');
-    dedupe.set(requestId, record);
-    if (dedupe.size > this.limits.dedupePerSessionMax) {
-      const oldest = dedupe.keys().next().value as string;
-      dedupe.delete(oldest);
+    const ring = s.dedupeRing;
+    const max = this.limits.dedupePerSessionMax;
+    if (ring.length < max) {
+      ring.push(requestId);
+    } else {
+      const at = s.dedupeNext;
+      dedupe.delete(ring[at] as string);
+      ring[at] = requestId;
+      s.dedupeNext = at + 1 === max ? 0 : at + 1;
     }
+    const before = dedupe.size;
+    dedupe.set(requestId, record);
+    assert(dedupe.size === before + 1 && dedupe.size === ring.length, 'a request id is remembered once, in the map and the ring');
   }
 
   /** The same outcome again for a retried request id (ARCHITECTURE "Retries"). */
@@ -425,7 +446,7 @@ export class LockStateMachine {
         return { ok: true, status: 'GRANTED', token: d.token, holders: s.ns.locks.get(d.name)?.holders ?? EMPTY, revision: d.revision, deduped: true };
       case 'QUEUED': {
         const lock = s.waiting.get(d.name);
-        assert(lock !== undefined, `a QUEUED request ${requestId} has its waiter in ${d.name}`);
+        assert(lock !== undefined, 'a QUEUED request has its waiter');
         const at = waiterIndex(lock, s.id);
         assert((lock.waiters[at] as Waiter).requestId === requestId, 'the waiter of a QUEUED record is that request');
         return { ok: true, status: 'QUEUED', position: at, revision: d.revision, deduped: true };
@@ -445,7 +466,9 @@ export class LockStateMachine {
     // Retries first: a retry is answered even while the namespace is frozen.
     const prior = s.dedupe.get(c.requestId);
     if (prior !== undefined) return this.replay(s, c.requestId, prior);
-    const waitingLock = s.waiting.get(c.name);
+    // The session can hold or await only a live lock: skip those lookups for a new name.
+    let lock = ns.locks.get(c.name);
+    const waitingLock = lock !== undefined && s.waiting.size > 0 ? s.waiting.get(c.name) : undefined;
     let waiter: Waiter | undefined;
     if (waitingLock !== undefined) {
       const at = waiterIndex(waitingLock, s.id);
@@ -454,12 +477,18 @@ export class LockStateMachine {
       if (waiter.requestId === c.requestId) return { ok: true, status: 'QUEUED', position: at, revision: waiter.queuedRevision, deduped: true };
     }
     if (ns.state === 'frozen') return moving(ns.name);
-    const bad = checkRequestId(c.requestId) ?? checkName(c.name, ns.name) ?? checkMode(c.mode) ?? checkWaitMs(c.waitMs) ?? checkLockDelayMs(c.lockDelayMs);
+    // A live lock's name was validated when the lock was created.
+    const bad =
+      checkRequestId(c.requestId) ??
+      (lock === undefined ? checkName(c.name, ns.name) : undefined) ??
+      checkMode(c.mode) ??
+      checkWaitMs(c.waitMs) ??
+      checkLockDelayMs(c.lockDelayMs);
     if (bad !== undefined) return bad;
     if (waiter !== undefined) {
       return fail('INVALID_ARGUMENT', `session already waits for ${c.name} with request ${waiter.requestId}; retry that request id or cancel it`);
     }
-    const heldLock = s.held.get(c.name);
+    const heldLock = lock !== undefined ? s.held.get(c.name) : undefined;
     if (heldLock !== undefined) {
       // Re-acquiring what the session holds answers the grant it has.
       const h = holderOf(heldLock, s.id);
@@ -468,7 +497,6 @@ export class LockStateMachine {
       ns.lastRevision = this.rev;
       return { ok: true, status: 'GRANTED', token: h.token, holders: heldLock.holders, revision: h.token, deduped: false };
     }
-    let lock = ns.locks.get(c.name);
     const grantable =
       lock === undefined || (lock.delayRevision === 0 && lock.waiters.length === 0 && canHold(lock.holders, c.mode, this.limits.holdersPerLockMax));
     const rev = this.rev as Revision;
@@ -541,7 +569,7 @@ export class LockStateMachine {
     for (let i = 0; i < k; i++) {
       const w = waiters[i] as Waiter;
       const s = ns.sessions.get(w.sessionId);
-      assert(s !== undefined && s.waiting.get(lock.name) === lock, `waiter ${w.sessionId} of ${lock.name} is a live session waiting for it`);
+      assert(s !== undefined && s.waiting.get(lock.name) === lock, 'a waiter is a live session waiting for the lock');
       s.waiting.delete(lock.name);
       s.held.set(lock.name, lock);
       holders.push({ sessionId: w.sessionId, clientId: w.clientId, mode: w.mode, token: rev, lockDelayMs: w.lockDelayMs });
@@ -564,7 +592,7 @@ export class LockStateMachine {
   private dropIfFree(ns: NamespaceRecord, lock: LockRecord): void {
     if (lock.holders.length === 0 && lock.waiters.length === 0 && lock.delayRevision === 0) {
       const deleted = ns.locks.delete(lock.name);
-      assert(deleted, `free lock ${lock.name} was in its namespace`);
+      assert(deleted, 'a free lock was in its namespace');
     }
   }
 
@@ -573,9 +601,9 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     if (ns.state === 'frozen') return moving(ns.name);
-    const bad = checkName(c.name, ns.name) ?? checkToken(c.token);
-    if (bad !== undefined) return bad;
     const lock = s.held.get(c.name);
+    const bad = (lock === undefined ? checkName(c.name, ns.name) : undefined) ?? checkToken(c.token);
+    if (bad !== undefined) return bad;
     if (lock === undefined) return { ok: true, released: false };
     const h = holderOf(lock, s.id);
     // A stale token is a no-op: a paused client cannot release a later grant.
@@ -594,10 +622,10 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     if (ns.state === 'frozen') return moving(ns.name);
-    const bad = checkRequestId(c.requestId) ?? checkName(c.name, ns.name);
+    const lock = s.waiting.get(c.name);
+    const bad = checkRequestId(c.requestId) ?? (lock === undefined ? checkName(c.name, ns.name) : undefined);
     if (bad !== undefined) return bad;
     assert(c.reason === 'timed-out' || c.reason === 'cancelled', 'cancel reason is known');
-    const lock = s.waiting.get(c.name);
     if (lock === undefined) return { ok: true, cancelled: false };
     const at = waiterIndex(lock, s.id);
     const w = lock.waiters[at] as Waiter;
@@ -711,6 +739,7 @@ export class LockStateMachine {
     record.state = c.activate ? 'active' : 'frozen';
     record.lastRevision = this.rev;
     this.namespaceRecords.set(c.namespace, record);
+    for (const [id, s] of record.sessions) this.sessionsById.set(id, s);
     this.sessionCount += decoded.sessionCount;
     return { ok: true, revisionBase: base, sessions: decoded.sessionCount, locks: record.locks.size };
   }
@@ -722,6 +751,7 @@ export class LockStateMachine {
     const sessions = ns.sessions.size;
     const locks = ns.locks.size;
     this.sessionCount -= sessions;
+    for (const id of ns.sessions.keys()) this.sessionsById.delete(id);
     assert(this.sessionCount >= 0, 'session count stays non-negative');
     // A tombstone: calls for the namespace now answer NAMESPACE_NOT_HERE, even with auto-claim.
     this.namespaceRecords.set(namespace, newNamespaceRecord(namespace, 'moved', this.rev));
@@ -870,6 +900,9 @@ export class LockStateMachine {
         assert(s.id === id && s.ns === ns && namespaceOfSessionId(id) === name, `session ${id} filed under its namespace`);
         assert(s.held.size + s.waiting.size <= this.limits.locksPerSessionMax, `session ${id} within locksPerSessionMax`);
         assert(s.dedupe.size <= this.limits.dedupePerSessionMax, `session ${id} within dedupePerSessionMax`);
+        assert(s.dedupe.size === s.dedupeRing.length && s.dedupeRing.every((r) => s.dedupe.has(r)), `session ${id}: dedupe ring matches its map`);
+        const order = [...s.dedupeRing.slice(s.dedupeNext), ...s.dedupeRing.slice(0, s.dedupeNext)];
+        assert(order.join('\n') === [...s.dedupe.keys()].join('\n'), `session ${id}: dedupe ring order is arrival order`);
         for (const [lockName, lock] of s.held) {
           assert(ns.locks.get(lockName) === lock && !s.waiting.has(lockName), `${id} holds live ${lockName} and does not also wait`);
           assert(lock.holders.filter((h) => h.sessionId === id).length === 1, `${id} is a holder of ${lockName} once`);
@@ -899,6 +932,8 @@ export class LockStateMachine {
       }
     }
     assert(sessions === this.sessionCount && sessions <= this.limits.sessionsMax, 'session count matches');
+    assert(this.sessionsById.size === sessions, 'every live session is indexed by id');
+    for (const [id, s] of this.sessionsById) assert(s.ns.sessions.get(id) === s && this.namespaceRecords.get(s.ns.name) === s.ns, 'the id index points at live sessions');
     assert(this.namespaceRecords.size <= this.limits.namespacesMax, 'within namespacesMax');
   }
 }
