@@ -22,10 +22,19 @@ export const unsyncedBytesMax = 1024 * 1024;
 /** Write+fdatasync cycles in flight at once: default, and most (each holds a file handle of the active segment). */
 export const syncsInFlightDefault = 2;
 export const syncsInFlightMax = 4;
+/** A batch is split across free cycle slots only into parts of at least this many bytes. */
+export const splitBytesMin = 4096;
 
 /** Default number of snapshot files kept; the log is compacted only below the oldest kept. */
 export const snapshotsKeptDefault = 2;
 export const snapshotsKeptMax = 16;
+
+/**
+ * Saves and snapshots whose callbacks have not fired yet. The replica
+ * bounds its own proposals far below this; reaching it means a caller
+ * ignores callbacks, which is a bug.
+ */
+export const pendingCallbacksMax = 1 << 20;
 
 /** Longest node id in a vote or a membership list, in UTF-8 bytes. */
 export const nodeIdBytesMax = 1024;

@@ -36,6 +36,12 @@ export interface CrashPolicy {
   random?: Random;
   /** In 'random' mode, chance that the first lost write is torn (a prefix of it lands). Default 0.5. */
   tearChance?: number;
+  /**
+   * In 'random' mode, keep a random subset of each file's unsynced writes
+   * instead of a prefix: the disk persisted them out of order (a later
+   * write's pages flushed before an earlier one's).
+   */
+  reorder?: boolean;
 }
 
 /** An error shaped like Node's system errors, so callers handle both alike. */
@@ -264,7 +270,9 @@ export class MemDisk implements Disk {
     }
     for (const inode of inodes) {
       const ops = inode.unsynced;
-      if (mode === 'random' && random !== undefined && ops.length > 0) {
+      if (mode === 'random' && random !== undefined && ops.length > 0 && policy.reorder === true) {
+        for (const op of ops) if (random.chance(0.5)) inode.durable.apply(op);
+      } else if (mode === 'random' && random !== undefined && ops.length > 0) {
         const keep = random.int(ops.length + 1);
         for (let i = 0; i < keep; i++) inode.durable.apply(ops[i]!);
         const torn = ops[keep];

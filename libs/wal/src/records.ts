@@ -32,10 +32,16 @@ export const RecordKind = {
   SnapshotMarker: 5,
   /** Last record of a full segment; the log continues in segment nextSeq. */
   Seal: 6,
+  /**
+   * Written at every open: how many write+fsync cycles this writer keeps in
+   * flight. With more than one, a crash may persist a later cycle's bytes
+   * and not an earlier one's, and recovery must read such a gap as torn.
+   */
+  Writer: 7,
 } as const;
 export type RecordKind = (typeof RecordKind)[keyof typeof RecordKind];
 
-const kindMax = RecordKind.Seal;
+const kindMax = RecordKind.Writer;
 
 export const SEGMENT_MAGIC = 0x4c415746; // "FWAL" little-endian
 export const SEGMENT_VERSION = 1;

@@ -11,19 +11,22 @@
  * - A bad record anywhere else is corruption of acknowledged data: recovery
  *   throws `WalCorruptionError` naming the file and offset, and the replica
  *   refuses to start. "Anywhere else" means: in a segment that a later
- *   segment follows, with a valid record right after it (chained from its
- *   stored checksum), or with nonzero bytes farther than `unsyncedBytesMax`
- *   past it. Losing entries up to the recovered commit index is refused too.
+ *   segment follows; with nonzero bytes farther than `unsyncedBytesMax` past
+ *   it; or with a valid record after it when the writer kept one fsync in
+ *   flight (with several, a later cycle can land before an earlier one, so
+ *   inside the unsynced window that is a tear). Losing entries up to the
+ *   recovered commit index is refused too.
  * - A snapshot file that fails its checksum is skipped for the previous one,
  *   provided the log still connects to that one (compaction keeps the log
  *   back to the oldest kept snapshot for exactly this).
  */
 import { LogIndex, Term, assert } from '@fencer/base';
 import type { Entry, HardState, Snapshot } from '@fencer/raft';
-import { ByteReader, DecodeError } from './bytes.js';
+import { ByteReader, DecodeError, readU32 } from './bytes.js';
 import { type Disk, joinPath } from './disk.js';
 import { unsyncedBytesMax } from './limits.js';
 import {
+  RECORD_HEADER_BYTES,
   RecordKind,
   SEGMENT_HEADER_RECORD_BYTES,
   decodeSegmentHeader,
@@ -128,6 +131,8 @@ export function recover(disk: Disk, dir: string): Recovered {
   const zeroRanges: Recovered['zeroRanges'] = [];
   let truncatedAt: Recovered['truncatedAt'] = null;
   let prevSealCrc: number | null = null;
+  /** Cycles in flight of the run that wrote the tail (its last Writer record). */
+  let writerSyncs = 1;
 
   const applyEntry = (e: Entry, name: string, at: number): void => {
     const last = base + log.length;
@@ -208,10 +213,24 @@ export function recover(disk: Disk, dir: string): Recovered {
           throw new WalCorruptionError(path(name), pos, `${r.reason}; data continues to offset ${dirty}, beyond any unsynced write`);
         }
         const later = findValidRecord(buf, pos + 1, dirty, buf.length);
-        if (later >= 0) throw new WalCorruptionError(path(name), pos, `${r.reason}; a valid record follows at offset ${later}`);
+        let reason = r.reason;
+        if (later >= 0) {
+          // With one cycle in flight, bytes land in order (short of a torn write, which leaves no valid
+          // record behind it): a valid record after a bad one means damage to written data. With more,
+          // a later cycle may have landed without an earlier one, which inside the unsynced window is a
+          // tear; unless the bad record is whole but for its own content (its successor sits right
+          // after it and links to its stored checksum): then it was written, and damaged since.
+          if (writerSyncs === 1) throw new WalCorruptionError(path(name), pos, `${r.reason}; a valid record follows at offset ${later}`);
+          const stored = readU32(buf, pos);
+          const end = pos + RECORD_HEADER_BYTES + readU32(buf, pos + 4);
+          if (!r.zero && later === end && readU32(buf, later + 12) === stored) {
+            throw new WalCorruptionError(path(name), pos, `${r.reason}; the next record follows it in place`);
+          }
+          reason = `${r.reason}; discarded records from offset ${later} written by a later cycle in flight at the crash`;
+        }
         if (dirty >= pos) {
           zeroRanges.push({ name, from: pos, to: dirty + 1 });
-          truncatedAt = { name, offset: pos, reason: r.reason };
+          truncatedAt = { name, offset: pos, reason };
         }
         active = { seq, position: pos, crc: seed, segmentBytes: buf.length, needsStart: expectStart, prevCrc: expectStart ? (prevSealCrc ?? 0) : 0 };
         break;
@@ -258,6 +277,10 @@ export function recover(disk: Disk, dir: string): Recovered {
             sealCrc = r.crc;
             break;
           }
+          case RecordKind.Writer:
+            writerSyncs = rd.u8();
+            if (writerSyncs < 1) throw new DecodeError('writer record with no cycles in flight');
+            break;
           case RecordKind.SegmentHeader:
             throw new DecodeError('segment header in the middle of a segment');
         }

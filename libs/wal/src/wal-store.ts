@@ -35,6 +35,7 @@ import { ByteWriter, utf8Encode } from './bytes.js';
 import { type Disk, type DiskFile, type Done, joinPath } from './disk.js';
 import {
   nodeIdBytesMax,
+  pendingCallbacksMax,
   segmentBytesDefault,
   segmentBytesMax as segmentBytesLimit,
   segmentBytesMin,
@@ -42,6 +43,7 @@ import {
   snapshotsKeptMax,
   syncsInFlightDefault,
   syncsInFlightMax as syncsInFlightLimit,
+  splitBytesMin,
   unsyncedBytesMax,
 } from './limits.js';
 import type { RaftLogStore } from './raft-log-store.js';
@@ -250,6 +252,7 @@ class Store implements WalStore {
           this.active = { seq: 1, files };
           this.segments.push({ seq: 1, maxIndex: 0 });
           this.beginSegment(1, this.segmentBytes, 0);
+          this.writeWriter();
           next(null);
         }),
       );
@@ -265,6 +268,7 @@ class Store implements WalStore {
           this.encSegmentBytes = a.segmentBytes;
           if (a.needsStart) this.writeStart(a.prevCrc);
           else this.startEnds.set(a.seq, 0); // its start record was read back, so it is durable
+          this.writeWriter();
           if (rec.needsMarker) this.writeMarker(this.snap);
           next(null);
         }),
@@ -441,6 +445,11 @@ class Store implements WalStore {
     this.streamPos += written;
   }
 
+  /** Tells recovery how many cycles this run keeps in flight (see RecordKind.Writer). */
+  private writeWriter(): void {
+    this.writeRecord(RecordKind.Writer, 1, (w) => w.u8(this.syncsInFlight));
+  }
+
   private writeMarker(snapshot: Snapshot): void {
     this.writeRecord(RecordKind.SnapshotMarker, 16, (w) => {
       w.u64(snapshot.meta.index);
@@ -560,7 +569,11 @@ class Store implements WalStore {
     head.closed = true;
     // Bytes past the last fsync stay within unsyncedBytesMax in all, which recovery's torn-tail rule relies on.
     const from = head.issued;
-    const to = Math.min(head.w.length, from + Math.floor(unsyncedBytesMax / this.syncsInFlight));
+    let to = Math.min(head.w.length, from + Math.floor(unsyncedBytesMax / this.syncsInFlight));
+    // With free slots and a big enough batch, share it out so the fsyncs run side by side: a disk
+    // that completes parallel fsyncs together then carries more per unit of time.
+    const free = this.syncsInFlight - this.inFlight.length;
+    if (free > 1 && to - from >= 2 * splitBytesMin) to = from + Math.max(splitBytesMin, Math.ceil((to - from) / free));
     head.issued = to;
     this.cycle(head, from, to);
     return true;
@@ -607,6 +620,7 @@ class Store implements WalStore {
   }
 
   private queueAck(done: Done): void {
+    assert(this.acks.length < pendingCallbacksMax, `more than ${pendingCallbacksMax} saves waiting for their callbacks`);
     this.acks.push({ pos: this.streamPos, cycleMin: this.cyclesStarted + 1, done });
   }
 

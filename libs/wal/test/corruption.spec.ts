@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemDisk, type WalStore, WalCorruptionError, openRaftLogStore } from '../src/index.js';
-import { RecordKind, SEGMENT_HEADER_RECORD_BYTES, readRecord } from '../src/records.js';
+import { RecordKind, readRecord } from '../src/records.js';
 import { DIR, allEntries, entry, hs, open, openOk, run, snapshotAt, text } from './helpers.js';
 
 const OPTS = { segmentBytesMax: 8192 };
@@ -85,7 +85,8 @@ describe('offline corruption', () => {
     const victim = entryRecords[5]!;
     disk.flipBit(first, (victim.offset + 20) * 8 + 3);
     const err = expectCorruption(disk, first, victim.offset, /checksum mismatch/);
-    expect(err.reason).toMatch(/a valid record follows at offset/);
+    // The record right after it still links to its stored checksum: it was written whole, then damaged.
+    expect(err.reason).toMatch(/the next record follows it in place/);
   });
 
   it('a bit flip in the last entry, followed only by a hard state record, is refused too', () => {
@@ -102,8 +103,9 @@ describe('offline corruption', () => {
     const eleven = recs.at(-2)!;
     expect(eleven.kind).toBe(RecordKind.Entry);
     disk.flipBit(seg, (eleven.offset + 14) * 8);
-    // The record after it still verifies on its own: damage, not a torn write.
-    expectCorruption(disk, seg, eleven.offset, new RegExp(`a valid record follows at offset ${hardState.offset}`));
+    // The record after it still verifies and links to it: damage, not a torn write.
+    expect(hardState.offset).toBe(eleven.end);
+    expectCorruption(disk, seg, eleven.offset, /the next record follows it in place/);
   });
 
   it('a corrupt newest snapshot falls back to the previous one', () => {
@@ -162,19 +164,48 @@ describe('offline corruption', () => {
     expectCorruption(disk, lastData, 0, /bad segment header/);
   });
 
-  it('a zeroed record with records after it refuses to start', () => {
+  it('a zeroed record with records after it refuses to start (one fsync in flight)', () => {
+    const options = { segmentBytesMax: 65536, syncsInFlightMax: 1 };
     const disk = new MemDisk();
-    writeLog(disk, 20, { segmentBytesMax: 65536 });
+    writeLog(disk, 20, options);
     disk.crash();
     const seg = segments(disk)[0]!;
-    const recs = records(disk, seg);
-    const victim = recs.filter((r) => r.kind === RecordKind.Entry).at(-3)!;
+    const victim = records(disk, seg).filter((r) => r.kind === RecordKind.Entry).at(-3)!;
     disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
-    const { err } = open(disk, { segmentBytesMax: 65536 });
+    const { err } = open(disk, options);
     expect(err).toBeInstanceOf(WalCorruptionError);
     expect((err as WalCorruptionError).file).toBe(seg);
     expect((err as WalCorruptionError).offset).toBe(victim.offset);
     expect(err!.message).toMatch(/zero record header.*a valid record follows/);
+  });
+
+  it('with two fsyncs in flight, a zeroed gap near the tail reads as a later cycle landing first, and is cut', () => {
+    const disk = new MemDisk();
+    writeLog(disk, 20, { segmentBytesMax: 65536 });
+    disk.crash();
+    const seg = segments(disk)[0]!;
+    const victim = records(disk, seg).filter((r) => r.kind === RecordKind.Entry).at(-3)!;
+    disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
+    const store = openOk(disk, { segmentBytesMax: 65536 });
+    expect(store.lastIndex()).toBe(17);
+    expect(store.recovery.truncatedAt).toMatchObject({ file: seg, offset: victim.offset });
+    expect(store.recovery.truncatedAt!.reason).toMatch(/discarded records from offset \d+ written by a later cycle/);
+  });
+
+  it('but a zeroed gap farther from the tail than any unsynced write refuses to start', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk, { segmentBytesMax: 4 * 1024 * 1024 });
+    const big = 'x'.repeat(60_000);
+    for (let i = 1; i <= 30; i++) store.save(hs(1, 'a', i), [entry(i, 1, big)], () => {});
+    disk.runPending();
+    disk.crash();
+    const seg = segments(disk)[0]!;
+    const victim = records(disk, seg).filter((r) => r.kind === RecordKind.Entry)[2]!;
+    disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
+    const { err } = open(disk, { segmentBytesMax: 4 * 1024 * 1024 });
+    expect(err).toBeInstanceOf(WalCorruptionError);
+    expect((err as WalCorruptionError).offset).toBe(victim.offset);
+    expect(err!.message).toMatch(/beyond any unsynced write/);
   });
 
   it('limit: a zeroed tail taking entries and their hard state with it looks like a write that never happened, and is cut', () => {

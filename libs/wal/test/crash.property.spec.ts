@@ -10,8 +10,11 @@
  * Method: fast-check generates operation lists; a reference model records
  * the state after each issued operation; MemDisk completes disk operations
  * only when a `drain` step runs some of them, so saves pile up into group
- * commits and crashes strike mid-flight. After each crash the recovered
- * store must equal some model state at or after the last acknowledged one.
+ * commits and crashes strike mid-flight; crashes may also persist unsynced
+ * writes out of order, as a disk flushing a later fsync's pages first does.
+ * After each crash the recovered store must equal some model state at or
+ * after the last acknowledged one. Scenarios run with one to three fsyncs
+ * in flight.
  */
 import { LogIndex, NodeId, SeededRandom, Term } from '@fencer/base';
 import type { Entry, HardState, Snapshot } from '@fencer/raft';
@@ -32,7 +35,7 @@ type Op =
   | { k: 'snapshot'; at: number }
   | { k: 'replace'; gap: number }
   | { k: 'drain'; n: number }
-  | { k: 'crash'; random: boolean; seed: number; duringOpen: number };
+  | { k: 'crash'; random: boolean; reorder: boolean; seed: number; duringOpen: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 6 }), size: fc.integer({ min: 0, max: 700 }), bumpTerm: fc.boolean(), commit: fc.double({ min: 0, max: 1, noNaN: true }), vote: fc.boolean(), chain: fc.boolean() }) },
@@ -40,7 +43,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ k: fc.constant('snapshot' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('replace' as const), gap: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('drain' as const), n: fc.integer({ min: 0, max: 80 }) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('crash' as const), random: fc.boolean(), seed: fc.nat(), duringOpen: fc.integer({ min: 0, max: 3 }) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('crash' as const), random: fc.boolean(), reorder: fc.boolean(), seed: fc.nat(), duringOpen: fc.integer({ min: 0, max: 3 }) }) },
 );
 
 function payload(index: number, term: number, size: number): string {
@@ -79,7 +82,7 @@ function reopen(disk: MemDisk, random: SeededRandom, crashesDuringOpen: number):
 }
 
 /** What the scenarios exercised, so the test fails if generation stops reaching the interesting paths. */
-const coverage = { crashes: 0, rolls: 0, segmentsDeleted: 0, tornTails: 0, replaced: 0, partialAcks: 0 };
+const coverage = { crashes: 0, rolls: 0, segmentsDeleted: 0, tornTails: 0, laterCycleLanded: 0, replaced: 0, partialAcks: 0 };
 
 /** Runs one operation list, checking after every crash. */
 function runScenario(ops: readonly Op[]): void {
@@ -121,6 +124,7 @@ function runScenario(ops: readonly Op[]): void {
   const check = (): void => {
     coverage.crashes++;
     if (store.recovery.truncatedAt !== null) coverage.tornTails++;
+    if (store.recovery.truncatedAt?.reason.includes('later cycle') === true) coverage.laterCycleLanded++;
     if (acked < states.length - 1) coverage.partialAcks++;
     const reasons: string[] = [];
     for (let j = states.length - 1; j >= acked; j--) {
@@ -190,7 +194,7 @@ function runScenario(ops: readonly Op[]): void {
         break;
       case 'crash':
         tally();
-        disk.crash(op.random ? { mode: 'random', random: new SeededRandom(op.seed) } : {});
+        disk.crash(op.random ? { mode: 'random', random: new SeededRandom(op.seed), reorder: op.reorder } : {});
         store = reopen(disk, random, op.duringOpen);
         check();
         break;
@@ -214,7 +218,9 @@ describe('crash recovery (property)', () => {
       { numRuns: Number(process.env.WAL_PROPERTY_RUNS ?? 150) },
     );
     // Every path the property is about was taken, many times.
-    for (const [what, n] of Object.entries(coverage)) expect(n, what).toBeGreaterThan(5);
+    if (process.env.WAL_DEBUG) console.log(coverage);
+    // laterCycleLanded is reported, not required: store.spec targets that case directly.
+    for (const [what, n] of Object.entries(coverage)) if (what !== 'laterCycleLanded') expect(n, what).toBeGreaterThan(5);
   });
 
   it('detects a single flipped bit anywhere in a written record', () => {

@@ -3,7 +3,7 @@
  * view follows Raft's storage contract. Method: drive openRaftLogStore over
  * MemDisk, draining its completion queue, then reopen and compare.
  */
-import { LogIndex, Term } from '@fencer/base';
+import { LogIndex, SeededRandom, Term } from '@fencer/base';
 import { describe, expect, it } from 'vitest';
 import { MemDisk, type WalStore, openRaftLogStore } from '../src/index.js';
 import { allEntries, entry, hs, open, openOk, run, snapshotAt, text } from './helpers.js';
@@ -155,5 +155,25 @@ describe('store basics', () => {
       ['a', true],
       ['b', true],
     ]);
+  });
+
+  it('with two fsyncs in flight, a crash that keeps the later write and loses the earlier recovers the prefix', () => {
+    const outcomes = new Set<string>();
+    for (let seed = 1; seed <= 40; seed++) {
+      const disk = new MemDisk();
+      const store = openOk(disk, { segmentBytesMax: 65536, syncsInFlightMax: 2 });
+      run(disk, (d) => store.save(hs(1, 'a', 0), [entry(1, 1, 'one')], d));
+      const big = 'y'.repeat(300);
+      store.save(hs(1, 'a', 1), [entry(2, 1, big)], () => {}); // cycle A: its write is issued at once
+      store.save(hs(1, 'a', 2), [entry(3, 1, big)], () => {}); // cycle B: the second slot, at once too
+      disk.crash({ mode: 'random', random: new SeededRandom(seed), reorder: true });
+      const again = openOk(disk, { segmentBytesMax: 65536, syncsInFlightMax: 2 });
+      const got = allEntries(again).map((e) => e.index);
+      // Always a prefix: entry 3 never without entry 2.
+      expect([[1], [1, 2], [1, 2, 3]]).toContainEqual(got);
+      outcomes.add(again.recovery.truncatedAt?.reason.includes('later cycle') === true ? 'later-cycle-discarded' : `last-${again.lastIndex()}`);
+    }
+    expect(outcomes).toContain('later-cycle-discarded');
+    expect(outcomes).toContain('last-3');
   });
 });
