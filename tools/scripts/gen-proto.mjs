@@ -5,7 +5,7 @@
 // folder and fails when the committed output differs: generated code is
 // committed and must be reproducible.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, cpSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, cpSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +36,32 @@ execFileSync(path.join(root, 'node_modules/.bin/buf'), ['generate', 'proto', '--
   stdio: 'inherit',
 });
 
+// uint64 fields decode to JS numbers (forceLong=number). ts-proto throws for a
+// value beyond 2^53, which grpc-js turns into an INTERNAL "Error deserializing
+// request": bad input must never be INTERNAL. So values beyond the safe range
+// saturate instead (a TTL of 2^63 becomes 2^53-1, and the server clamps it).
+const THROWING = `  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;`;
+const SATURATING = `  // Patched by tools/scripts/gen-proto.mjs: saturate instead of throwing.
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) return globalThis.Number.MAX_SAFE_INTEGER;
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) return globalThis.Number.MIN_SAFE_INTEGER;
+  return num;`;
+
+function saturateLongs(dir) {
+  for (const f of listFiles(dir)) {
+    const file = path.join(dir, f);
+    const text = readFileSync(file, 'utf8');
+    if (!text.includes('function longToNumber(')) continue;
+    if (!text.includes(THROWING)) throw new Error(`${f}: ts-proto's longToNumber changed shape; update gen-proto.mjs`);
+    writeFileSync(file, text.replace(THROWING, SATURATING));
+  }
+}
+
 function listFiles(dir, base = dir) {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).flatMap((name) => {
@@ -43,6 +69,8 @@ function listFiles(dir, base = dir) {
     return statSync(full).isDirectory() ? listFiles(full, base) : [path.relative(base, full)];
   });
 }
+
+saturateLongs(out);
 
 if (check) {
   const want = listFiles(out).sort();

@@ -108,3 +108,14 @@ describe('generated messages round-trip with every field set', () => {
     });
   }
 });
+
+describe('uint64 beyond 2^53', () => {
+  it('saturates to Number.MAX_SAFE_INTEGER instead of failing to decode (bad input must not be INTERNAL)', () => {
+    const root = protobuf.loadSync(path.join(protoRoot, 'lockservice/v1/lockservice.proto'));
+    const type = root.lookupType('lockservice.v1.OpenSessionRequest');
+    const bytes = type.encode(type.fromObject({ clientId: 'c', ttlMs: '9223372036854775808', namespace: 'ns' })).finish();
+    const decoded = lockservice.OpenSessionRequest.decode(bytes);
+    expect(decoded.ttlMs).toBe(Number.MAX_SAFE_INTEGER);
+    expect(decoded.namespace).toBe('ns');
+  });
+});

@@ -1112,12 +1112,9 @@ export type Exact<P, I extends P> = P extends Builtin ? P
 
 function longToNumber(int64: { toString(): string }): number {
   const num = globalThis.Number(int64.toString());
-  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
-  }
-  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
-  }
+  // Patched by tools/scripts/gen-proto.mjs: saturate instead of throwing.
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) return globalThis.Number.MAX_SAFE_INTEGER;
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) return globalThis.Number.MIN_SAFE_INTEGER;
   return num;
 }
 
