@@ -147,14 +147,14 @@ describe('fencer lock', () => {
 
   it('a KeepAlive failover along a leader hint does not disturb the command', async () => {
     const second = await fake.addPort();
-    const running = lock(['/ls/cli/failover', '--ttl', '600ms']);
+    const running = lock(['/ls/cli/failover', '--ttl', '1500ms']);
     await probe.next('env');
     fake.breakKeepAlives('NOT_LEADER', second);
-    // Heartbeats continue on the new stream for a few TTLs.
+    // Heartbeats continue on the new stream for more than a TTL (every 500 ms).
     await new Promise<void>((resolve) => {
       let n = 0;
       const on = (): void => {
-        if (++n >= 6) {
+        if (++n >= 4) {
           fake.off('heartbeat', on);
           resolve();
         }

@@ -6,6 +6,7 @@
  * writes; A resumes and writes with its old token.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
@@ -15,8 +16,13 @@ import type { Postgres } from './postgres.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
-/** The holder process runs the compiled client (Node 20 cannot run .ts): build it (nx caches the result). */
+/**
+ * The holder process runs the compiled client (Node 20 cannot run .ts).
+ * `nx test client` builds it first (the test target depends on build); a
+ * bare `vitest run` builds it here when it is missing.
+ */
 export function buildClient(): void {
+  if (existsSync(path.join(root, 'libs/client/dist/index.js'))) return;
   execFileSync(path.join(root, 'node_modules/.bin/nx'), ['build', 'client', '--output-style=static'], { cwd: root, stdio: 'pipe' });
 }
 
