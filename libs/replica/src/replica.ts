@@ -224,7 +224,8 @@ export class Replica {
 
   /**
    * Proposes a command. `done` runs once the entry is applied (with the state
-   * machine's result) or fails: NOT_LEADER when this replica cannot take it,
+   * machine's result) or fails (at once, before propose returns, when refused
+   * outright): NOT_LEADER when this replica cannot take it,
    * OUTCOME_UNKNOWN once it was handed to Raft but leadership was lost, the
    * entry overwritten or the replica stopped.
    */
@@ -384,7 +385,14 @@ export class Replica {
         this.persistReady(rd, () => {
           this.metrics.observe('replica_persist_ms', this.clock.monoMs() - startedMs);
           this.persistInFlight = false;
-          afterPersist();
+          // Hold user callbacks (and so any re-entrant propose) until advance() has run.
+          const wasHandling = this.handlingReady;
+          this.handlingReady = true;
+          try {
+            afterPersist();
+          } finally {
+            this.handlingReady = wasHandling;
+          }
           // Completed asynchronously: keep draining. (A synchronous completion
           // lands inside the loop above, whose guard makes this a no-op.)
           this.handleReady();
@@ -602,8 +610,14 @@ export class Replica {
     this.reads.clear();
   }
 
+  /**
+   * Queues a user callback. Inside the ready loop it waits for the loop's end
+   * (so a callback may propose again safely); elsewhere it runs at once,
+   * before the call that refused returns.
+   */
   private later<T>(done: (outcome: T) => void, outcome: T): void {
     this.completions.push(() => done(outcome));
+    this.flushCompletions();
   }
 
   private flushCompletions(): void {

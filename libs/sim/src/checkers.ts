@@ -61,6 +61,8 @@ interface Applied {
   readonly digest: string;
   readonly node: NodeId;
   readonly how: 'applied' | 'committed';
+  /** Earliest term in which a replica's commit index covered it (Infinity when only seen applied). */
+  commitTerm: number;
 }
 
 interface LogPoint {
@@ -149,19 +151,26 @@ export class Checkers {
     this.fail('election-safety', `${a} and ${b} are both leaders of term ${term}`);
   }
 
+  /**
+   * Leader completeness (§5.4): an entry committed in term t is in the log of
+   * every leader of a term above t. "Committed in term t" is the earliest
+   * term in which any replica's commit index covered it, so a leader observed
+   * late (its ready was in flight) is held only to what was committed before
+   * its term.
+   */
   private checkLeaderCompleteness(node: NodeId, term: number, log: RaftStorage): void {
     const first = log.firstIndex();
     const last = log.lastIndex();
-    if (this.appliedIndexMax > last) {
-      this.fail('leader-completeness', `${node} leads term ${term} with last index ${last}, but ${this.appliedIndexMax} is committed`);
-      return;
-    }
-    for (let i = Math.max(first, 1); i <= this.appliedIndexMax; i++) {
-      const a = this.applied.get(i);
-      if (a === undefined) continue;
-      const t = log.term(i as never);
+    for (const [i, a] of this.applied) {
+      if (a.commitTerm >= term || i < first) continue;
+      const t = i <= last ? log.term(i as never) : -1;
       if (t !== a.term) {
-        this.fail('leader-completeness', `${node} leads term ${term} with term ${t} at ${i}, but (${i}, ${a.term}) is committed`);
+        this.fail(
+          'leader-completeness',
+          i <= last
+            ? `${node} leads term ${term} with term ${t} at ${i}, but (${i}, ${a.term}) was committed in term ${a.commitTerm}`
+            : `${node} leads term ${term} with last index ${last}, but (${i}, ${a.term}) was committed in term ${a.commitTerm}`,
+        );
         return;
       }
     }
@@ -191,7 +200,7 @@ export class Checkers {
         this.fail('commit-monotonic', `${node} saved commit ${hardState.commit} after ${before}`);
       }
       this.commitSaved.set(node, Math.max(before, hardState.commit));
-      if (hardState.commit > before) this.newlyCommitted(node, before, hardState.commit, log);
+      if (hardState.commit > before) this.newlyCommitted(node, before, hardState.commit, hardState.term, log);
     }
   }
 
@@ -200,12 +209,12 @@ export class Checkers {
    * guarantees that of every server, leader or follower), so every replica's
    * claim must agree with every other's, before anything is applied.
    */
-  private newlyCommitted(node: NodeId, before: number, commit: number, log: RaftStorage): void {
+  private newlyCommitted(node: NodeId, before: number, commit: number, term: number, log: RaftStorage): void {
     const lo = Math.max(before + 1, log.firstIndex());
     const hi = Math.min(commit, log.lastIndex());
     if (lo > hi) return;
     for (const e of log.entries(lo as never, (hi + 1) as never, Number.MAX_SAFE_INTEGER)) {
-      this.committedEntry(node, e.index, e.term, digest(e.type, e.data), 'committed');
+      this.committedEntry(node, e.index, e.term, digest(e.type, e.data), 'committed', term);
     }
   }
 
@@ -245,16 +254,17 @@ export class Checkers {
   // ---- applies ----
 
   appliedEntry(node: NodeId, index: number, term: number, d: string): void {
-    this.committedEntry(node, index, term, d, 'applied');
+    this.committedEntry(node, index, term, d, 'applied', Number.POSITIVE_INFINITY);
   }
 
-  private committedEntry(node: NodeId, index: number, term: number, d: string, how: 'applied' | 'committed'): void {
+  private committedEntry(node: NodeId, index: number, term: number, d: string, how: 'applied' | 'committed', commitTerm: number): void {
     const seen = this.applied.get(index);
     if (seen === undefined) {
-      this.applied.set(index, { term, digest: d, node, how });
+      this.applied.set(index, { term, digest: d, node, how, commitTerm });
       if (index > this.appliedIndexMax) this.appliedIndexMax = index;
       return;
     }
+    if (commitTerm < seen.commitTerm) seen.commitTerm = commitTerm;
     if (seen.term !== term || seen.digest !== d) {
       this.fail(
         'state-machine-safety',

@@ -21,8 +21,15 @@ export interface FaultMix {
   readonly slowDisk: number;
   /** A voter loses power right after granting a vote and restarts at once; its candidate is cut off from the rest. */
   readonly amnesia: number;
-  /** The next few new leaders crash within milliseconds of their election (Figure 8's schedule). */
+  /** The next few new leaders crash within milliseconds of their election. */
   readonly leaderInfancy: number;
+  /**
+   * The Raft paper's Figure 8 schedule, played with whoever holds the roles:
+   * an old leader's entries reach a minority, a new leader's divergent entry
+   * stays on it alone, the old entries' holder leads again and replicates
+   * them, dies, and the divergent one returns. (Five or more nodes.)
+   */
+  readonly figure8: number;
 }
 
 export interface SimOptions {
@@ -45,12 +52,21 @@ export interface SimOptions {
   readonly electionTicks: number;
   readonly heartbeatTicks: number;
   readonly snapshotEveryEntries: number;
+  /** Raft's PreVote (on in production; some bug profiles turn it off, as a supported configuration). */
+  readonly preVote: boolean;
   /** Base fsync latency (log-normal median) of every disk. */
   readonly fsyncMs: number;
   /** Most nodes down (crashed) at once. */
   readonly crashedMax: number;
   /** Share of crashes followed by a quick restart (20-300 ms) rather than a long one (0.3-6 s). */
   readonly restartFastShare: number;
+  /** Chance that any new leader is killed young (as by leaderInfancy), all run long: the course's Figure 8 test. */
+  readonly leaderChurnP: number;
+  /** How long a leader killed by the leaderInfancy fault lives after its election, in ms [min, max]. */
+  readonly leaderLifetimeMs: readonly [number, number];
+  /** A pause lasts this long, in ms [min, max]; it hits the leader with this probability (else a random node). */
+  readonly pauseMs: readonly [number, number];
+  readonly pauseLeaderShare: number;
   /** Raft flow control: most entries in one AppendEntries. */
   readonly maxEntriesPerMsg: number;
   readonly bugs: Partial<Record<ReplicaBug, boolean>>;
@@ -74,6 +90,7 @@ export const allFaults: FaultMix = {
   slowDisk: 1,
   amnesia: 1,
   leaderInfancy: 1,
+  figure8: 1,
 };
 
 export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
@@ -93,10 +110,15 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     electionTicks: 10,
     heartbeatTicks: 1,
     snapshotEveryEntries: 300,
+    preVote: true,
     fsyncMs: 2,
     crashedMax: Math.floor(replicas / 2) + 1,
     restartFastShare: 0.3,
     maxEntriesPerMsg: 64,
+    leaderLifetimeMs: [1, 10],
+    leaderChurnP: 0,
+    pauseMs: [1_200, 4_000],
+    pauseLeaderShare: 0.5,
     bugs: {},
     doubleConfChange: false,
     store: 'wal',
@@ -138,22 +160,16 @@ export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<Sim
     case 'concurrentConfChange':
       return defaultOptions(seed, { ...base, doubleConfChange: true, faults: { ...allFaults, membership: 6 }, ...overrides });
     case 'commitPreviousTermByCounting':
-      // Figure 8: short-lived leaders leave divergent entries; small appends leave followers matching
-      // only old-term entries when a new leader counts replicas.
-      return defaultOptions(seed, {
-        ...base,
-        replicas: 3,
-        maxEntriesPerMsg: 1,
-        fsyncMs: 20,
-        faults: { ...allFaults, leaderInfancy: 8, membership: 0 },
-        ...overrides,
-      });
+      // Figure 8, often; one entry per append so a follower can match an old-term entry alone.
+      return defaultOptions(seed, { ...base, maxEntriesPerMsg: 1, faults: { ...allFaults, figure8: 8, membership: 0 }, ...overrides });
     case 'acceptStaleTerm':
-      // Quick leadership changes (transfers, pauses) while old leaders' messages arrive late.
+      // A leader paused about as long as it takes the others to elect wakes up still leading and
+      // sends appends of its old term to followers of the new leader.
       return defaultOptions(seed, {
         ...base,
-        faults: { ...allFaults, transfer: 6, pause: 3 },
-        network: { tailP: 0.05, tailScaleUs: 50_000, duplicateP: 0.05 },
+        pauseMs: [1_000, 2_500],
+        pauseLeaderShare: 1,
+        faults: { ...allFaults, pause: 10, membership: 0, figure8: 0 },
         ...overrides,
       });
     default:

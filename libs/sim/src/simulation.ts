@@ -283,7 +283,7 @@ export class Simulation {
           raft: {
             electionTicks: this.options.electionTicks,
             heartbeatTicks: this.options.heartbeatTicks,
-            preVote: true,
+            preVote: this.options.preVote,
             checkQuorum: true,
             maxEntriesPerMsg: this.options.maxEntriesPerMsg,
             maxBytesPerMsg: 64 * 1024,
@@ -333,7 +333,12 @@ export class Simulation {
           if (soft.role !== was && this.log) this.log(`${(this.scheduler.now / SECOND).toFixed(6)} ${node.id} ${soft.role} term ${term}`);
           if (soft.role === 'leader' && was !== 'leader') {
             node.leaderSinceUs = this.scheduler.now;
-            if (this.infantLeaders > 0 && !this.quiet) this.killInfant(node);
+            if (!this.quiet && (this.infantLeaders > 0 || this.nemesisRandom.chance(this.options.leaderChurnP))) this.killInfant(node);
+            const hook = this.leaderHook;
+            if (hook && !this.quiet) {
+              this.leaderHook = null;
+              hook(node);
+            }
             this.checkers.becameLeader(node.id, term, node.store as RaftLogStore);
           }
         },
@@ -393,15 +398,77 @@ export class Simulation {
     });
   }
 
+  /** The next new leader is handed to this (the Figure 8 schedule waits for elections). */
+  private leaderHook: ((leader: SimNode) => void) | null = null;
+
+  /**
+   * Figure 8 (Raft paper §5.4.2), with roles cast from the live nodes: S1 the
+   * leader, S2 a follower; S3..S5 the rest, one of whom (S5) wins the next
+   * election.
+   */
+  private figure8(): void {
+    const r = this.nemesisRandom;
+    const s1 = this.leader();
+    const live = this.up();
+    if (!s1 || live.length < 5 || this.leaderHook) return;
+    const others = r.shuffle(live.filter((n) => n !== s1).map((n) => n.id));
+    const s2 = others[0] as NodeId;
+    const rest = others.slice(1);
+    const all = live.map((n) => n.id);
+    const epoch = ++this.partitionEpoch;
+    const cut = (links: ReturnType<typeof cutBetween>, why: string): boolean => {
+      if (this.partitionEpoch !== epoch || this.quiet) return false;
+      this.note(`figure8 ${why}`);
+      this.network.setCut(links);
+      return true;
+    };
+    // (a) S1 and S2 are cut off from the rest: S1's new entries reach S2 only.
+    cut(cutBetween([s1.id, s2], rest), `(a) ${s1.id},${s2} | ${rest.join(',')}`);
+    this.stats.partitions++;
+    const giveUp = (): void => {
+      if (this.partitionEpoch !== epoch) return;
+      this.leaderHook = null;
+      this.network.heal();
+      for (const n of this.nodes.values()) n.diskSlowFactor = 1;
+    };
+    this.scheduler.after(12 * SECOND, Tag.nemesis, giveUp);
+    this.leaderHook = (s5) => {
+      // (b) The rest elect S5; it appends in its term but is cut off at once, so its entries stay on it.
+      if (!rest.includes(s5.id)) return giveUp();
+      if (!cut(cutBetween([s5.id], all), `(b) ${s5.id} alone`)) return;
+      const voters = rest.filter((id) => id !== s5.id);
+      // (c) Everyone but S5 talks again; slow disks on S3/S4 stretch the time they hold an old-term
+      // entry without the new leader's own. S1 or S2 (they hold the longest log) leads next.
+      for (const id of voters) {
+        const n = this.nodes.get(id);
+        if (n) n.diskSlowFactor = 50;
+      }
+      this.leaderHook = (lead) => {
+        if (lead.id !== s1.id && lead.id !== s2) return giveUp();
+        const partner = lead.id === s1.id ? s2 : s1.id;
+        // (d) It dies mid-replication, its partner too; S5 comes back to S3 and S4.
+        this.scheduler.after(r.range(20 * MS, 400 * MS), Tag.nemesis, () => {
+          if (this.partitionEpoch !== epoch || this.quiet) return;
+          this.note(`figure8 (d) ${lead.id} and ${partner} die; ${s5.id} returns`);
+          const p = this.nodes.get(partner);
+          this.crash(lead, 'figure8', r.range(2 * SECOND, 5 * SECOND));
+          if (p) this.crash(p, 'figure8', r.range(2 * SECOND, 5 * SECOND));
+          this.network.heal();
+        });
+      };
+    };
+  }
+
   /** How many of the next new leaders the leaderInfancy fault still kills. */
   private infantLeaders = 0;
 
   private killInfant(node: SimNode): void {
-    this.infantLeaders--;
+    if (this.infantLeaders > 0) this.infantLeaders--;
     const r = this.nemesisRandom;
     const life = node.life;
     // Late enough to have appended (and maybe replicated a little), too early for much else.
-    this.scheduler.after(r.range(1 * MS, 3 * this.options.fsyncMs * MS), Tag.nemesis, () => {
+    const [lo, hi] = this.options.leaderLifetimeMs;
+    this.scheduler.after(r.range(Math.round(lo * MS), Math.round(hi * MS)), Tag.nemesis, () => {
       if (node.life !== life || this.quiet) return;
       this.crash(node, 'leader infancy', r.range(50 * MS, 600 * MS));
     });
@@ -660,8 +727,11 @@ export class Simulation {
       case 'crash':
         return this.crashSome();
       case 'pause': {
-        const node = this.pickTarget();
-        if (node) this.pause(node, r.range(12 * this.options.tickMs * MS, 4 * SECOND));
+        // Longer than an election timeout, so the others may elect meanwhile.
+        const leader = this.leader();
+        const node = leader && r.chance(this.options.pauseLeaderShare) ? leader : this.pickTarget();
+        const [lo, hi] = this.options.pauseMs;
+        if (node) this.pause(node, r.range(Math.round(lo * MS), Math.round(hi * MS)));
         return;
       }
       case 'drift': {
@@ -710,6 +780,8 @@ export class Simulation {
         if (leader) this.crash(leader, 'leader infancy', r.range(50 * MS, 1 * SECOND));
         return;
       }
+      case 'figure8':
+        return this.figure8();
       case 'slowDisk': {
         const node = r.pick(this.live());
         node.diskSlowFactor = r.range(10, 100);

@@ -1,0 +1,339 @@
+/**
+ * Goal: the replica composes core, store and state machine in the one safe
+ * order, and keeps its promises to proposers and readers: results on apply,
+ * NOT_LEADER / OUTCOME_UNKNOWN / TOO_MANY_REQUESTS when it must, snapshots
+ * by policy, recovery on restart, a stop on an fsync error.
+ * Method: small cells of real replicas over the production store on an
+ * in-memory disk whose completions wait until the test runs them, and a
+ * hand-driven network (FIFO delivery, links cut by the test).
+ */
+import { describe, expect, it } from 'vitest';
+import { ErrorCode, FencerError, ManualClock, NodeId, SeededRandom, type LogIndex } from '@fencer/base';
+import { MessageType, type Entry, type Message } from '@fencer/raft';
+import { MemDisk, openRaftLogStore, type RaftLogStore } from '@fencer/wal';
+import { Replica, proposeAsync, readIndexAsync, type Applied, type ReplicaConfig } from './index.js';
+import type { StateMachine } from './state-machine.js';
+import { pendingProposalsMax } from './limits.js';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Appends each command's text; apply returns how many commands it holds. */
+class ListMachine implements StateMachine {
+  items: string[] = [];
+  apply(entry: Entry): unknown {
+    this.items.push(dec.decode(entry.data));
+    return this.items.length;
+  }
+  snapshot(): Uint8Array {
+    return enc.encode(JSON.stringify(this.items));
+  }
+  restore(data: Uint8Array): void {
+    this.items = JSON.parse(dec.decode(data)) as string[];
+  }
+}
+
+interface Member {
+  replica: Replica;
+  machine: ListMachine;
+  store: RaftLogStore;
+  sent: Message[];
+}
+
+class Cell {
+  readonly ids: NodeId[];
+  readonly disks = new Map<string, MemDisk>();
+  readonly members = new Map<string, Member>();
+  readonly inbox: Message[] = [];
+  /** Nodes whose messages (both ways) are dropped. */
+  readonly isolated = new Set<string>();
+  fatal: Error | null = null;
+
+  constructor(
+    size: number,
+    private readonly config: Partial<ReplicaConfig> = {},
+  ) {
+    this.ids = Array.from({ length: size }, (_, i) => NodeId(`r${i + 1}`));
+    for (const id of this.ids) {
+      this.disks.set(id, new MemDisk());
+      this.start(id);
+    }
+  }
+
+  start(id: NodeId): Member {
+    const disk = this.disks.get(id) as MemDisk;
+    let store: RaftLogStore | undefined;
+    openRaftLogStore(disk, '/raft', { segmentBytesMax: 16 * 1024 }, (err, s) => {
+      if (err) throw err;
+      store = s;
+    });
+    disk.runPending();
+    if (!store) throw new Error('store did not open');
+    const machine = new ListMachine();
+    const sent: Message[] = [];
+    const replica = new Replica({ id, peers: this.ids, ...this.config }, store, machine, {
+      clock: new ManualClock(),
+      random: new SeededRandom(this.ids.indexOf(id) + 1),
+      transport: {
+        send: (messages) => {
+          sent.push(...messages);
+          this.inbox.push(...messages);
+        },
+      },
+      onFatal: (error) => {
+        this.fatal = error;
+      },
+    });
+    const m = { replica, machine, store, sent };
+    this.members.set(id, m);
+    return m;
+  }
+
+  get(id: string): Member {
+    const m = this.members.get(id);
+    if (!m) throw new Error(`no member ${id}`);
+    return m;
+  }
+
+  /** Delivers messages and completes disk operations until nothing moves (bounded). */
+  pump(rounds = 10_000): void {
+    for (let i = 0; i < rounds; i++) {
+      let moved = 0;
+      for (const disk of this.disks.values()) moved += disk.runPending();
+      const batch = this.inbox.splice(0);
+      for (const m of batch) {
+        moved++;
+        if (this.isolated.has(m.from) || this.isolated.has(m.to)) continue;
+        const to = this.members.get(m.to);
+        if (to && !to.replica.stopped) to.replica.receive(m);
+      }
+      if (moved === 0) return;
+    }
+    throw new Error('the cell did not settle');
+  }
+
+  tick(times = 1): void {
+    for (let t = 0; t < times; t++) {
+      for (const m of this.members.values()) if (!m.replica.stopped) m.replica.tick();
+      this.pump();
+    }
+  }
+
+  /** Elects `id` by campaigning it and letting the cell settle. */
+  elect(id: string): Member {
+    const m = this.get(id);
+    m.replica.campaign();
+    this.pump();
+    this.tick(2);
+    expect(m.replica.isLeader).toBe(true);
+    return m;
+  }
+
+  propose(id: string, text: string): { outcome: Applied | FencerError | null } {
+    const box: { outcome: Applied | FencerError | null } = { outcome: null };
+    this.get(id).replica.propose(enc.encode(text), (o) => {
+      box.outcome = o.ok ? o.value : o.error;
+    });
+    return box;
+  }
+}
+
+describe('ready handling: persist, then send, then apply, then advance', () => {
+  it('sends nothing of a ready before its fsync completes', () => {
+    const cell = new Cell(3);
+    const r1 = cell.get('r1');
+    r1.replica.campaign();
+    // The campaign's ready carries a new term and vote: persisted first, messages held back.
+    expect(r1.sent).toHaveLength(0);
+    const disk = cell.disks.get('r1') as MemDisk;
+    expect(disk.pendingCount).toBeGreaterThan(0);
+    disk.runPending();
+    expect(r1.sent.map((m) => m.type)).toContain(MessageType.PreVote);
+  });
+
+  it('with the ackBeforeFsync bug switch on, sends before the fsync (the bug the simulator must catch)', () => {
+    const cell = new Cell(3, { bugs: { ackBeforeFsync: true } });
+    const r1 = cell.get('r1');
+    r1.replica.campaign();
+    expect(r1.sent.length).toBeGreaterThan(0);
+    expect((cell.disks.get('r1') as MemDisk).pendingCount).toBeGreaterThan(0);
+  });
+
+  it('applies a committed entry only after it is durable here, and in index order everywhere', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    const boxes = ['a', 'b', 'c'].map((t) => cell.propose('r1', t));
+    cell.pump();
+    cell.tick(2);
+    for (const id of cell.ids) expect(cell.get(id).machine.items).toEqual(['a', 'b', 'c']);
+    const results = boxes.map((b) => b.outcome as Applied);
+    expect(results.map((r) => r.result)).toEqual([1, 2, 3]);
+    expect(results[1]?.index).toBe((results[0]?.index as number) + 1);
+  });
+});
+
+describe('proposals', () => {
+  it('resolve with the state machine result, index and term', async () => {
+    const cell = new Cell(3);
+    const leader = cell.elect('r2');
+    const p = proposeAsync(leader.replica, enc.encode('x'));
+    cell.pump();
+    const applied = await p;
+    expect(applied.result).toBe(1);
+    expect(applied.term).toBe(leader.replica.status().term);
+    expect(leader.store.term(applied.index)).toBe(applied.term);
+  });
+
+  it('on a follower fail with NOT_LEADER naming the leader', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    const box = cell.propose('r3', 'x');
+    cell.pump();
+    expect(box.outcome).toBeInstanceOf(FencerError);
+    expect((box.outcome as FencerError).code).toBe(ErrorCode.NOT_LEADER);
+    expect((box.outcome as FencerError).leaderHint).toBe('r1');
+  });
+
+  it('fail with OUTCOME_UNKNOWN when leadership is lost before they apply', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    cell.isolated.add('r1');
+    const box = cell.propose('r1', 'lost?');
+    cell.pump();
+    expect(box.outcome).toBeNull();
+    // Cut off, r1 steps down (check-quorum) and the others elect one of them.
+    cell.tick(40);
+    expect(cell.get('r1').replica.isLeader).toBe(false);
+    expect(cell.get('r2').replica.isLeader || cell.get('r3').replica.isLeader).toBe(true);
+    cell.propose(cell.get('r2').replica.isLeader ? 'r2' : 'r3', 'next');
+    cell.isolated.delete('r1');
+    cell.tick(3);
+    expect((box.outcome as FencerError).code).toBe(ErrorCode.OUTCOME_UNKNOWN);
+    // r2's log overwrote the entry: nobody applied it.
+    for (const id of cell.ids) expect(cell.get(id).machine.items).not.toContain('lost?');
+  });
+
+  it('fail with OUTCOME_UNKNOWN when the replica stops', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    cell.isolated.add('r1');
+    const box = cell.propose('r1', 'x');
+    cell.pump();
+    cell.get('r1').replica.stop();
+    expect((box.outcome as FencerError).code).toBe(ErrorCode.OUTCOME_UNKNOWN);
+  });
+
+  it('are bounded: one past pendingProposalsMax gets TOO_MANY_REQUESTS', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    cell.isolated.add('r1'); // Nothing commits, so everything stays pending.
+    const boxes = Array.from({ length: pendingProposalsMax + 1 }, (_, i) => cell.propose('r1', `p${i}`));
+    cell.pump();
+    const refused = boxes.filter((b) => b.outcome instanceof FencerError && b.outcome.code === ErrorCode.TOO_MANY_REQUESTS);
+    expect(refused).toHaveLength(1);
+    expect(cell.get('r1').replica.pendingProposals).toBe(pendingProposalsMax);
+  });
+
+  it('refuse an empty command (the blank entry is the leader\'s own)', () => {
+    const cell = new Cell(1);
+    cell.elect('r1');
+    const box = { outcome: null as unknown };
+    cell.get('r1').replica.propose(new Uint8Array(0), (o) => (box.outcome = o.ok ? o.value : o.error.code));
+    cell.pump();
+    expect(box.outcome).toBe(ErrorCode.INVALID_ARGUMENT);
+  });
+});
+
+describe('ReadIndex', () => {
+  it('resolves once applied has reached the read index, which covers earlier writes', async () => {
+    const cell = new Cell(3);
+    const leader = cell.elect('r1');
+    cell.propose('r1', 'w1');
+    cell.propose('r1', 'w2');
+    const read = readIndexAsync(leader.replica);
+    cell.pump();
+    const index: LogIndex = await read;
+    expect(leader.replica.applied).toBeGreaterThanOrEqual(index);
+    expect(leader.machine.items).toEqual(['w1', 'w2']);
+  });
+
+  it('refuses on a follower with NOT_LEADER', async () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    const read = readIndexAsync(cell.get('r2').replica);
+    cell.pump();
+    await expect(read).rejects.toMatchObject({ code: ErrorCode.NOT_LEADER });
+  });
+
+  it('times out when leadership cannot be confirmed', () => {
+    const cell = new Cell(3, { readTimeoutTicks: 3, raft: { checkQuorum: false } });
+    cell.elect('r1');
+    cell.isolated.add('r1');
+    let code: string | null = null;
+    cell.get('r1').replica.readIndex((o) => (code = o.ok ? 'ok' : o.error.code));
+    cell.tick(4);
+    expect(code).toBe(ErrorCode.DEADLINE_EXCEEDED);
+  });
+});
+
+describe('snapshots and restart', () => {
+  it('takes a snapshot every N applied entries and compacts the log below it', () => {
+    const cell = new Cell(3, { snapshotEveryEntries: 5 });
+    cell.elect('r1');
+    for (let i = 0; i < 12; i++) cell.propose('r1', `e${i}`);
+    cell.pump();
+    cell.tick(2);
+    const store = cell.get('r1').store;
+    const snap = store.snapshot();
+    expect(snap.meta.index).toBeGreaterThanOrEqual(10);
+    expect(store.firstIndex()).toBe(snap.meta.index + 1);
+    expect(snap.meta.conf.voters).toEqual(['r1', 'r2', 'r3']);
+    const restored = new ListMachine();
+    restored.restore(snap.data);
+    expect(restored.items.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('recovers on restart: snapshot restored, committed entries above it replayed, commit kept', () => {
+    const cell = new Cell(3, { snapshotEveryEntries: 4 });
+    cell.elect('r1');
+    for (let i = 0; i < 10; i++) cell.propose('r1', `e${i}`);
+    cell.pump();
+    cell.tick(2);
+    const before = cell.get('r3');
+    const items = [...before.machine.items];
+    const commit = before.replica.status().commit;
+    before.replica.close(() => {});
+    cell.pump();
+    const after = cell.start(NodeId('r3'));
+    cell.pump();
+    expect(after.machine.items).toEqual(items);
+    expect(after.replica.status().commit).toBeGreaterThanOrEqual(commit);
+    expect(after.store.snapshot().meta.index).toBeGreaterThan(0);
+  });
+
+  it('a follower far behind a compacted log catches up through a snapshot', () => {
+    const cell = new Cell(3, { snapshotEveryEntries: 3 });
+    cell.elect('r1');
+    cell.isolated.add('r3');
+    for (let i = 0; i < 9; i++) cell.propose('r1', `e${i}`);
+    cell.pump();
+    cell.tick(2);
+    expect(cell.get('r1').store.firstIndex()).toBeGreaterThan(2);
+    cell.isolated.delete('r3');
+    cell.tick(5);
+    expect(cell.get('r3').machine.items).toEqual(cell.get('r1').machine.items);
+  });
+});
+
+describe('storage failures', () => {
+  it('an fsync error stops the replica and reports it; nothing is retried', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    (cell.disks.get('r1') as MemDisk).failNext('sync');
+    const box = cell.propose('r1', 'x');
+    cell.pump();
+    expect(cell.fatal).not.toBeNull();
+    expect(cell.get('r1').replica.stopped).toBe(true);
+    expect((box.outcome as FencerError).code).toBe(ErrorCode.OUTCOME_UNKNOWN);
+  });
+});
