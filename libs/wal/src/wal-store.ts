@@ -173,6 +173,8 @@ class Store implements WalStore {
   /** Stream position durable so far (every cycle up to it completed), and handed to cycles so far. */
   private syncedPos = 0;
   private issuedPos = 0;
+  /** While syncedPos is below this, keep one cycle in flight (see writeWriter). */
+  private soloUntilPos = 0;
   /** Cycles in flight, oldest first; `durable` once its fsync returned (it counts only when all before it did too). */
   private readonly inFlight: Array<{ readonly n: number; readonly endPos: number; readonly handle: number; durable: boolean }> = [];
   private pumping = false;
@@ -252,7 +254,6 @@ class Store implements WalStore {
           this.active = { seq: 1, files };
           this.segments.push({ seq: 1, maxIndex: 0 });
           this.beginSegment(1, this.segmentBytes, 0);
-          this.writeWriter();
           next(null);
         }),
       );
@@ -448,6 +449,8 @@ class Store implements WalStore {
   /** Tells recovery how many cycles this run keeps in flight (see RecordKind.Writer). */
   private writeWriter(): void {
     this.writeRecord(RecordKind.Writer, 1, (w) => w.u8(this.syncsInFlight));
+    // Until it is durable, recovery would judge a gap by an earlier run's record: one cycle at a time.
+    this.soloUntilPos = this.streamPos;
   }
 
   private writeMarker(snapshot: Snapshot): void {
@@ -488,6 +491,8 @@ class Store implements WalStore {
     this.encCrc = encodeSegmentHeader({ seq, segmentBytes }).crc;
     this.encSegmentBytes = segmentBytes;
     this.writeStart(prevCrc);
+    // Each segment says how it was written, so compacting older ones never hides it from recovery.
+    this.writeWriter();
   }
 
   private writeStart(prevCrc: number): void {
@@ -526,10 +531,15 @@ class Store implements WalStore {
   private pumpOnce(): void {
     if (this.failed !== null || this.closed) return;
     this.fireAcks();
-    while (this.failed === null && !this.closed && this.inFlight.length < this.syncsInFlight) {
+    while (this.failed === null && !this.closed && this.inFlight.length < this.slots()) {
       if (!this.startCycle()) break;
     }
     this.finishCloseIfIdle();
+  }
+
+  /** Cycles allowed in flight now. */
+  private slots(): number {
+    return this.syncedPos < this.soloUntilPos ? 1 : this.syncsInFlight;
   }
 
   /** Starts the next write+fsync cycle if one is due and allowed; returns whether it did. */
@@ -572,7 +582,7 @@ class Store implements WalStore {
     let to = Math.min(head.w.length, from + Math.floor(unsyncedBytesMax / this.syncsInFlight));
     // With free slots and a big enough batch, share it out so the fsyncs run side by side: a disk
     // that completes parallel fsyncs together then carries more per unit of time.
-    const free = this.syncsInFlight - this.inFlight.length;
+    const free = this.slots() - this.inFlight.length;
     if (free > 1 && to - from >= 2 * splitBytesMin) to = from + Math.max(splitBytesMin, Math.ceil((to - from) / free));
     head.issued = to;
     this.cycle(head, from, to);
