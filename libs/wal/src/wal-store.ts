@@ -162,7 +162,7 @@ class Store implements WalStore {
   private encodedHardState: HardState;
   private readonly chunks: Chunk[] = [];
   private readonly acks: Ack[] = [];
-  private syncWaiters: Array<{ pos: number; fn: () => void }> = [];
+  private syncWaiters: Array<{ pos: number; fn: (err: Error | null) => void }> = [];
 
   // ---- writer ----
   /** The segment being appended to, open through one handle per cycle slot (see `cycle`). */
@@ -398,20 +398,27 @@ class Store implements WalStore {
     // snapshot file, and must never combine it with a log missing records that preceded it.
     const before = callPos;
     this.enqueueMaintenance((next) =>
-      this.whenSynced(before, () => this.writeFileAtomically(name, bytes, (err) => {
-        if (err !== null) {
-          this.fail(err);
-          if (matches) done(err);
+      this.whenSynced(before, (failed) => {
+        if (failed !== null) {
+          if (matches) done(failed);
           return next();
         }
-        latch.released = true;
-        this.snapshots.push({ index: at, name });
-        if (matches) done(null);
-        this.pump();
-        this.compact(next);
-      })),
+        this.writeFileAtomically(name, bytes, (err) => {
+          if (err !== null) {
+            this.fail(err);
+            if (matches) done(err);
+            return next();
+          }
+          latch.released = true;
+          this.snapshots.push({ index: at, name });
+          if (matches) done(null);
+          this.pump();
+          this.compact(next);
+        });
+      }),
     );
   }
+
 
   close(done: Done): void {
     assert(!this.closed && this.closing === null, 'double close');
@@ -529,7 +536,7 @@ class Store implements WalStore {
   }
 
   private pumpOnce(): void {
-    if (this.failed !== null || this.closed) return;
+    if (this.failed !== null || this.closed) return this.finishCloseIfIdle();
     this.fireAcks();
     while (this.failed === null && !this.closed && this.inFlight.length < this.slots()) {
       if (!this.startCycle()) break;
@@ -623,9 +630,10 @@ class Store implements WalStore {
     file.write(chunk.filePos + from, chunk.w.buf.subarray(from, to), (err) => (err !== null ? this.fail(err) : file.sync(synced)));
   }
 
-  /** Runs fn once the stream is durable up to pos (at once if it is). */
-  private whenSynced(pos: number, fn: () => void): void {
-    if (this.syncedPos >= pos) return fn();
+  /** Runs fn once the stream is durable up to pos (at once if it is), or with the error if the store fails first. */
+  private whenSynced(pos: number, fn: (err: Error | null) => void): void {
+    if (this.failed !== null) return fn(this.failed);
+    if (this.syncedPos >= pos) return fn(null);
     this.syncWaiters.push({ pos, fn });
   }
 
@@ -638,7 +646,7 @@ class Store implements WalStore {
     if (this.syncWaiters.length > 0) {
       const due = this.syncWaiters.filter((w) => w.pos <= this.syncedPos);
       this.syncWaiters = this.syncWaiters.filter((w) => w.pos > this.syncedPos);
-      for (const w of due) w.fn();
+      for (const w of due) w.fn(null);
     }
     let n = 0;
     while (n < this.acks.length && this.acks[n]!.pos <= this.syncedPos && this.acks[n]!.cycleMin <= this.cyclesDone) n++;
@@ -653,6 +661,7 @@ class Store implements WalStore {
     this.inFlight.length = 0;
     const pending = this.acks.splice(0);
     for (const a of pending) a.done(err);
+    for (const w of this.syncWaiters.splice(0)) w.fn(err);
     this.finishCloseIfIdle();
   }
 

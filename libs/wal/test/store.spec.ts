@@ -176,4 +176,20 @@ describe('store basics', () => {
     expect(outcomes).toContain('later-cycle-discarded');
     expect(outcomes).toContain('last-3');
   });
+
+  it('an fsync error while a snapshot waits for the log fails the snapshot too', () => {
+    const disk = new MemDisk();
+    const store = openOk(disk);
+    run(disk, (d) => store.save(hs(1, 'a', 2), [entry(1, 1), entry(2, 1)], d));
+    const results: Array<Error | null> = [];
+    store.save(hs(1, 'a', 3), [entry(3, 1)], (err) => results.push(err));
+    disk.failNext('sync', { match: '.wal' });
+    store.saveSnapshot(snapshotAt(3, 1), (err) => results.push(err));
+    disk.runPending();
+    expect(results.map((e) => e?.message.slice(0, 3))).toEqual(['EIO', 'EIO']);
+    let closed: Error | null | undefined;
+    store.close((err) => (closed = err));
+    disk.runPending();
+    expect(closed).toBeNull();
+  });
 });
