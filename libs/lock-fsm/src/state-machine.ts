@@ -195,8 +195,8 @@ export class LockStateMachine {
   private revisionBaseValue: number;
   /** Revision of the entry being applied (index + base). */
   private rev = 0;
-  private pendingEvents: PendingEvent[] = [];
-  /** The lock of each pending event; reused from entry to entry. */
+  /** Events of the entry being applied, and the lock of each; both reused from entry to entry. */
+  private readonly pendingEvents: PendingEvent[] = [];
   private readonly pendingLocks: LockRecord[] = [];
 
   constructor(options: LockStateMachineOptions) {
@@ -302,10 +302,12 @@ export class LockStateMachine {
 
   /** Gives each event of this entry its lock's state after the whole entry. */
   private takeEvents(): readonly LockEvent[] {
-    const events = this.pendingEvents;
-    if (events.length === 0) return NO_EVENTS;
+    const pending = this.pendingEvents;
+    if (pending.length === 0) return NO_EVENTS;
+    // An exact-size copy: most entries have one event, and a fresh array grown by push would reserve 16 slots.
+    const events = pending.slice();
+    pending.length = 0;
     const locks = this.pendingLocks;
-    this.pendingEvents = [];
     let lastLock: LockRecord | undefined;
     let lastState = PENDING_STATE;
     for (let i = 0; i < events.length; i++) {
