@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import type { ServiceError } from '@grpc/grpc-js';
+import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
-import { fromServiceError, lockservice } from '@fencer/protocol';
+import { fromServiceError, internalpb, lockservice } from '@fencer/protocol';
 import { type Cell, eventually, startCell } from './support/cell.js';
 
 const { AcquireStatus: S, LockMode: M, WatchEventType: W } = lockservice;
@@ -295,8 +295,11 @@ describe('Watch', () => {
     const n = freshNs();
     const a = await session(n);
     const g1 = await cell.client.acquire({ sessionId: a, name: `/ls/${n}/w/1` });
-    const follower = cell.replicas[cell.replicas.length - 1]!.grpc;
-    const initial = collect(follower, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: 0 }, (evs) => evs.some((e) => e.type === W.WATCH_EVENT_TYPE_RELEASED));
+    // A watch is served from the replica's own apply stream: start it on the
+    // leader, which has applied the grant before answering it.
+    const leader = await cell.leader();
+    const leaderAddr = cell.replicas.find((r) => r.id === leader.nodeId)!.grpc;
+    const initial = collect(leaderAddr, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: 0 }, (evs) => evs.some((e) => e.type === W.WATCH_EVENT_TYPE_RELEASED));
     await new Promise((r) => setTimeout(r, 300));
     await cell.client.acquire({ sessionId: a, name: `/ls/${n}/w/2` });
     await cell.client.call('release', { sessionId: a, name: `/ls/${n}/w/1`, token: g1.token });
@@ -308,8 +311,9 @@ describe('Watch', () => {
     expect(live.map((e) => e.name)).toEqual([`/ls/${n}/w/2`, `/ls/${n}/w/1`]);
     expect(live[0]!.revision).toBeLessThan(live[1]!.revision);
 
-    // Resume after the first live event on another replica: exactly the rest.
-    const resumed = await collect(cell.replicas[0]!.grpc, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: live[0]!.revision }, (e) => e.some((x) => x.type === W.WATCH_EVENT_TYPE_RELEASED));
+    // Resume after the first live event on a follower: exactly the rest.
+    const follower = cell.replicas.find((r) => r.id !== leader.nodeId)!.grpc;
+    const resumed = await collect(follower, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: live[0]!.revision }, (e) => e.some((x) => x.type === W.WATCH_EVENT_TYPE_RELEASED));
     expect(resumed.filter((e) => e.type !== W.WATCH_EVENT_TYPE_PROGRESS).map((e) => e.revision)).toEqual([live[1]!.revision]);
   });
 
@@ -328,8 +332,6 @@ describe('Watch', () => {
 
 describe('HeartbeatBatch (internal)', () => {
   it('is answered by the leader per session; a follower points to the leader', async () => {
-    const { internalpb } = await import('@fencer/protocol');
-    const { credentials, Metadata } = await import('@grpc/grpc-js');
     const n = freshNs();
     const a = await session(n, 3000);
     const leader = await cell.leader();
