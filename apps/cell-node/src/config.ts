@@ -16,6 +16,12 @@ export interface CellNodeConfig {
   readonly dataDir: string;
   /** Initial members (bootstrap) and their gRPC addresses, this node included unless it joins. */
   readonly peers: ReadonlyMap<NodeId, string>;
+  /**
+   * Where the peer transport dials each member, when not its advertised
+   * address (a test harness routes every directed peer link through its own
+   * fault-injecting proxy this way). Clients and leader hints keep `peers`.
+   */
+  readonly peerDial: ReadonlyMap<NodeId, string>;
   /** Start without bootstrapping: wait to be added to an existing cell. */
   readonly join: boolean;
   readonly tickMs: number;
@@ -66,6 +72,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--metrics-listen <host:port>', 'Prometheus metrics address', e('metrics-listen') ?? '127.0.0.1:7201')
     .option('--data-dir <dir>', 'where the WAL and snapshots live', e('data-dir') ?? './.fencer/node')
     .option('--peers <list>', 'initial members: id=host:port,...', e('peers') ?? '')
+    .option('--peer-dial <list>', 'dial overrides for the peer transport: id=host:port,...', e('peer-dial') ?? '')
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
@@ -92,6 +99,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     metricsListen: o.metricsListen,
     dataDir: o.dataDir,
     peers: parsePeers(o.peers),
+    peerDial: parsePeers(o.peerDial),
     join: Boolean(o.join),
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,

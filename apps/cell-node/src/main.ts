@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { CommanderError } from 'commander';
-import { type Clock, SeededRandom } from '@fencer/base';
+import { type Clock, type NodeId, SeededRandom } from '@fencer/base';
 import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type RaftLogStore } from '@fencer/wal';
@@ -77,8 +77,9 @@ transport = new PeerTransport({
   onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
   onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
 });
-for (const [id, address] of node.addresses) transport.setPeer(id, address);
-node.onAddress = (id, address) => transport?.setPeer(id, address);
+const dialAddress = (id: NodeId, address: string): string => config.peerDial.get(id) ?? address;
+for (const [id, address] of node.addresses) transport.setPeer(id, dialAddress(id, address));
+node.onAddress = (id, address) => transport?.setPeer(id, dialAddress(id, address));
 
 const grpcOptions = {
   'grpc.max_receive_message_length': config.grpcMessageBytesMax,

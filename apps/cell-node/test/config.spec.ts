@@ -43,3 +43,11 @@ describe('cell-node configuration', () => {
     expect(() => parsePeers('r1=localhost')).toThrow(/id=host:port/);
   });
 });
+
+describe('peer dial overrides', () => {
+  it('routes the peer transport through other addresses while peers stay advertised', () => {
+    const c = parseConfig([...base, '--peer-dial', 'r2=127.0.0.1:9002'], {});
+    expect(c.peerDial.get('r2' as never)).toBe('127.0.0.1:9002');
+    expect(c.peers.get('r2' as never)).toBe('127.0.0.1:7002');
+  });
+});
