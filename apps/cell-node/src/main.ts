@@ -14,7 +14,8 @@ import { CommanderError } from 'commander';
 import { type Clock, type NodeId, SeededRandom } from '@fencer/base';
 import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
-import { openRaftLogStore, type RaftLogStore } from '@fencer/wal';
+import { openRaftLogStore, type WalStore } from '@fencer/wal';
+import { timedDisk } from './timed-disk.js';
 import { parseConfig, type CellNodeConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { NodeMetrics } from './metrics.js';
@@ -51,12 +52,16 @@ const metrics = new NodeMetrics();
 
 logger.info({ config: { ...config, peers: Object.fromEntries(config.peers) } }, 'starting with this configuration');
 
-const store: RaftLogStore = await new Promise((resolve) =>
-  openRaftLogStore(new NodeDisk(), config.dataDir, {}, (err, s) => {
+const disk = timedDisk(new NodeDisk(), (kind, seconds) => metrics.walFsync.observe({ kind }, seconds), () => performance.now());
+const store: WalStore = await new Promise((resolve) =>
+  openRaftLogStore(disk, config.dataDir, {}, (err, s) => {
     if (err || !s) die(`cannot open the log in ${config.dataDir}`, err);
     resolve(s);
   }),
 );
+
+metrics.watchWal(() => store.stats);
+if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
 let transport: PeerTransport | undefined;
 const node = new CellNode(config, store, {

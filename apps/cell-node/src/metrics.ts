@@ -34,6 +34,13 @@ export class NodeMetrics {
   readonly expiries = new Counter({ name: 'fencer_session_expiries_total', help: 'ExpireSession entries applied', registers: [this.registry] });
   readonly peerQueueDepth = new Gauge({ name: 'fencer_peer_send_queue_depth', help: 'Messages queued per peer link', labelNames: ['peer'], registers: [this.registry] });
   readonly peerDropped = new Counter({ name: 'fencer_peer_messages_dropped_total', help: 'Peer messages dropped (queue full or link down)', labelNames: ['peer'], registers: [this.registry] });
+  readonly walFsync = new Histogram({
+    name: 'fencer_wal_fsync_seconds',
+    help: 'WAL fdatasync (file) and directory fsync durations',
+    labelNames: ['kind'],
+    buckets: [0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1],
+    registers: [this.registry],
+  });
   readonly rpcs = new Counter({ name: 'fencer_rpcs_total', help: 'Client RPCs by method and code', labelNames: ['method', 'code'], registers: [this.registry] });
   /** Replica-reported counters and histograms by name (fsync duration and batch size come from the WAL through it). */
   private readonly replicaCounters = new Counter({ name: 'fencer_replica_events_total', help: 'Replica counters by name', labelNames: ['name'], registers: [this.registry] });
@@ -47,6 +54,24 @@ export class NodeMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * WAL counters read at scrape time: saves (Raft readies written) and fsyncs,
+   * whose ratio is the group-commit batch size.
+   */
+  watchWal(stats: () => { saves: number; fsyncs: number; batches: number }): void {
+    new Gauge({ name: 'fencer_wal_saves', help: 'WAL save calls since start', registers: [this.registry], collect() { this.set(stats().saves); } });
+    new Gauge({ name: 'fencer_wal_fsyncs', help: 'WAL fsyncs since start', registers: [this.registry], collect() { this.set(stats().fsyncs); } });
+    new Gauge({
+      name: 'fencer_wal_batch_saves',
+      help: 'Average saves per fsync since start (group commit batch size)',
+      registers: [this.registry],
+      collect() {
+        const s = stats();
+        this.set(s.fsyncs === 0 ? 0 : s.saves / s.fsyncs);
+      },
+    });
   }
 
   /** The replica's Metrics interface. */

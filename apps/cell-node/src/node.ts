@@ -79,6 +79,7 @@ export class CellNode {
   /** Told when a member's address becomes known (the peer transport dials it). */
   onAddress: ((id: NodeId, address: string) => void) | undefined;
   private wasLeader = false;
+  private ticksSinceStats = 0;
   private lastLeader: NodeId | null = null;
 
   constructor(
@@ -144,6 +145,14 @@ export class CellNode {
     m.appliedIndex.set(this.replica.applied);
     m.isLeader.set(this.isLeader ? 1 : 0);
     m.watchers.set(this.hub.watcherCount);
+    // Table sizes walk the waiters: refresh about once a second, not every tick.
+    if (++this.ticksSinceStats >= Math.max(1, Math.round(1000 / this.config.tickMs))) {
+      this.ticksSinceStats = 0;
+      const stats = this.fsmStats();
+      m.sessions.set(stats.sessions);
+      m.locks.set(stats.locks);
+      m.waiters.set(stats.waiters);
+    }
   }
 
   /** Proposes a command; resolves with the state machine's outcome once applied. */

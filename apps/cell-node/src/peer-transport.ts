@@ -56,6 +56,7 @@ class PeerLink {
       return;
     }
     this.queue.push(messageToWire(message));
+    this.opts.onQueueDepth?.(this.peer, this.queue.length);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());

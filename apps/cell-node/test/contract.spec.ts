@@ -355,3 +355,36 @@ describe('HeartbeatBatch (internal)', () => {
     await expect(call(followerAddr)).rejects.toMatchObject({ code: 'NOT_LEADER', leaderHint: leaderAddr });
   });
 });
+
+describe('metrics', () => {
+  it('exposes the cell metrics in Prometheus format on every replica', async () => {
+    const leader = await cell.leader();
+    const r = cell.replicas.find((x) => x.id === leader.nodeId)!;
+    const n = freshNs();
+    const a = await session(n);
+    await cell.client.acquire({ sessionId: a, name: `/ls/${n}/m` });
+    await cell.client.call('getLock', { name: `/ls/${n}/m` });
+    // Gauges of table sizes refresh about once a second.
+    const body = await eventually(async () => {
+      const text = await (await fetch(r.metrics)).text();
+      return /^fencer_locks [1-9]/m.test(text) ? text : undefined;
+    }, 5000, 'table gauges');
+    for (const metric of [
+      'fencer_is_leader 1',
+      'fencer_leader_changes_total',
+      'fencer_proposals_total{outcome="applied"}',
+      'fencer_proposal_commit_seconds_bucket',
+      'fencer_read_index_seconds_count',
+      'fencer_wal_fsync_seconds_bucket{le="0.0001",kind="file"}',
+      'fencer_wal_batch_saves',
+      'fencer_sessions',
+      'fencer_waiters',
+      'fencer_watchers',
+      'fencer_keepalives_total',
+      'fencer_peer_send_queue_depth',
+      'fencer_rpcs_total{method="acquire",code="OK"}',
+    ]) {
+      expect(body, metric).toContain(metric);
+    }
+  });
+});
