@@ -1,0 +1,108 @@
+/**
+ * Goal: the admin API changes membership one server at a time: a new node
+ * joins as a learner and catches up, is promoted to voter, and is removed;
+ * leadership moves on request; a snapshot can be taken on demand.
+ * Method: a real three-replica cell plus a fourth process started with --join.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { Metadata, type ServiceError } from '@grpc/grpc-js';
+import { adminpb, fromServiceError } from '@fencer/protocol';
+import { type Cell, adminClient, eventually, startCell } from './support/cell.js';
+import { spawnReplica, stopAll, type ReplicaPlan } from '../../../tools/fleet/fleet.mjs';
+
+let cell: Cell;
+let joiner: ChildProcess | undefined;
+let plan: ReplicaPlan;
+
+function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient, req: Req): Promise<Res> {
+  const c = adminClient(address) as unknown as Record<string, Function>;
+  return new Promise((resolve, reject) =>
+    c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, r: Res) => {
+      (c as unknown as { close(): void }).close();
+      if (e) reject(fromServiceError(e));
+      else resolve(r);
+    }),
+  );
+}
+
+beforeAll(async () => {
+  cell = await startCell({ replicas: 3 });
+  const base = cell.replicas[0]!;
+  const [host, port] = [base.grpc.split(':')[0]!, Number(base.grpc.split(':')[1]) + 5];
+  const id = 'cell-1-r9';
+  const grpc = `${host}:${port}`;
+  const peers = [...cell.replicas.map((r) => `${r.id}=${r.grpc}`), `${id}=${grpc}`].join(',');
+  const argv = [...base.argv];
+  const set = (flag: string, value: string): void => {
+    argv[argv.indexOf(flag) + 1] = value;
+  };
+  set('--id', id);
+  set('--listen', grpc);
+  set('--admin-listen', `${host}:${port + 100}`);
+  set('--metrics-listen', `${host}:${port + 200}`);
+  set('--peers', peers);
+  const dataDir = path.join(cell.dataDir, id);
+  set('--data-dir', dataDir);
+  argv.push('--join');
+  plan = { ...base, id, grpc, admin: `${host}:${port + 100}`, metrics: `http://${host}:${port + 200}/metrics`, argv, dataDir };
+  joiner = spawnReplica(plan, { logDir: path.join(cell.dataDir, 'logs') });
+});
+
+afterAll(async () => {
+  if (joiner) await stopAll([joiner]);
+  await cell?.stop();
+});
+
+describe('membership through the admin API', () => {
+  it('adds a learner that catches up without voting, promotes it, then removes it', async () => {
+    const { sessionId } = await cell.client.openSession('members', 60_000);
+    for (let i = 0; i < 20; i++) await cell.client.acquire({ sessionId, name: `/ls/members/${i}` });
+    const leader = await cell.leader();
+    const leaderAdmin = cell.replicas.find((r) => r.id === leader.nodeId)!.admin;
+
+    const follower = cell.replicas.find((r) => r.id !== leader.nodeId)!;
+    await expect(admin(follower.admin, 'addMember', { id: plan.id, address: plan.grpc, learner: true })).rejects.toMatchObject({ code: 'NOT_LEADER' });
+
+    await admin<adminpb.AddMemberRequest, adminpb.AddMemberResponse>(leaderAdmin, 'addMember', { id: plan.id, address: plan.grpc, learner: true });
+    const caught = await eventually(async () => {
+      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
+      return s && s.appliedIndex >= leader.commitIndex && s.locks === 20 ? s : undefined;
+    }, 15_000, 'the learner to catch up');
+    expect(caught.role).toBe('follower');
+    let st = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
+    expect(st.members.find((m) => m.id === plan.id)).toMatchObject({ voter: false });
+
+    await admin(leaderAdmin, 'promoteLearner', { id: plan.id });
+    st = await eventually(async () => {
+      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
+      return s.members.find((m) => m.id === plan.id)?.voter ? s : undefined;
+    }, 10_000, 'promotion');
+    expect(st.members.filter((m) => m.voter)).toHaveLength(4);
+
+    // Still serving with four voters.
+    await cell.client.acquire({ sessionId, name: '/ls/members/after-promotion' });
+
+    await admin(leaderAdmin, 'removeMember', { id: plan.id });
+    st = await eventually(async () => {
+      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
+      return s.members.some((m) => m.id === plan.id) ? undefined : s;
+    }, 10_000, 'removal');
+    expect(st.members.map((m) => m.id).sort()).toEqual(cell.replicas.map((r) => r.id).sort());
+    await cell.client.acquire({ sessionId, name: '/ls/members/after-removal' });
+  });
+
+  it('transfers leadership on request and takes a snapshot on demand', async () => {
+    const leader = await cell.leader();
+    const leaderAdmin = cell.replicas.find((r) => r.id === leader.nodeId)!.admin;
+    const target = cell.replicas.find((r) => r.id !== leader.nodeId)!;
+    const moved = await admin<adminpb.TransferLeadershipRequest, adminpb.TransferLeadershipResponse>(leaderAdmin, 'transferLeadership', { to: target.id });
+    expect(moved.leaderId).toBe(target.id);
+    const snap = await admin<adminpb.TakeSnapshotRequest, adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {});
+    expect(snap.index).toBeGreaterThan(0);
+    expect(snap.bytes).toBeGreaterThan(0);
+    const st = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(target.admin, 'status', {});
+    expect(st.snapshotIndex).toBe(snap.index);
+  });
+});
