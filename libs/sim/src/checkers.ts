@@ -16,7 +16,7 @@
  * - a ReadIndex read reflects every write acknowledged before it began;
  * - after the faults stop: a leader within a bound, and all members converge.
  */
-import type { NodeId } from '@fencer/base';
+import { type NodeId, assert } from '@fencer/base';
 import type { Entry, HardState, RaftStorage } from '@fencer/raft';
 import { digest } from './hash.js';
 import { KV_KEYS } from './kv.js';
@@ -101,7 +101,8 @@ export class Checkers {
   private readonly applied = new Map<number, Applied>();
   private appliedIndexMax = 0;
   /** Every (index, term) ever written to any log. */
-  private readonly logPoints = new Map<string, LogPoint>();
+  /** Keyed by index * 2^20 + term (terms stay far below 2^20 in a run). */
+  private readonly logPoints = new Map<number, LogPoint>();
   /** Per node: commit index in the last hard state saved in this life, and the last one known durable. */
   private readonly commitSaved = new Map<NodeId, number>();
   private readonly commitDurable = new Map<NodeId, number>();
@@ -219,10 +220,11 @@ export class Checkers {
   }
 
   private logPoint(node: NodeId, index: number, term: number, d: string, prevTerm: number): void {
-    const key = `${index}:${term}`;
+    const key = index * 0x10_0000 + term;
     const seen = this.logPoints.get(key);
     if (seen === undefined) {
-      this.logPoints.set(key, { digest: d, prevTerm, node });
+      assert(term < 0x10_0000, 'term fits the log point key');
+    this.logPoints.set(key, { digest: d, prevTerm, node });
       return;
     }
     if (seen.digest !== d) {

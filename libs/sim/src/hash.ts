@@ -65,7 +65,20 @@ function fmix(h: number): number {
   return h >>> 0;
 }
 
-/** Digest of an entry's payload (with its type), as a short string for maps. */
+/**
+ * Digest of an entry's payload (with its type), as a short string for maps.
+ * Cached per payload object: in the simulator the same entry object travels
+ * to every replica, so most lookups hit.
+ */
+const digests = new WeakMap<Uint8Array, string>();
+const digestsByType: [WeakMap<Uint8Array, string>, WeakMap<Uint8Array, string>] = [digests, new WeakMap()];
+
 export function digest(type: number, data: Uint8Array): string {
-  return new Hasher().word(type).bytes(data).hex();
+  const cache = digestsByType[type === 0 ? 0 : 1];
+  let d = cache.get(data);
+  if (d === undefined) {
+    d = new Hasher().word(type).bytes(data).hex();
+    cache.set(data, d);
+  }
+  return d;
 }

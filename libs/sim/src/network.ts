@@ -5,7 +5,7 @@
  * link cut while a message is in flight loses that message too.
  */
 import type { NodeId, Random } from '@fencer/base';
-import type { Message } from '@fencer/raft';
+import { type Message, MessageType } from '@fencer/raft';
 import { assert } from '@fencer/base';
 import type { Scheduler } from './scheduler.js';
 import { Tag } from './tags.js';
@@ -120,9 +120,15 @@ export class Network {
   }
 }
 
-/** A standard normal draw (Box-Muller). */
+/** A standard normal draw (Box-Muller; the sine half is thrown away to keep draws independent of call order). */
 export function gaussian(random: Random): number {
   const u = 1 - random.float();
   const v = random.float();
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+/** A fixed small number per message type, for the trace hash (the same in every process). */
+const messageTypeCode = new Map<string, number>(Object.values(MessageType).map((t, i) => [t, i + 1]));
+export function messageCode(type: string): number {
+  return messageTypeCode.get(type) ?? 0;
 }

@@ -5,6 +5,7 @@
  * checkers. Everything random comes from one seed, and everything happens in
  * virtual time on one scheduler, so a seed replays a run exactly.
  */
+import { performance } from 'node:perf_hooks';
 import { type NodeId, type Random, NodeId as toNodeId, SeededRandom, assert } from '@fencer/base';
 import { type ConfChange, type Entry, type HardState, type Message, type SoftState, ConfChangeType } from '@fencer/raft';
 import { type ReplicaEnv, Replica } from '@fencer/replica';
@@ -12,7 +13,7 @@ import type { RaftLogStore } from '@fencer/wal';
 import { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers } from './checkers.js';
 import { digest } from './hash.js';
 import { KV_KEYS, KvStateMachine, encodePut } from './kv.js';
-import { type NetworkProfile, Network, faultyNetwork, quietNetwork } from './network.js';
+import { type NetworkProfile, Network, faultyNetwork, messageCode, quietNetwork } from './network.js';
 import { type FaultMix, type SimOptions } from './options.js';
 import { PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';
 import { Scheduler } from './scheduler.js';
@@ -512,7 +513,7 @@ export class Simulation {
 
   private deliver(m: Message): void {
     const node = this.nodes.get(m.to);
-    this.scheduler.trace.str(m.type).num(m.term).num(m.index ?? 0).num(m.entries?.length ?? 0).num(m.commit ?? 0);
+    this.scheduler.trace.word(messageCode(m.type)).num(m.term).num(m.index ?? 0).num(m.entries?.length ?? 0).num(m.commit ?? 0);
     if (!node || node.state !== 'up') return;
     this.onNode(node, node.life, () => node.replica?.receive(m));
   }

@@ -1,0 +1,157 @@
+#!/usr/bin/env node
+// The deterministic simulator's runner.
+//
+//   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--bug NAME] [--jobs J]
+//   node tools/sim/run.mjs --seed X --seconds S [--replicas R] [--bug NAME | --profile NAME] [--verbose]
+//
+// Runs seeds F..F+N-1 (default F=1) of the CI sweep (all faults on; five
+// replicas, every fifth seed three, unless --replicas is given), or with one
+// planted bug (--bug) under that bug's fault profile, or under a bug's fault
+// profile with the bug off (--profile, as regressions.json replays). Prints every failing
+// seed with the one command that replays it exactly, and the ratio of
+// simulated to real time. --seed runs one seed; with --verbose it prints the
+// run's event log. Exits 1 if any seed failed (with --bug: if none did).
+// Builds the sim library first (npx nx build sim) unless --no-build.
+import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const distEntry = pathToFileURL(resolve(root, 'libs/sim/dist/index.js')).href;
+
+function usage(message) {
+  if (message) console.error(`run.mjs: ${message}`);
+  console.error('usage: node tools/sim/run.mjs (--seeds N | --seed X) [--seconds S] [--from F] [--replicas R] [--bug NAME | --profile NAME] [--jobs J] [--verbose] [--json] [--no-build]');
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const args = { seeds: undefined, seed: undefined, from: 1, seconds: undefined, replicas: undefined, bug: undefined, profile: undefined, jobs: 1, verbose: false, build: true, json: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = () => {
+      const v = argv[++i];
+      if (v === undefined) usage(`${a} needs a value`);
+      return v;
+    };
+    const int = (v, name) => {
+      const n = Number(v);
+      if (!Number.isSafeInteger(n) || n < 0) usage(`${name} must be a non-negative integer, got ${v}`);
+      return n;
+    };
+    switch (a) {
+      case '--seeds': args.seeds = int(next(), a); break;
+      case '--seed': args.seed = int(next(), a); break;
+      case '--from': args.from = int(next(), a); break;
+      case '--seconds': args.seconds = int(next(), a); break;
+      case '--replicas': args.replicas = int(next(), a); break;
+      case '--bug': args.bug = next(); break;
+      case '--profile': args.profile = next(); break;
+      case '--jobs': args.jobs = Math.max(1, int(next(), a)); break;
+      case '--verbose': args.verbose = true; break;
+      case '--json': args.json = true; break;
+      case '--no-build': args.build = false; break;
+      case '-h': case '--help': usage(); break;
+      default: usage(`unknown argument ${a}`);
+    }
+  }
+  if ((args.seeds === undefined) === (args.seed === undefined)) usage('give exactly one of --seeds N or --seed X');
+  if (args.bug !== undefined && args.profile !== undefined) usage('give at most one of --bug and --profile');
+  return args;
+}
+
+function optionsFor(sim, args, seed) {
+  const overrides = {};
+  if (args.seconds !== undefined) overrides.seconds = args.seconds;
+  if (args.replicas !== undefined) overrides.replicas = args.replicas;
+  if (args.bug !== undefined) return sim.bugOptions(args.bug, seed, overrides);
+  if (args.profile !== undefined) return { ...sim.bugOptions(args.profile, seed, overrides), bugs: {} };
+  return sim.sweepOptions(seed, overrides);
+}
+
+/** Runs seeds; returns one small record per seed (workers post these back). */
+function runSeeds(sim, args, seeds, log) {
+  const out = [];
+  for (const seed of seeds) {
+    const options = optionsFor(sim, args, seed);
+    const report = sim.runSimulation(options, log);
+    const safety = report.fired.some((c) => sim.SAFETY_CHECKERS.includes(c));
+    out.push({
+      seed,
+      ok: report.ok,
+      safety,
+      fired: report.fired,
+      violations: report.violations.slice(0, 5),
+      violationCount: report.violationCount,
+      traceHash: report.traceHash,
+      simulatedSeconds: report.simulatedSeconds,
+      realMs: report.realMs,
+      events: report.stats.events,
+      replay: sim.replayCommand(options, args.bug, args.profile),
+    });
+  }
+  return out;
+}
+
+if (!isMainThread) {
+  const sim = await import(distEntry);
+  const { args, seeds } = workerData;
+  for (const seed of seeds) parentPort.postMessage(runSeeds(sim, args, [seed])[0]);
+} else {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.build) {
+    execFileSync('npx', ['nx', 'build', 'sim', '--skip-nx-cache=false'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const sim = await import(distEntry);
+  for (const name of [args.bug, args.profile]) {
+    if (name !== undefined && !sim.BUGS.includes(name)) usage(`unknown bug ${name}; one of ${sim.BUGS.join(', ')}`);
+  }
+  const seeds = args.seed !== undefined ? [args.seed] : Array.from({ length: args.seeds }, (_, i) => args.from + i);
+  const jobs = Math.min(args.jobs, seeds.length, availableParallelism());
+  const started = performance.now();
+  const results = [];
+  const onResult = (r) => {
+    results.push(r);
+    if (!r.ok) {
+      const first = r.violations[0];
+      console.log(`FAIL seed ${r.seed}: ${r.fired.join(', ')}${first ? ` — ${first.detail.split(' | ')[0]} (at ${(first.timeUs / 1e6).toFixed(3)} s)` : ''}`);
+      console.log(`  replay: ${r.replay}`);
+    } else if (args.seed !== undefined || args.json) {
+      console.log(`ok seed ${r.seed}: trace ${r.traceHash}, ${r.events} events, ${r.simulatedSeconds} s simulated in ${(r.realMs / 1000).toFixed(2)} s`);
+    }
+  };
+  if (jobs <= 1) {
+    const log = args.verbose && args.seed !== undefined ? (line) => console.log(line) : undefined;
+    for (const seed of seeds) onResult(runSeeds(sim, args, [seed], log)[0]);
+  } else {
+    // Seeds dealt round-robin so each worker gets a similar mix.
+    const shares = Array.from({ length: jobs }, () => []);
+    seeds.forEach((s, i) => shares[i % jobs].push(s));
+    await Promise.all(
+      shares.map(
+        (share) =>
+          new Promise((resolvePromise, reject) => {
+            const w = new Worker(fileURLToPath(import.meta.url), { workerData: { args, seeds: share } });
+            w.on('message', onResult);
+            w.on('error', reject);
+            w.on('exit', (code) => (code === 0 ? resolvePromise() : reject(new Error(`worker exited with ${code}`))));
+          }),
+      ),
+    );
+  }
+  const wallS = (performance.now() - started) / 1000;
+  const simS = results.reduce((s, r) => s + r.simulatedSeconds, 0);
+  const cpuS = results.reduce((s, r) => s + r.realMs, 0) / 1000;
+  const failed = results.filter((r) => !r.ok);
+  const caught = results.filter((r) => r.safety);
+  const events = results.reduce((s, r) => s + r.events, 0);
+  console.log(
+    `${results.length} seeds, ${failed.length} failed${args.bug ? `, ${caught.length} caught by a safety checker` : ''}; ` +
+      `${simS.toFixed(0)} s simulated in ${wallS.toFixed(1)} s wall (${jobs} job${jobs > 1 ? 's' : ''}): ` +
+      `${(simS / cpuS).toFixed(0)}x real time per core, ${(simS / wallS).toFixed(0)}x overall, ${(events / cpuS / 1000).toFixed(0)}k events/s`,
+  );
+  if (args.json) console.log(JSON.stringify({ seeds: results.length, failed: failed.map((r) => r.seed), simS, wallS, cpuS }));
+  process.exit(args.bug !== undefined ? (caught.length > 0 ? 0 : 1) : failed.length > 0 ? 1 : 0);
+}
