@@ -259,9 +259,13 @@ export class Replica {
     this.reads.set(ctx, { ctx, startTick: this.ticks, index: null, done });
     this.metrics.inc('replica_reads_total');
     if (!this.raft.readIndex(ctx)) {
-      // Refused at once (lost leadership meanwhile, or the core's read queue is full).
+      // Refused at once: leadership was lost since the last ready, or the core's read queue is full.
       this.reads.delete(ctx);
-      return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, 'the leader refused the read; retry')));
+      const refused =
+        this.raft.status().role === 'leader'
+          ? new FencerError(ErrorCode.TOO_MANY_REQUESTS, 'too many reads queued at the leader; retry')
+          : this.notLeader();
+      return this.later(done, err(refused));
     }
     this.handleReady();
     this.flushCompletions();
