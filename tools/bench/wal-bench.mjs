@@ -170,7 +170,7 @@ try {
     '## WAL',
     '',
     `Measured by \`node tools/bench/wal-bench.mjs\` on ${new Date().toISOString().slice(0, 10)}: Node ${process.version}, ${os.cpus().length} × ${cpu}, files in \`${baseDir}\`; ${rounds} interleaved rounds of ${seconds} s per row, each row showing its median round.`,
-    `Each appender saves one ${entryBytes}-byte entry and waits for its callback (durable: fdatasync done) before the next; the store runs with its defaults (64 MiB preallocated segments, group commit). The raw rows are the machine's ceiling for one durable write at a time (a 100-byte \`pwrite\` then \`fdatasync\`, back to back, synchronous calls), measured in the same run, directory and rounds. The disk is a shared virtual disk whose fsync rate drifts a lot from minute to minute (see the last column): compare rows within one run, not across runs.`,
+    `Each appender saves one ${entryBytes}-byte entry and waits for its callback (durable: fdatasync done) before the next; the store runs with its defaults (64 MiB preallocated segments; group commit with two write+fdatasync cycles in flight, a batch split between them when both are free, callbacks strictly in order). The raw rows are the machine's ceiling for one durable write at a time (a 100-byte \`pwrite\` then \`fdatasync\`, back to back, synchronous calls), measured in the same run, directory and rounds. The disk is a shared virtual disk whose fsync rate drifts a lot from minute to minute (see the last column): compare rows within one run, not across runs.`,
     '',
     table,
     '',
