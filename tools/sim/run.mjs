@@ -11,7 +11,7 @@
 // seed with the one command that replays it exactly, and the ratio of
 // simulated to real time. --seed runs one seed; with --verbose it prints the
 // run's event log. Exits 1 if any seed failed (with --bug: if none did).
-// Builds the sim library first (npx nx build sim) unless --no-build.
+// Builds the sim library and its dependencies first (tsc --build) unless --no-build.
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -102,7 +102,8 @@ if (!isMainThread) {
 } else {
   const args = parseArgs(process.argv.slice(2));
   if (args.build) {
-    execFileSync('npx', ['nx', 'build', 'sim', '--skip-nx-cache=false'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    // tsc --build follows the project references: base, raft, wal, replica, then sim (what `nx build sim` runs).
+    execFileSync('npx', ['tsc', '--build', 'libs/sim/tsconfig.lib.json'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   }
   const sim = await import(distEntry);
   for (const name of [args.bug, args.profile]) {

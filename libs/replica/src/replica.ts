@@ -268,7 +268,6 @@ export class Replica {
       return this.later(done, err(refused));
     }
     this.handleReady();
-    this.flushCompletions();
   }
 
   /** Asks the leader to hand leadership to `to` (a no-op on a follower). */
@@ -579,7 +578,6 @@ export class Replica {
     this.proposals.set(index, { index, term, done });
     this.metrics.inc('replica_proposals_total');
     this.handleReady();
-    this.flushCompletions();
   }
 
   private refusal(): FencerError | null {

@@ -255,8 +255,19 @@ export class Simulation {
     const life = node.life;
     openSimStore(node.disk, (error, store) => {
       if (node.life !== life) return;
+      if (error && (error as { code?: unknown }).code === 'EIO') {
+        // An injected fsync error hit recovery: the process exits, as on any fsync error, and starts again later.
+        this.note(`${node.id} open failed: ${error.message}`);
+        node.state = 'down';
+        node.life++;
+        const again = node.life;
+        this.scheduler.after(this.nemesisRandom.range(200 * MS, 2 * SECOND), Tag.restart | (node.num << 8), () => {
+          if (node.life === again && node.state === 'down') this.start(node);
+        });
+        return;
+      }
       if (error || !store) {
-        // The store refuses to open (corruption it will not repair): a real failure to report.
+        // The store refuses to open a disk that only lost unsynced data (or tore its last write): a real failure.
         this.checkers.fail('store-open-failed', `${node.id} failed to open its store: ${error?.message ?? 'no store'}`);
         this.stopped = true;
         return;
