@@ -4,79 +4,28 @@
  * request (what the client library does, kept minimal so these tests check
  * the server alone).
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
-import { adminpb, fromServiceError, isRetryable, lockservice } from '@fencer/protocol';
-import { adminClient, planFleet, spawnReplica, status, stopAll, waitForLeader, type ReplicaPlan } from '../../../../tools/fleet/fleet.mjs';
+import { fromServiceError, isRetryable, lockservice } from '@fencer/protocol';
+import { adminClient } from '../../../../tools/fleet/fleet.mjs';
+import { startTestCell, type TestCell } from '../../../../tools/fleet/test-cell.mjs';
 
-export interface Cell {
-  replicas: ReplicaPlan[];
-  children: Map<string, ChildProcess>;
-  dataDir: string;
+export interface Cell extends TestCell {
   client: TestClient;
-  leader(): Promise<adminpb.StatusResponse>;
-  statusOf(id: string): Promise<adminpb.StatusResponse | undefined>;
-  kill(id: string, signal?: NodeJS.Signals): Promise<void>;
-  restart(id: string): void;
-  signal(id: string, signal: NodeJS.Signals): void;
-  stop(): Promise<void>;
 }
 
-let portCursor = 0;
-/** Port bases spread by worker pid so parallel test files do not collide. */
-function portBase(): number {
-  portCursor += 1;
-  return 20_000 + ((process.pid * 7 + portCursor * 40) % 400) * 100;
-}
-
+/** A real cell (tools/fleet/test-cell.mjs) plus a retrying test client over its replicas. */
 export async function startCell(opts: { replicas?: number; extraArgs?: string[] } = {}): Promise<Cell> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-cell-'));
-  const [plan] = planFleet({ replicas: opts.replicas ?? 5, portBase: portBase(), dataDir, extraArgs: opts.extraArgs, env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' } });
-  const replicas = plan!.replicas;
-  const children = new Map<string, ChildProcess>();
-  const logDir = path.join(dataDir, 'logs');
-  const spawn = (r: ReplicaPlan): void => {
-    children.set(r.id, spawnReplica(r, { logDir }));
-  };
-  replicas.forEach(spawn);
-  const admins = new Map(replicas.map((r) => [r.id, adminClient(r.admin)]));
-  const client = new TestClient(replicas.map((r) => r.grpc));
-  const cell: Cell = {
-    replicas,
-    children,
-    dataDir,
+  const cell = await startTestCell(opts);
+  const client = new TestClient(cell.endpoints);
+  const stop = cell.stop;
+  return Object.assign(cell, {
     client,
-    leader: () => waitForLeader(replicas.filter((r) => children.get(r.id)?.exitCode === null && children.get(r.id)?.signalCode === null), 15_000),
-    statusOf: (id) => status(admins.get(id)!, 1000),
-    async kill(id, signal = 'SIGKILL') {
-      const child = children.get(id)!;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      await new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill(signal);
-      });
-    },
-    restart(id) {
-      spawn(replicas.find((r) => r.id === id)!);
-    },
-    signal(id, signal) {
-      children.get(id)!.kill(signal);
-    },
-    async stop() {
+    stop: async () => {
       client.close();
-      for (const a of admins.values()) a.close();
-      for (const c of children.values()) if (c.signalCode === null && c.exitCode === null) c.kill('SIGCONT');
-      await stopAll([...children.values()], 3000);
-      if (!process.env.FENCER_KEEP_TEST_DATA) rmSync(dataDir, { recursive: true, force: true });
-      else console.log(`test data kept in ${dataDir}`);
+      await stop();
     },
-  };
-  await cell.leader();
-  return cell;
+  });
 }
 
 type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res: Res) => void) => unknown;

@@ -55,7 +55,7 @@ describe('fencer lock against a real cell', () => {
     const got = await other.getLock('/ls/itcli/job');
     expect(got.lock.holders.map((h) => h.token)).toEqual([token]);
     expect(hello.env!['FENCER_LOCK_NAME']).toBe('/ls/itcli/job');
-    const leader = await cell.leader();
+    const leader = (await cell.leader()).leaderId;
     const killedAt = performance.now();
     await cell.kill(leader);
     await cell.leaderAmong(cell.replicas.map((r) => r.id).filter((id) => id !== leader));

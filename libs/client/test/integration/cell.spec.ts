@@ -62,11 +62,11 @@ describe('against a real five-replica cell', () => {
     for (const e of ['jeopardy', 'safe', 'expired'] as const) client.on(e, () => events.push(e));
     try {
       const h: LockHandle = await client.acquire('/ls/it/failover', { waitMs: 5_000 });
-      const oldLeader = await cell.leader();
+      const oldLeader = (await cell.leader()).leaderId;
       const leaseAtKill = h.session.lease.deadlineMonoMs;
       const killedAtMonoMs = performance.now();
       await cell.kill(oldLeader);
-      const newLeader = await cell.leaderAmong(cell.replicas.map((r) => r.id).filter((id) => id !== oldLeader));
+      const newLeader = (await cell.leaderAmong(cell.replicas.map((r) => r.id).filter((id) => id !== oldLeader))).leaderId;
       expect(newLeader).not.toBe(oldLeader);
       // A heartbeat sent after the kill has been answered: the new leader renewed the session…
       await until(ka, 'answered', () => h.session.lease.renewedFromMonoMs > killedAtMonoMs, TTL_MS);

@@ -1,0 +1,23 @@
+import type { ChildProcess } from 'node:child_process';
+import type { adminpb } from '@fencer/protocol';
+import type { ReplicaPlan } from './fleet.mjs';
+
+export interface TestCell {
+  readonly replicas: ReplicaPlan[];
+  readonly endpoints: string[];
+  readonly children: Map<string, ChildProcess>;
+  readonly dataDir: string;
+  /** Status of the leader every live replica agrees on (waits for one). */
+  leader(timeoutMs?: number): Promise<adminpb.StatusResponse>;
+  /** Waits for a leader among the given replicas only (e.g. after killing one). */
+  leaderAmong(ids: readonly string[], timeoutMs?: number): Promise<adminpb.StatusResponse>;
+  statusOf(id: string, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
+  signal(id: string, sig: NodeJS.Signals): void;
+  /** Signals one replica (SIGKILL by default) and waits until its process is gone. */
+  kill(id: string, sig?: NodeJS.Signals): Promise<void>;
+  /** Starts a stopped replica again from its plan (argv, env, cwd): it rejoins with its data. */
+  restart(id: string): void;
+  stop(): Promise<void>;
+}
+export declare function freePortBase(replicas: number): Promise<number>;
+export declare function startTestCell(options?: { replicas?: number; extraArgs?: string[] }): Promise<TestCell>;
