@@ -1,0 +1,256 @@
+/**
+ * The cell under test: cell-node processes planned by the fleet launcher,
+ * with every directed peer link i→j routed through a fault proxy (node i
+ * dials node j at the proxy's address, given by `--peer-dial`). Replicas are
+ * restarted from `fleet.json`'s argv, as an operator would, optionally under
+ * Debian's `faketime` with a shifted clock.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { Metadata } from '@grpc/grpc-js';
+import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { assert, type Random } from '@fencer/base';
+import type { adminpb } from '@fencer/protocol';
+import { adminClient, planFleet, spawnReplica, status as adminStatus, writeFleetJson, type ReplicaPlan } from '../../fleet/fleet.mjs';
+import { LinkProxy, type LinkFault } from './proxy.js';
+import type { Link } from './partitions.js';
+
+export const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+export function faketimeAvailable(): boolean {
+  return existsSync(FAKETIME_LIB);
+}
+
+export interface CellOptions {
+  readonly replicas: number;
+  readonly dataDir: string;
+  readonly logDir: string;
+  readonly extraArgs: readonly string[];
+  readonly random: Random;
+}
+
+type Admin = ReturnType<typeof adminClient>;
+
+/** Whether a TCP port on 127.0.0.1 is free right now. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** A port base (the fleet uses base+1..n, +100, +200) whose ports are all free now. */
+async function choosePortBase(replicas: number, random: Random): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    // Above the kernel's ephemeral range (32768-60999), so a restarted replica never finds its port taken by an outgoing connection.
+    const base = 61_000 + random.int(43) * 100;
+    let free = true;
+    for (let i = 1; i <= replicas && free; i++) for (const off of [0, 100, 200]) if (!(await portFree(base + i + off))) free = false;
+    if (free) return base;
+  }
+  throw new Error('no free port range for the cell after 50 tries');
+}
+
+export type ReplicaState = 'up' | 'killed' | 'paused';
+
+export class ChaosCell {
+  readonly replicas: ReplicaPlan[] = [];
+  readonly ids: string[] = [];
+  readonly children = new Map<string, ChildProcess>();
+  readonly state = new Map<string, ReplicaState>();
+  /** Peer link proxies, keyed `from->to`. */
+  readonly links = new Map<string, LinkProxy>();
+  fleetFile = '';
+  private readonly admins = new Map<string, Admin>();
+  /** Replicas currently running under faketime, with their offset. */
+  readonly shifted = new Map<string, string>();
+
+  constructor(private readonly opts: CellOptions) {}
+
+  async start(): Promise<void> {
+    const portBase = await choosePortBase(this.opts.replicas, this.opts.random);
+    const [plan] = planFleet({
+      replicas: this.opts.replicas,
+      portBase,
+      dataDir: this.opts.dataDir,
+      extraArgs: [...this.opts.extraArgs],
+      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' },
+    });
+    this.replicas.push(...plan!.replicas);
+    this.ids.push(...this.replicas.map((r) => r.id));
+    for (const from of this.replicas) {
+      const dial: string[] = [];
+      for (const to of this.replicas) {
+        if (to.id === from.id) continue;
+        const [host, port] = to.grpc.split(':');
+        const proxy = new LinkProxy(`${from.id}->${to.id}`, host!, Number(port), this.opts.random.fork());
+        await proxy.start();
+        this.links.set(`${from.id}->${to.id}`, proxy);
+        dial.push(`${to.id}=${proxy.address}`);
+      }
+      from.argv.push('--peer-dial', dial.join(','));
+    }
+    this.fleetFile = writeFleetJson(this.opts.dataDir, [{ id: plan!.id, replicas: this.replicas }]);
+    for (const r of this.replicas) {
+      this.admins.set(r.id, adminClient(r.admin));
+      this.spawn(r.id);
+    }
+  }
+
+  replica(id: string): ReplicaPlan {
+    const r = this.replicas.find((x) => x.id === id);
+    assert(r !== undefined, `unknown replica ${id}`);
+    return r;
+  }
+
+  /** Starts a replica from fleet.json's argv and env (plus faketime when a clock shift is given). */
+  spawn(id: string, clockShift?: { offset: string; monotonic: boolean }): void {
+    const fleet = JSON.parse(readFileSync(this.fleetFile, 'utf8')) as { cells: Array<{ replicas: ReplicaPlan[] }> };
+    const saved = fleet.cells[0]!.replicas.find((r) => r.id === id);
+    assert(saved !== undefined, `${id} is in fleet.json`);
+    const env: Record<string, string> = { ...saved.env };
+    if (clockShift) {
+      env.LD_PRELOAD = FAKETIME_LIB;
+      env.FAKETIME = clockShift.offset;
+      if (!clockShift.monotonic) env.FAKETIME_DONT_FAKE_MONOTONIC = '1';
+      this.shifted.set(id, clockShift.offset);
+    } else {
+      this.shifted.delete(id);
+    }
+    const child = spawnReplica({ ...saved, env }, { logDir: this.opts.logDir });
+    this.children.set(id, child);
+    this.state.set(id, 'up');
+    this.replica(id).pid = child.pid ?? 0;
+  }
+
+  alive(id: string): boolean {
+    const c = this.children.get(id);
+    return c !== undefined && c.exitCode === null && c.signalCode === null;
+  }
+
+  /** Replicas whose process exited without being killed by the harness (a crash: always a finding). */
+  crashed(): Array<{ id: string; code: number | null; signal: string | null }> {
+    const out: Array<{ id: string; code: number | null; signal: string | null }> = [];
+    for (const [id, c] of this.children) {
+      if (this.state.get(id) === 'killed') continue;
+      if (c.exitCode !== null || (c.signalCode !== null && c.signalCode !== 'SIGKILL')) out.push({ id, code: c.exitCode, signal: c.signalCode });
+    }
+    return out;
+  }
+
+  /** kill -9; resolves once the process is gone. */
+  async kill(id: string): Promise<void> {
+    const child = this.children.get(id);
+    this.state.set(id, 'killed');
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+  }
+
+  pause(id: string): void {
+    if (!this.alive(id)) return;
+    this.state.set(id, 'paused');
+    this.children.get(id)!.kill('SIGSTOP');
+  }
+
+  resume(id: string): void {
+    if (this.state.get(id) !== 'paused') return;
+    this.state.set(id, 'up');
+    if (this.alive(id)) this.children.get(id)!.kill('SIGCONT');
+  }
+
+  async status(id: string, timeoutMs = 500): Promise<adminpb.StatusResponse | undefined> {
+    if (this.state.get(id) !== 'up') return undefined;
+    return adminStatus(this.admins.get(id)!, timeoutMs);
+  }
+
+  async statuses(timeoutMs = 500): Promise<Map<string, adminpb.StatusResponse>> {
+    const all = await Promise.all(this.ids.map(async (id) => [id, await this.status(id, timeoutMs)] as const));
+    return new Map(all.filter((e): e is readonly [string, adminpb.StatusResponse] => e[1] !== undefined));
+  }
+
+  /** The leader that the highest-term answering replica names, if it is up. */
+  async leader(): Promise<string | undefined> {
+    const st = await this.statuses();
+    let best: adminpb.StatusResponse | undefined;
+    for (const s of st.values()) if (s.role === 'leader' && (!best || s.term > best.term)) best = s;
+    return best?.nodeId;
+  }
+
+  transferLeadership(from: string, to: string, timeoutMs = 5_000): Promise<string> {
+    return new Promise((resolve) => {
+      this.admins.get(from)!.transferLeadership({ to }, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => resolve(err ? `error: ${err.details}` : `leader now ${res.leaderId}`));
+    });
+  }
+
+  link(l: Link): LinkProxy {
+    const p = this.links.get(`${l.from}->${l.to}`);
+    assert(p !== undefined, `no link ${l.from}->${l.to}`);
+    return p;
+  }
+
+  cutLinks(links: readonly Link[]): void {
+    for (const l of links) this.link(l).setFault({ cutUp: true, cutDown: true });
+  }
+
+  faultLinks(links: readonly Link[], fault: LinkFault): void {
+    for (const l of links) this.link(l).setFault(fault);
+  }
+
+  healLinks(): void {
+    for (const p of this.links.values()) p.heal();
+  }
+
+  /** Waits until every replica is up, agrees on one leader, and has applied the leader's commit index, which stays put. */
+  async converge(timeoutMs: number): Promise<{ ok: true; commitIndex: number; leader: string; term: number } | { ok: false; why: string }> {
+    const until = Date.now() + timeoutMs;
+    let last = -1;
+    let why = 'no status yet';
+    while (Date.now() < until) {
+      const st = await this.statuses(1_000);
+      const leaders = [...st.values()].filter((s) => s.role === 'leader');
+      const leader = leaders.sort((a, b) => b.term - a.term)[0];
+      if (st.size < this.ids.length) why = `${this.ids.length - st.size} replicas do not answer`;
+      else if (!leader) why = 'no leader';
+      else if ([...st.values()].some((s) => s.leaderId !== leader.nodeId)) why = 'replicas disagree on the leader';
+      else if ([...st.values()].some((s) => s.appliedIndex !== leader.commitIndex)) why = `not all replicas applied ${leader.commitIndex}`;
+      else if (leader.commitIndex !== last) {
+        last = leader.commitIndex;
+        why = 'commit index still moving';
+      } else {
+        return { ok: true, commitIndex: leader.commitIndex, leader: leader.nodeId, term: leader.term };
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    return { ok: false, why };
+  }
+
+  /** SIGCONT and SIGTERM every replica, SIGKILL after graceMs; closes proxies and admin clients. */
+  async stop(graceMs = 5_000): Promise<void> {
+    await Promise.all(
+      [...this.children.values()].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+            child.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            child.kill('SIGCONT');
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    for (const a of this.admins.values()) a.close();
+    await Promise.all([...this.links.values()].map((p) => p.close()));
+  }
+
+  dataDirOf(id: string): string {
+    return path.resolve(this.replica(id).dataDir);
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * The recorded history: what every client process invoked and what came
+ * back, with monotonic times (CLOCK_MONOTONIC through process.hrtime, the
+ * same clock in every process of the machine, so times from different
+ * processes compare). One JSON record per line, one file per process.
+ *
+ * An operation is an `inv` record and at most one completion: `ok` (it
+ * happened, with this result), `fail` (it definitely did not happen, or was
+ * refused after looking at the state, e.g. SESSION_NOT_FOUND), or `unk` (the
+ * outcome is unknown: it may or may not have happened). An `inv` without a
+ * completion is unknown too.
+ */
+import { createWriteStream, readFileSync, readdirSync, type WriteStream } from 'node:fs';
+import path from 'node:path';
+import { assert } from '@fencer/base';
+import { HISTORY_RECORDS_PER_WORKER_MAX } from './limits.js';
+
+/** Milliseconds on CLOCK_MONOTONIC: comparable across the processes of one machine. */
+export function monoNowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+export type Mode = 'X' | 'S';
+
+export type OpArgs =
+  | { readonly f: 'open'; readonly ns: string; readonly ttl: number }
+  | { readonly f: 'close'; readonly s: string }
+  | { readonly f: 'acquire'; readonly s: string; readonly name: string; readonly mode: Mode; readonly wait: number; readonly req: string }
+  | { readonly f: 'release'; readonly s: string; readonly name: string; readonly token: number }
+  | { readonly f: 'get'; readonly name: string }
+  | { readonly f: 'ctr-read'; readonly name: string; readonly token: number }
+  | { readonly f: 'ctr-write'; readonly name: string; readonly token: number; readonly value: number };
+
+export type AcquireStatus = 'GRANTED' | 'TIMED_OUT' | 'QUEUED';
+
+export type OpResult =
+  | { readonly f: 'open'; readonly s: string; readonly ttl: number }
+  | { readonly f: 'close'; readonly released: readonly string[] }
+  | { readonly f: 'acquire'; readonly status: AcquireStatus; readonly token: number; readonly rev: number }
+  /** `retried`: an earlier attempt failed in a way that may have applied it (so `released: false` is ambiguous). */
+  | { readonly f: 'release'; readonly released: boolean; readonly retried: boolean }
+  | {
+      readonly f: 'get';
+      readonly rev: number;
+      readonly holders: ReadonlyArray<readonly [session: string, token: number, mode: Mode]>;
+      readonly waiters: ReadonlyArray<readonly [session: string, mode: Mode, req: string]>;
+    }
+  | { readonly f: 'ctr-read'; readonly accepted: boolean; readonly value: number }
+  | { readonly f: 'ctr-write'; readonly accepted: boolean };
+
+/** One watch stream, from its start to its end. Events are [revision, type, name, session, token]. */
+export interface WatchSegment {
+  readonly prefix: string;
+  readonly endpoint: number;
+  readonly since: number;
+  readonly tStart: number;
+  readonly tEnd: number;
+  readonly events: ReadonlyArray<readonly [revision: number, type: WatchType, name: string, session: string, token: number]>;
+  /** 'cancelled' (the watcher left), 'overflow' (too many events kept), or the error code that ended it. */
+  readonly end: string;
+}
+
+export type WatchType = 'SNAPSHOT' | 'ACQUIRED' | 'RELEASED' | 'EXPIRED' | 'QUEUED' | 'CANCELED' | 'PROGRESS';
+
+export type HistoryRecord =
+  | { readonly k: 'inv'; readonly p: string; readonly id: number; readonly t: number; readonly op: OpArgs }
+  | { readonly k: 'ok'; readonly p: string; readonly id: number; readonly t: number; readonly r: OpResult }
+  | { readonly k: 'fail' | 'unk'; readonly p: string; readonly id: number; readonly t: number; readonly code: string }
+  /** A heartbeat sent at `sent` was acknowledged (alive) at `t`. */
+  | { readonly k: 'hb'; readonly p: string; readonly s: string; readonly sent: number; readonly t: number }
+  /** KeepAlive answered that the session is gone. */
+  | { readonly k: 'end'; readonly p: string; readonly s: string; readonly t: number }
+  /** The client stopped heartbeating this session on purpose (it will expire). */
+  | { readonly k: 'abandon'; readonly p: string; readonly s: string; readonly t: number }
+  | { readonly k: 'watch'; readonly p: string; readonly seg: WatchSegment };
+
+/** Appends records of one process to its file. */
+export class HistoryWriter {
+  private readonly out: WriteStream;
+  private nextId = 1;
+  private records = 0;
+
+  constructor(
+    readonly file: string,
+    readonly process: string,
+  ) {
+    this.out = createWriteStream(file, { flags: 'a' });
+  }
+
+  get full(): boolean {
+    return this.records >= HISTORY_RECORDS_PER_WORKER_MAX;
+  }
+
+  private write(record: HistoryRecord): void {
+    this.records++;
+    this.out.write(`${JSON.stringify(record)}\n`);
+  }
+
+  invoke(op: OpArgs): number {
+    const id = this.nextId++;
+    this.write({ k: 'inv', p: this.process, id, t: monoNowMs(), op });
+    return id;
+  }
+
+  ok(id: number, r: OpResult): void {
+    this.write({ k: 'ok', p: this.process, id, t: monoNowMs(), r });
+  }
+
+  fail(id: number, code: string): void {
+    this.write({ k: 'fail', p: this.process, id, t: monoNowMs(), code });
+  }
+
+  unknown(id: number, code: string): void {
+    this.write({ k: 'unk', p: this.process, id, t: monoNowMs(), code });
+  }
+
+  heartbeat(s: string, sent: number): void {
+    this.write({ k: 'hb', p: this.process, s, sent, t: monoNowMs() });
+  }
+
+  sessionEnded(s: string): void {
+    this.write({ k: 'end', p: this.process, s, t: monoNowMs() });
+  }
+
+  abandoned(s: string): void {
+    this.write({ k: 'abandon', p: this.process, s, t: monoNowMs() });
+  }
+
+  watch(seg: WatchSegment): void {
+    this.write({ k: 'watch', p: this.process, seg });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.out.end(() => resolve()));
+  }
+}
+
+/** One operation as the checkers see it: invocation, completion (Infinity when none) and outcome. */
+export interface Op {
+  readonly p: string;
+  readonly id: number;
+  readonly inv: number;
+  readonly comp: number;
+  readonly op: OpArgs;
+  readonly outcome: 'ok' | 'fail' | 'unk';
+  readonly r?: OpResult;
+  readonly code?: string;
+}
+
+export interface SessionFacts {
+  /** Latest send time of an acknowledged heartbeat. */
+  lastAckedSendMs: number;
+  /** Earliest time the client learned the session was gone (KeepAlive), if it did. */
+  endSeenMs: number;
+  abandonedMs: number;
+}
+
+export interface History {
+  readonly ops: Op[];
+  readonly sessions: Map<string, SessionFacts>;
+  readonly watches: Array<{ p: string; seg: WatchSegment }>;
+  /** Records that did not parse (a torn last line of a killed process). */
+  readonly badLines: number;
+}
+
+/** Reads every `*.jsonl` history file in `dir`. */
+export function loadHistory(dir: string): History {
+  const ops: Op[] = [];
+  const sessions = new Map<string, SessionFacts>();
+  const watches: Array<{ p: string; seg: WatchSegment }> = [];
+  let badLines = 0;
+  const facts = (s: string): SessionFacts => {
+    let f = sessions.get(s);
+    if (!f) {
+      f = { lastAckedSendMs: -Infinity, endSeenMs: Infinity, abandonedMs: Infinity };
+      sessions.set(s, f);
+    }
+    return f;
+  };
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort()) {
+    const invs = new Map<number, Extract<HistoryRecord, { k: 'inv' }>>();
+    const done = new Map<number, HistoryRecord>();
+    for (const line of readFileSync(path.join(dir, name), 'utf8').split('\n')) {
+      if (line === '') continue;
+      let rec: HistoryRecord;
+      try {
+        rec = JSON.parse(line) as HistoryRecord;
+      } catch {
+        badLines++;
+        continue;
+      }
+      switch (rec.k) {
+        case 'inv':
+          invs.set(rec.id, rec);
+          break;
+        case 'ok':
+        case 'fail':
+        case 'unk':
+          assert(!done.has(rec.id), `${name}: operation ${rec.id} completed twice`);
+          done.set(rec.id, rec);
+          break;
+        case 'hb': {
+          const f = facts(rec.s);
+          f.lastAckedSendMs = Math.max(f.lastAckedSendMs, rec.sent);
+          break;
+        }
+        case 'end': {
+          const f = facts(rec.s);
+          f.endSeenMs = Math.min(f.endSeenMs, rec.t);
+          break;
+        }
+        case 'abandon':
+          facts(rec.s).abandonedMs = rec.t;
+          break;
+        case 'watch':
+          watches.push({ p: rec.p, seg: rec.seg });
+          break;
+      }
+    }
+    for (const [id, inv] of invs) {
+      const c = done.get(id);
+      if (c === undefined) {
+        ops.push({ p: inv.p, id, inv: inv.t, comp: Infinity, op: inv.op, outcome: 'unk', code: 'NO_COMPLETION' });
+      } else if (c.k === 'ok') {
+        assert(c.t >= inv.t, 'completion after invocation');
+        ops.push({ p: inv.p, id, inv: inv.t, comp: c.t, op: inv.op, outcome: 'ok', r: c.r });
+      } else if (c.k === 'fail' || c.k === 'unk') {
+        ops.push({ p: inv.p, id, inv: inv.t, comp: c.k === 'unk' ? Infinity : c.t, op: inv.op, outcome: c.k, code: c.code });
+      }
+    }
+  }
+  ops.sort((a, b) => a.inv - b.inv);
+  return { ops, sessions, watches, badLines };
+}

@@ -1,0 +1,425 @@
+/**
+ * One chaos run: a five-replica cell behind fault proxies, a fenced
+ * resource, client worker processes running every workload together, the
+ * nemesis for `seconds`, then heal, stop, read the final logs back and run
+ * every checker on the recorded history. The report carries the figures
+ * (operations, faults by kind, leader changes, expiries, checker times), the
+ * violations, and where the history and the fault schedule are, with the
+ * command that reruns the same seed.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SeededRandom, assert } from '@fencer/base';
+import { cellNodeBuilt, waitForLeader } from '../../fleet/fleet.mjs';
+import { ChaosCell, faketimeAvailable } from './cell.js';
+import { type FinalLogs, readFinalLogs } from './final-log.js';
+import { type History, loadHistory } from './history.js';
+import { CONVERGE_MS_MAX, LINEARIZABILITY_STATES_MAX } from './limits.js';
+import { FULL_NEMESIS, type FaultKind, type FaultRecord, Nemesis, type WorkerProcess } from './nemesis.js';
+import { LinkProxy } from './proxy.js';
+import type { ResourceState } from './resource.js';
+import { WORKER_CONFIG_ENV, type WorkerConfig } from './workload-config.js';
+import { buildLockHistories } from './check/lock-history.js';
+import { type LinearizabilityResult, checkLock } from './check/linearizability.js';
+import { checkTokens } from './check/tokens.js';
+import { checkResource, type ResourceReport } from './check/resource-check.js';
+import { type CanonicalLog, checkWatches, watchSnapshotQueries, type WatchReport } from './check/watch-check.js';
+import { checkGrantsInLog, type LogGrantReport } from './check/log-check.js';
+
+export type NemesisMode = 'full' | 'client-pauses' | 'none';
+
+export interface ChaosOptions {
+  readonly seconds: number;
+  readonly seed: number;
+  /** Where data, logs, history and the report go (default: a new temporary directory). */
+  readonly workDir?: string;
+  readonly replicas?: number;
+  readonly workers?: number;
+  /** The resource checks tokens (false: the negative control). */
+  readonly fence?: boolean;
+  readonly nemesis?: NemesisMode;
+  readonly snapshotEveryEntries?: number;
+  readonly ttlMs?: number;
+  /** Seconds between nemesis actions, as a range. */
+  readonly nemesisIntervalMs?: readonly [number, number];
+  readonly lockLoops?: number;
+  readonly counterLoops?: number;
+  readonly churnLoops?: number;
+  readonly watchLoops?: number;
+  readonly counterWorkMs?: readonly [number, number];
+  /** Search states per lock name before the linearizability checker gives up (a timeout). */
+  readonly statesMax?: number;
+  /** Delete the work directory after a run without violations. */
+  readonly cleanOnSuccess?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface ChaosFigures {
+  readonly seconds: number;
+  readonly clientOps: number;
+  readonly lockServiceOps: number;
+  readonly opsByKind: Record<string, { ok: number; fail: number; unknown: number }>;
+  readonly fencedWrites: number;
+  readonly leaderChangesSeen: number;
+  readonly termsInLog: number;
+  readonly expiriesInLog: number;
+  readonly expiriesSeenByClients: number;
+  readonly sessionsAbandoned: number;
+  readonly faultsByKind: Partial<Record<FaultKind, number>>;
+  readonly watchStreams: number;
+  readonly watchEvents: number;
+  readonly logEntries: number;
+  readonly logFloor: number;
+  readonly commandsInLog: Record<string, number>;
+  readonly checkerMs: Record<string, number>;
+  readonly linearizability: { readonly names: number; readonly events: number; readonly statesVisited: number; readonly slowest: string };
+  readonly grantsCheckedInLog: number;
+  readonly grantsCompacted: number;
+}
+
+export interface ChaosReport {
+  readonly ok: boolean;
+  readonly seed: number;
+  readonly workDir: string;
+  readonly historyDir: string;
+  readonly scheduleFile: string;
+  readonly reportFile: string;
+  readonly rerun: string;
+  readonly figures: ChaosFigures;
+  /** Every violation found, grouped by checker (empty groups left out). */
+  readonly violations: Record<string, string[]>;
+  readonly violationCount: number;
+  /** Whether the linearizability search ran out of budget on some name (counts as a failure). */
+  readonly checkerTimedOut: boolean;
+  readonly faults: readonly FaultRecord[];
+  readonly resource?: ResourceReport;
+  readonly watch?: WatchReport;
+  readonly logGrants?: LogGrantReport;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** Compiled entry points (child processes run compiled code: Node 20 runs no TypeScript). */
+export const WORKER_MAIN = path.resolve(here, '../dist/worker.js');
+export const RESOURCE_MAIN = path.resolve(here, '../dist/resource.js');
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function getJson<T>(url: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve(JSON.parse(text) as T));
+      })
+      .on('error', reject);
+  });
+}
+
+function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+export function rerunCommand(o: ChaosOptions): string {
+  const parts = [`npm run chaos -- --seconds ${o.seconds} --seed ${o.seed}`];
+  if (o.fence === false) parts.push('--no-fence');
+  if (o.nemesis && o.nemesis !== 'full') parts.push(`--nemesis ${o.nemesis}`);
+  if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
+  return parts.join(' ');
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  assert(o.seconds > 0 && Number.isSafeInteger(o.seed), 'seconds > 0 and an integer seed');
+  assert(cellNodeBuilt(), 'apps/cell-node is not built: run `npx nx run-many -t build` first');
+  const log = o.log ?? ((line: string) => console.log(line));
+  const workDir = o.workDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-chaos-'));
+  const dataDir = path.join(workDir, 'data');
+  const logDir = path.join(workDir, 'logs');
+  const historyDir = path.join(workDir, 'history');
+  for (const d of [dataDir, logDir, historyDir]) mkdirSync(d, { recursive: true });
+  const scheduleFile = path.join(workDir, 'faults.jsonl');
+  const reportFile = path.join(workDir, 'report.json');
+  writeFileSync(scheduleFile, '');
+  const random = new SeededRandom(o.seed);
+  const replicas = o.replicas ?? 5;
+  const workerCount = o.workers ?? 4;
+  const ttlMs = o.ttlMs ?? 3_000;
+  const fence = o.fence ?? true;
+  const nemesisMode = o.nemesis ?? 'full';
+  const rerun = rerunCommand(o);
+  const extraArgs = [
+    '--ttl-min-ms', '2000',
+    '--snapshot-every-entries', String(o.snapshotEveryEntries ?? 1_000_000),
+    '--watch-history-max', '20000',
+    '--watch-progress-ms', '1000',
+  ];
+  const cell = new ChaosCell({ replicas, dataDir, logDir, extraArgs, random: random.fork() });
+  const children: ChildProcess[] = [];
+  const clientLinks: LinkProxy[] = [];
+  const workers: WorkerProcess[] = [];
+  let resource: ChildProcess | undefined;
+  const t0 = Date.now();
+  log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`);
+  let resourceState: ResourceState | undefined;
+  let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
+  let crashes: ReturnType<ChaosCell['crashed']> = [];
+  const leaderTerms = new Set<string>();
+  let nemesis: Nemesis | undefined;
+  const workerProblems: string[] = [];
+  try {
+    await cell.start();
+    await waitForLeader(cell.replicas, 30_000);
+
+    resource = fork(RESOURCE_MAIN, fence ? [] : ['--no-fence'], { stdio: ['ignore', 'ignore', openSync(path.join(logDir, 'resource.log'), 'a'), 'ipc'] });
+    const resourcePort = await new Promise<number>((resolve, reject) => {
+      resource!.once('message', (m: { port: number }) => resolve(m.port));
+      resource!.once('exit', (code) => reject(new Error(`resource exited with ${code}`)));
+    });
+
+    for (let w = 0; w < workerCount; w++) {
+      const id = `w${w + 1}`;
+      const links: LinkProxy[] = [];
+      for (const r of cell.replicas) {
+        const [host, port] = r.grpc.split(':');
+        const p = new LinkProxy(`${id}->${r.id}`, host!, Number(port), random.fork());
+        await p.start();
+        links.push(p);
+        clientLinks.push(p);
+      }
+      const cfg: WorkerConfig = {
+        id,
+        seed: random.nextU32(),
+        historyFile: path.join(historyDir, `${id}.jsonl`),
+        endpoints: links.map((l) => l.address),
+        hintMap: Object.fromEntries(cell.replicas.map((r, i) => [r.grpc, links[i]!.address])),
+        resourceUrl: `http://127.0.0.1:${resourcePort}`,
+        ttlMs,
+        lockNamespaces: ['alpha', 'beta', 'gamma'],
+        namesPerNamespace: 15,
+        counterNamespace: 'ctr',
+        counterNames: 4,
+        lockLoops: o.lockLoops ?? 3,
+        counterLoops: o.counterLoops ?? 1,
+        churnLoops: o.churnLoops ?? 1,
+        watchLoops: o.watchLoops ?? 1,
+        counterWorkMs: o.counterWorkMs ?? [30, 200],
+        abandonRate: 0.3,
+      };
+      const stderr = openSync(path.join(logDir, `${id}.log`), 'a');
+      const child = fork(WORKER_MAIN, [], { env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      children.push(child);
+      workers.push({ id, child, links, paused: false });
+    }
+
+    // Leader changes as the admin API shows them: each distinct (term, leader) pair.
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const st = await cell.statuses(400);
+        for (const s of st.values()) if (s.role === 'leader') leaderTerms.add(`${s.term}/${s.nodeId}`);
+        await sleep(300);
+      }
+    })();
+
+    const weights = nemesisMode === 'full' ? FULL_NEMESIS : nemesisMode === 'client-pauses' ? { 'pause-client': 1 } : {};
+    nemesis = new Nemesis({
+      cell,
+      workers,
+      random: random.fork(),
+      ttlMs,
+      weights,
+      intervalMs: o.nemesisIntervalMs ?? (nemesisMode === 'client-pauses' ? [ttlMs + 4_000, ttlMs + 6_000] : [1_500, 4_000]),
+      scheduleFile,
+      t0Ms: t0,
+    });
+    await nemesis.run(t0 + o.seconds * 1000);
+    log(`chaos: nemesis done after ${((Date.now() - t0) / 1000).toFixed(1)} s; stopping the workers`);
+
+    // Workers close their sessions and exit; a worker that hangs is killed (its open operations stay unknown).
+    for (const w of workers) w.child.send('stop');
+    for (const w of workers) {
+      if (!(await waitExit(w.child, 45_000))) {
+        workerProblems.push(`${w.id} did not stop within 45 s after the run; killed`);
+        w.child.kill('SIGKILL');
+        await waitExit(w.child, 5_000);
+      } else if (w.child.exitCode !== 0) {
+        workerProblems.push(`${w.id} exited with ${w.child.exitCode ?? w.child.signalCode} (see ${path.join(logDir, `${w.id}.log`)})`);
+      }
+    }
+    crashes = cell.crashed();
+    resourceState = await getJson<ResourceState>(`http://127.0.0.1:${resourcePort}/state`);
+    resource.send('stop');
+    await waitExit(resource, 5_000);
+    converged = await cell.converge(CONVERGE_MS_MAX);
+    polling = false;
+    await poller;
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    if (resource && resource.exitCode === null) resource.kill('SIGKILL');
+    await cell.stop();
+    await Promise.all(clientLinks.map((p) => p.close()));
+  }
+
+  // ---- checks ----
+  const violations: Record<string, string[]> = {};
+  let violationCount = 0;
+  const flag = (group: string, list: readonly string[], total = list.length): void => {
+    if (total === 0) return;
+    (violations[group] ??= []).push(...list);
+    violationCount += total;
+  };
+  const checkerMs: Record<string, number> = {};
+  const timed = <T>(name: string, fn: () => T): T => {
+    const started = performance.now();
+    try {
+      return fn();
+    } finally {
+      checkerMs[name] = Math.round(performance.now() - started);
+    }
+  };
+  flag('processes', [...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`), ...workerProblems]);
+  if (!converged.ok) flag('convergence', [`the healed cell did not converge within ${CONVERGE_MS_MAX} ms: ${converged.why}`]);
+
+  const history: History = timed('load history', () => loadHistory(historyDir));
+  let finalLogs: FinalLogs | undefined;
+  if (converged.ok) {
+    const started = performance.now();
+    finalLogs = await readFinalLogs(
+      cell.replicas.map((r) => ({ id: r.id, dataDir: r.dataDir })),
+      converged.commitIndex,
+      watchSnapshotQueries(history.watches),
+    );
+    checkerMs['final logs'] = Math.round(performance.now() - started);
+    flag('final logs', finalLogs.problems);
+  }
+
+  const lockHistories = timed('build lock histories', () => buildLockHistories(history));
+  flag(
+    'expiry',
+    lockHistories.earlyEnds.map(
+      (w) => `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}) and before any close`,
+    ),
+  );
+  flag('odd failures', lockHistories.oddFailures.slice(0, 20).map((op) => `${op.p}#${op.id} ${JSON.stringify(op.op)} failed with ${op.code}`), lockHistories.oddFailures.length);
+  const results: LinearizabilityResult[] = timed('linearizability', () =>
+    [...lockHistories.byName.entries()].map(([name, events]) => checkLock(name, events, lockHistories.expectations, o.statesMax ?? LINEARIZABILITY_STATES_MAX)),
+  );
+  const checkerTimedOut = results.some((r) => r.timedOut);
+  flag('linearizability', results.filter((r) => !r.ok).map((r) => `${r.name}${r.timedOut ? ' (checker timeout)' : ''}: ${r.detail}`));
+  const tokens = timed('tokens', () => checkTokens(history));
+  flag('tokens', tokens.violations, tokens.violationCount);
+  const resourceReport = resourceState ? timed('resource', () => checkResource(history, resourceState!)) : undefined;
+  if (resourceReport) flag('resource', resourceReport.violations, resourceReport.violationCount);
+  else flag('resource', ['the resource state could not be read']);
+  let watchReport: WatchReport | undefined;
+  let logGrants: LogGrantReport | undefined;
+  if (finalLogs) {
+    const canonical: CanonicalLog = {
+      floor: finalLogs.canonical.firstIndex,
+      last: finalLogs.commonIndex,
+      events: finalLogs.replay.events,
+      snapshots: finalLogs.replay.snapshots,
+    };
+    watchReport = timed('watch', () => checkWatches(history.watches, canonical));
+    flag('watch', watchReport.violations, watchReport.violationCount);
+    logGrants = timed('grants in log', () => checkGrantsInLog(history, canonical));
+    flag('grants in log', logGrants.violations, logGrants.violationCount);
+  }
+  if (history.badLines > 0) flag('history', [`${history.badLines} history lines did not parse`]);
+
+  // ---- figures ----
+  const opsByKind: Record<string, { ok: number; fail: number; unknown: number }> = {};
+  for (const op of history.ops) {
+    const k = (opsByKind[op.op.f] ??= { ok: 0, fail: 0, unknown: 0 });
+    if (op.outcome === 'ok') k.ok++;
+    else if (op.outcome === 'fail') k.fail++;
+    else k.unknown++;
+  }
+  const lockServiceOps = history.ops.filter((op) => !op.op.f.startsWith('ctr-')).length;
+  let expiriesSeen = 0;
+  let abandoned = 0;
+  for (const w of lockHistories.sessions.values()) if (w.end < Infinity && w.closeInvoked === Infinity) expiriesSeen++;
+  for (const f of history.sessions.values()) if (f.abandonedMs < Infinity) abandoned++;
+  const slowest = [...results].sort((a, b) => b.statesVisited - a.statesVisited)[0];
+  const figures: ChaosFigures = {
+    seconds: o.seconds,
+    clientOps: history.ops.length,
+    lockServiceOps,
+    opsByKind,
+    fencedWrites: resourceReport?.acceptedWrites ?? 0,
+    leaderChangesSeen: Math.max(0, leaderTerms.size - 1),
+    termsInLog: finalLogs?.replay.terms.size ?? 0,
+    expiriesInLog: finalLogs?.replay.okKinds.ExpireSession ?? 0,
+    expiriesSeenByClients: expiriesSeen,
+    sessionsAbandoned: abandoned,
+    faultsByKind: nemesis?.started ?? {},
+    watchStreams: history.watches.length,
+    watchEvents: watchReport?.events ?? 0,
+    logEntries: finalLogs?.commonIndex ?? 0,
+    logFloor: finalLogs?.canonical.firstIndex ?? 0,
+    commandsInLog: finalLogs?.replay.kinds ?? {},
+    checkerMs,
+    linearizability: {
+      names: results.length,
+      events: results.reduce((s, r) => s + r.events, 0),
+      statesVisited: results.reduce((s, r) => s + r.statesVisited, 0),
+      slowest: slowest ? `${slowest.name}: ${slowest.events} events, ${slowest.statesVisited} states` : '',
+    },
+    grantsCheckedInLog: logGrants?.checked ?? 0,
+    grantsCompacted: logGrants?.compacted ?? 0,
+  };
+  const ok = violationCount === 0 && !checkerTimedOut;
+  const report: ChaosReport = {
+    ok,
+    seed: o.seed,
+    workDir,
+    historyDir,
+    scheduleFile,
+    reportFile,
+    rerun,
+    figures,
+    violations,
+    violationCount,
+    checkerTimedOut,
+    faults: nemesis?.records ?? [],
+    ...(resourceReport ? { resource: resourceReport } : {}),
+    ...(watchReport ? { watch: watchReport } : {}),
+    ...(logGrants ? { logGrants } : {}),
+  };
+  writeFileSync(reportFile, `${JSON.stringify(report, null, 2)}\n`);
+  if (ok && o.cleanOnSuccess) rmSync(path.join(workDir, 'data'), { recursive: true, force: true });
+  return report;
+}
+
+/** A short human summary; on failure it names the history, the fault schedule and the rerun command. */
+export function summarize(r: ChaosReport): string {
+  const f = r.figures;
+  const lines = [
+    `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
+    `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
+    `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}`,
+    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `  log: ${f.logEntries} entries (from ${f.logFloor}); grants checked in the log ${f.grantsCheckedInLog}, compacted ${f.grantsCompacted}`,
+    `  checkers (ms): ${Object.entries(f.checkerMs).map(([k, v]) => `${k} ${v}`).join(', ')}; linearizability ${f.linearizability.names} names, ${f.linearizability.events} events, ${f.linearizability.statesVisited} states (slowest ${f.linearizability.slowest})`,
+  ];
+  if (!r.ok) {
+    lines.push(`  ${r.violationCount} violations${r.checkerTimedOut ? ' (a checker timed out)' : ''}:`);
+    for (const [group, list] of Object.entries(r.violations)) for (const v of list.slice(0, 10)) lines.push(`    [${group}] ${v}`);
+    lines.push(`  history: ${r.historyDir}`, `  fault schedule: ${r.scheduleFile}`, `  report: ${r.reportFile}`, `  rerun: ${r.rerun}`);
+  }
+  return lines.join('\n');
+}
