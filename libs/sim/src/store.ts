@@ -55,8 +55,11 @@ class WalSimDisk implements SimDisk {
   }
 
   crash(random: Random): void {
-    // Mostly a random cut (a prefix of unsynced writes lands, the next maybe torn); sometimes all unsynced is lost.
-    if (random.chance(0.75)) this.disk.crash({ mode: 'random', random, tearChance: 0.5 });
+    // Mostly a random cut: a prefix of the unsynced writes lands, the next maybe torn, or (a quarter of
+    // those) a random subset of them, as when the disk flushed pages out of order. Sometimes all is lost.
+    const x = random.float();
+    if (x < 0.55) this.disk.crash({ mode: 'random', random, tearChance: 0.5 });
+    else if (x < 0.75) this.disk.crash({ mode: 'random', random, tearChance: 0.5, reorder: true });
     else this.disk.crash({ mode: 'lose' });
   }
 
