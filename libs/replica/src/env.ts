@@ -44,8 +44,11 @@ export const noopMetrics: Metrics = {
 export interface ReplicaObserver {
   /** Role or leader changed (after the ready that reported it was applied). */
   softStateChanged?(soft: SoftState, term: Term): void;
-  /** Every committed entry as it is applied, blank and membership entries included. */
-  applied?(entry: Entry): void;
+  /**
+   * Every committed entry as it is applied, blank and membership entries
+   * included, with what the state machine returned (undefined for those two).
+   */
+  applied?(entry: Entry, result: unknown): void;
   /** A snapshot received from the leader replaced the state machine. */
   snapshotInstalled?(meta: SnapshotMeta): void;
 }

@@ -11,10 +11,26 @@
  *   persist hard state + entries (+ received snapshot), wait for fsync
  *   → send messages → install snapshot / apply committed entries, serve reads
  *   → advance.
- * We keep the strict order even for the leader's own new entries: etcd lets a
- * leader send AppendEntries while its own fsync runs, which is safe only if
- * the leader's self-acknowledgement counts after that fsync. The strict order
- * costs one fsync of latency per round and needs no such care in the core.
+ * Three refinements keep that order wherever it protects something and drop
+ * only the waits that protect nothing (as etcd does; measured in
+ * docs/benchmarks.md, cell section):
+ * - A leader's AppendEntries and Heartbeats leave while its own fsync runs
+ *   (Raft dissertation §10.2.1). They acknowledge nothing: the core counts
+ *   the leader's own log toward commitment only in advance(), after the
+ *   fsync (Raft.onPersisted), so a commit still needs a majority of durable
+ *   copies. Every other message (responses, votes) still waits for the fsync,
+ *   and so does everything when the ready changes term or vote or carries a
+ *   snapshot.
+ * - Committed entries that were already on disk here before the ready (all
+ *   of them below its new entries) are applied while its fsync runs: each
+ *   entry is still applied only after it is durable. A leader's answers to
+ *   clients then wait for one fsync, not two.
+ * - A ready whose only durable change is the commit index is written but not
+ *   waited for (etcd's MustSync): the commit index needs no fsync for safety.
+ *   A replica that restarts with an older one re-learns it from the leader,
+ *   and a snapshot above it counts as committed (RaftLog starts committed at
+ *   the snapshot index). The entries being applied are already durable on a
+ *   majority, which is what committed them.
  */
 import {
   type Clock,
@@ -43,6 +59,7 @@ import {
   type SoftState,
   type Status,
   EntryType,
+  MessageType,
   createRaftNode,
 } from '@fencer/raft';
 import type { RaftLogStore } from '@fencer/wal';
@@ -149,6 +166,9 @@ export class Replica {
   private softState: SoftState = { leader: null, role: 'follower' };
   /** The term as of the last ready taken (the core may be ahead while a persist is in flight). */
   private readyTerm: Term;
+  /** Term and vote as last handed to the store: a ready that changes either must be durable before anything is sent. */
+  private savedTerm: Term;
+  private savedVote: NodeId | null;
   private ticks = 0;
   private nextReadId = 0;
 
@@ -182,6 +202,8 @@ export class Replica {
     if (snapshot.meta.index > 0) stateMachine.restore(snapshot.data);
     assertUint(hardState.commit, 'recovered commit index');
     this.readyTerm = hardState.term;
+    this.savedTerm = hardState.term;
+    this.savedVote = hardState.vote;
 
     const tuning = { ...raftTuningDefault, ...config.raft };
     const raftConfig: RaftConfig = {
@@ -358,15 +380,39 @@ export class Replica {
         // A term change always comes with a hard state: this is the term the ready's soft state belongs to.
         if (rd.hardState) this.readyTerm = rd.hardState.term;
         const term = this.readyTerm;
-        const needsPersist = rd.snapshot !== undefined || rd.hardState !== undefined || rd.entries.length > 0;
+        const termOrVoteChanged = rd.hardState !== undefined && (rd.hardState.term !== this.savedTerm || rd.hardState.vote !== this.savedVote);
+        const mustSync = rd.snapshot !== undefined || rd.entries.length > 0 || termOrVoteChanged;
+        const needsPersist = mustSync || rd.hardState !== undefined;
         const ackEarly = needsPersist && this.ackBeforeFsync;
         const startedMs = this.clock.monoMs();
+        if (rd.hardState !== undefined) {
+          this.savedTerm = rd.hardState.term;
+          this.savedVote = rd.hardState.vote;
+        }
+
+        // A leader's appends and heartbeats need not wait for its own fsync (see the header).
+        let afterSync = rd.messages;
+        if (mustSync && !ackEarly && !termOrVoteChanged && rd.snapshot === undefined && this.leadsThrough(rd)) {
+          const early = rd.messages.filter(isLeaderOutbound);
+          if (early.length > 0) {
+            afterSync = early.length === rd.messages.length ? [] : rd.messages.filter((m) => !isLeaderOutbound(m));
+            this.send(early);
+          }
+        }
+
+        // Committed entries that were durable here before this ready (none of its own entries, no
+        // snapshot) are applied at once: waiting for this ready's fsync would protect nothing.
+        let applyAfterSync = rd.committedEntries;
+        if (mustSync && !ackEarly && rd.snapshot === undefined && rd.committedEntries.length > 0 && this.committedAlreadyDurable(rd)) {
+          this.applyEntries(rd.committedEntries);
+          applyAfterSync = [];
+        }
 
         // Everything after the fsync: send, install/apply, advance.
         const afterPersist = (): void => {
-          if (!ackEarly) this.send(rd.messages);
+          if (!ackEarly) this.send(afterSync);
           if (rd.snapshot) this.installSnapshot(rd.snapshot);
-          this.applyEntries(rd.committedEntries);
+          this.applyEntries(applyAfterSync);
           this.noteReadStates(rd);
           this.noteSoftState(rd.softState, term);
           this.raft.advance();
@@ -374,6 +420,14 @@ export class Replica {
         };
 
         if (!needsPersist) {
+          afterPersist();
+          continue;
+        }
+        if (!mustSync && !ackEarly) {
+          // Only the commit index changed: write it, but nothing here waits for that fsync.
+          this.store.save(rd.hardState, [], (error) => {
+            if (error && !this.stoppedFlag) this.fatal(error);
+          });
           afterPersist();
           continue;
         }
@@ -405,6 +459,22 @@ export class Replica {
       this.handlingReady = false;
     }
     this.flushCompletions();
+  }
+
+  /**
+   * Whether every committed entry of the ready sits below its new entries:
+   * whatever the ready does not hand out to persist was made durable by an
+   * earlier ready (one is in flight at a time), so those entries are on disk.
+   */
+  private committedAlreadyDurable(rd: Ready): boolean {
+    const last = rd.committedEntries[rd.committedEntries.length - 1];
+    const first = rd.entries[0];
+    return last !== undefined && (first === undefined || last.index < first.index);
+  }
+
+  /** Leader before and after this ready (a ready that makes or unmakes the leader keeps the strict order). */
+  private leadsThrough(rd: Ready): boolean {
+    return this.softState.role === 'leader' && (rd.softState === undefined || rd.softState.role === 'leader');
   }
 
   /** Writes a ready's snapshot, hard state and entries; `persisted` runs once all of it is durable. */
@@ -467,7 +537,7 @@ export class Replica {
         result = this.stateMachine.apply(entry);
       }
       this.appliedIndex = entry.index;
-      this.env.observer?.applied?.(entry);
+      this.env.observer?.applied?.(entry, result);
       const p = this.proposals.get(entry.index);
       if (p) {
         this.proposals.delete(entry.index);
@@ -637,6 +707,11 @@ export class Replica {
     if (this.env.onFatal) this.env.onFatal(error);
     else throw error instanceof AssertionError ? error : new AssertionError(`storage failed: ${error.message}`);
   }
+}
+
+/** Messages a leader sends that acknowledge nothing, so they may leave before its own fsync. */
+function isLeaderOutbound(m: Message): boolean {
+  return m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat;
 }
 
 /** Promise wrapper for the cell node. The simulator uses the callbacks directly (promises resolve in microtasks). */
