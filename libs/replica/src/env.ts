@@ -46,7 +46,8 @@ export interface ReplicaObserver {
   softStateChanged?(soft: SoftState, term: Term): void;
   /**
    * Every committed entry as it is applied, blank and membership entries
-   * included, with what the state machine returned (undefined for those two).
+   * included, with its result: the state machine's, the new membership for a
+   * membership change, undefined for a blank entry.
    */
   applied?(entry: Entry, result: unknown): void;
   /** A snapshot received from the leader replaced the state machine. */
