@@ -95,11 +95,13 @@ export const allFaults: FaultMix = {
 
 export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
   const replicas = overrides.replicas ?? 5;
+  const seconds = overrides.seconds ?? 120;
   return {
     seed,
-    seconds: 120,
+    seconds,
     replicas,
-    quietSeconds: 20,
+    // A short run keeps a third of itself quiet.
+    quietSeconds: Math.min(20, Math.floor(seconds / 3)),
     leaderBoundSeconds: 10,
     faultEveryMs: 2_000,
     faults: allFaults,
@@ -152,7 +154,8 @@ export const BUGS: readonly ReplicaBug[] = [
  * seed's run early and an uncaught one should be rare.
  */
 export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
-  const base = { bugs: { [bug]: true }, seconds: 60, quietSeconds: 10 } satisfies Partial<SimOptions>;
+  const seconds = overrides.seconds ?? 60;
+  const base = { bugs: { [bug]: true }, seconds, quietSeconds: Math.min(10, Math.floor(seconds / 3)) } satisfies Partial<SimOptions>;
   switch (bug) {
     case 'ackBeforeFsync':
       // Slow fsyncs widen the window; crashes lose what was acknowledged early.

@@ -14,7 +14,7 @@ import { expectClean, seedRange } from './sweep.js';
 
 describe('model store', () => {
   it.each(seedRange(1, 5))('sweep seed %i over the model store: no violation', (seed) => {
-    expectClean(sweepOptions(seed, { seconds: 60, quietSeconds: 15, store: 'model' }));
+    expectClean(sweepOptions(seed, { seconds: 60, store: 'model' }));
   });
 
   it('a crash keeps what completed and at most a prefix of what was in flight', () => {
