@@ -33,6 +33,12 @@ interface Watcher {
   readonly sink: WatchSink;
   lastSentMonoMs: number;
   lastRevision: number;
+  /**
+   * The resume revision: nothing at or below it is sent. A replica that is
+   * behind it (paused, restarted, lagging) would otherwise deliver again, as
+   * it catches up, events the watcher saw elsewhere, and PROGRESS below it.
+   */
+  readonly sinceRevision: number;
 }
 
 export interface WatchHubOptions {
@@ -79,6 +85,10 @@ export class WatchHub {
 
   /** The state machine was replaced by a snapshot at `revision`: history before it is gone. */
   reset(revision: number): void {
+    // Watchers would silently miss the events the snapshot replaced: end them so they resume
+    // (from their last revision: COMPACTED here, so elsewhere or after a resync).
+    for (const w of this.watchers) w.sink.end('slow');
+    this.watchers.clear();
     this.ring = new Array<LockEvent | undefined>(this.opts.historyMax);
     this.head = 0;
     this.count = 0;
@@ -93,7 +103,7 @@ export class WatchHub {
     for (const event of events) {
       assert(event.revision === revision, 'an event carries its entry revision');
       this.remember(event);
-      for (const w of this.watchers) if (matches(w.filter, event.name)) this.send(w, { type: 'event', event }, this.lastNowMonoMs);
+      for (const w of this.watchers) if (event.revision > w.sinceRevision && matches(w.filter, event.name)) this.send(w, { type: 'event', event }, this.lastNowMonoMs);
     }
   }
 
@@ -105,7 +115,7 @@ export class WatchHub {
   subscribe(filter: WatchFilter, sinceRevision: number, sink: WatchSink, nowMonoMs: number, snapshotLocks: () => Iterable<LockState>): 'ok' | 'compacted' | 'full' {
     if (this.watchers.size >= this.opts.watchersMax) return 'full';
     this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
-    const w: Watcher = { filter, sink, lastSentMonoMs: nowMonoMs, lastRevision: sinceRevision };
+    const w: Watcher = { filter, sink, lastSentMonoMs: nowMonoMs, lastRevision: sinceRevision, sinceRevision };
     if (sinceRevision === 0) {
       for (const lock of snapshotLocks()) this.send(w, { type: 'snapshot', revision: this.revision, lock }, nowMonoMs);
       this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
@@ -128,7 +138,7 @@ export class WatchHub {
   tick(nowMonoMs: number): void {
     this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
     for (const w of this.watchers) {
-      if (nowMonoMs - w.lastSentMonoMs >= this.opts.progressIntervalMs) this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
+      if (nowMonoMs - w.lastSentMonoMs >= this.opts.progressIntervalMs && this.revision >= w.sinceRevision) this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
     }
   }
 

@@ -51,6 +51,31 @@ describe('WatchHub', () => {
     }
   });
 
+  it('a replica behind the resume revision sends nothing at or below it, events or PROGRESS (found by the chaos harness)', () => {
+    // A watcher resumes at 7 on a replica that has applied only up to 4 (it was paused): as it catches
+    // up it must not deliver 5..7 again, nor a PROGRESS below 7.
+    const hub = new WatchHub(opts);
+    for (let r = 1; r <= 4; r++) hub.publish(r, [ev(r, '/ls/ns/a')]);
+    const s = recorder();
+    expect(hub.subscribe({ name: '/ls/ns/', prefix: true }, 7, s, 0, () => [])).toBe('ok');
+    hub.tick(5_000);
+    for (let r = 5; r <= 9; r++) hub.publish(r, [ev(r, '/ls/ns/a')]);
+    hub.tick(10_000);
+    expect(revisions(s)).toEqual([8, 9, 9]);
+  });
+
+  it('a snapshot installed under a watcher ends it: the events it replaced were never sent (found reading the hub for the chaos harness)', () => {
+    const hub = new WatchHub(opts);
+    hub.publish(1, [ev(1, '/ls/ns/a')]);
+    const s = recorder();
+    expect(hub.subscribe({ name: '/ls/ns/', prefix: true }, 1, s, 0, () => [])).toBe('ok');
+    // The leader sends a snapshot at 6: events 2..6 never reach this replica's hub.
+    hub.reset(6);
+    hub.publish(7, [ev(7, '/ls/ns/a')]);
+    expect(s.ended).toBeDefined();
+    expect(revisions(s)).toEqual([]);
+  });
+
   it('answers COMPACTED below what the ring still holds', () => {
     const hub = new WatchHub(opts);
     for (let r = 1; r <= 8; r++) hub.publish(r, [ev(r, '/ls/ns/a')]);
