@@ -113,8 +113,14 @@ if (!isMainThread) {
   const jobs = Math.min(args.jobs, seeds.length, availableParallelism());
   const started = performance.now();
   const results = [];
+  const progressEvery = seeds.length >= 100 ? Math.ceil(seeds.length / 20) : 0;
   const onResult = (r) => {
     results.push(r);
+    if (progressEvery > 0 && results.length % progressEvery === 0) {
+      const failedSoFar = results.filter((x) => !x.ok).length;
+      const wall = (performance.now() - started) / 1000;
+      console.error(`… ${results.length}/${seeds.length} seeds, ${failedSoFar} failed, ${wall.toFixed(0)} s`);
+    }
     if (!r.ok) {
       const first = r.violations[0];
       console.log(`FAIL seed ${r.seed}: ${r.fired.join(', ')}${first ? ` — ${first.detail.split(' | ')[0]} (at ${(first.timeUs / 1e6).toFixed(3)} s)` : ''}`);

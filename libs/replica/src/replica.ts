@@ -60,7 +60,9 @@ import {
   type Status,
   EntryType,
   MessageType,
+  applyConfChange,
   createRaftNode,
+  decodeConfChange,
 } from '@fencer/raft';
 import type { RaftLogStore } from '@fencer/wal';
 import { type Logger, type Metrics, type ReplicaEnv, noopLogger, noopMetrics } from './env.js';
@@ -163,6 +165,11 @@ export class Replica {
   private appliedIndex: LogIndex;
   /** Index of the latest snapshot this replica stored or installed. */
   private snapshotIndex: LogIndex;
+  /**
+   * Membership as of appliedIndex: the latest snapshot's, then every applied
+   * ConfChange (the bootstrap membership is the log's first entries).
+   */
+  private appliedConf: ConfState;
   private softState: SoftState = { leader: null, role: 'follower' };
   /** The term as of the last ready taken (the core may be ahead while a persist is in flight). */
   private readyTerm: Term;
@@ -200,6 +207,8 @@ export class Replica {
     this.snapshotIndex = snapshot.meta.index;
     this.appliedIndex = snapshot.meta.index;
     if (snapshot.meta.index > 0) stateMachine.restore(snapshot.data);
+    // Without a snapshot the log from index 1 (bootstrap entries first) replays every change.
+    this.appliedConf = snapshot.meta.index > 0 ? snapshot.meta.conf : { voters: [], learners: [] };
     assertUint(hardState.commit, 'recovered commit index');
     this.readyTerm = hardState.term;
     this.savedTerm = hardState.term;
@@ -344,7 +353,7 @@ export class Replica {
 
   /** Membership as of the applied index (committed). */
   get conf(): ConfState {
-    return this.raft.confStateAt(this.appliedIndex);
+    return this.appliedConf;
   }
 
   get isLeader(): boolean {
@@ -513,6 +522,7 @@ export class Replica {
     }
     this.stateMachine.restore(snapshot.data);
     this.appliedIndex = index;
+    this.appliedConf = snapshot.meta.conf;
     this.snapshotIndex = index;
     this.metrics.inc('replica_snapshots_installed_total');
     this.env.observer?.snapshotInstalled?.(snapshot.meta);
@@ -531,8 +541,10 @@ export class Replica {
       assert(entry.index === this.appliedIndex + 1, `apply out of order: ${entry.index} after ${this.appliedIndex}`);
       let result: unknown = undefined;
       if (entry.type === EntryType.ConfChange) {
-        // The core tracks membership itself; the proposer gets the configuration the change made.
-        result = this.raft.confStateAt(entry.index);
+        // Our own copy of the membership as of the applied index (the core's may already sit past it,
+        // at a snapshot it accepted but we have not installed yet); the proposer gets the new one.
+        this.appliedConf = applyConfChange(this.appliedConf, decodeConfChange(entry.data));
+        result = this.appliedConf;
       } else if (entry.data.byteLength > 0) {
         result = this.stateMachine.apply(entry);
       }
@@ -615,7 +627,7 @@ export class Replica {
   private takeSnapshot(durable: (bytes: number) => void): void {
     const index = this.appliedIndex;
     const snapshot: Snapshot = {
-      meta: { index, term: this.store.term(index), conf: this.raft.confStateAt(index) },
+      meta: { index, term: this.store.term(index), conf: this.appliedConf },
       data: this.stateMachine.snapshot(),
     };
     this.snapshotInFlight = true;
