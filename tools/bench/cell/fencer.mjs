@@ -1,0 +1,246 @@
+// The Fencer side of the benchmark: a fresh five-replica cell (fsync on) in
+// a temporary directory, and a raw gRPC client that behaves like the SDK
+// (talks to the leader, follows leader hints, retries retryable errors with
+// the same request).
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Metadata, credentials } from '@grpc/grpc-js';
+import { FencerError } from '@fencer/base';
+import { fromServiceError, isRetryable, lockservice } from '@fencer/protocol';
+import { planFleet, spawnReplica, waitForLeader, status as adminStatus, adminClient, CELL_NODE_MAIN } from '../../fleet/fleet.mjs';
+import { alive, freePortBase, killHard, nowMs, pool, sleep, stopChildren } from './common.mjs';
+
+const GRANTED = 1;
+const QUEUED = 2;
+const ACQUIRED_EVENT = 2;
+const NAMESPACE = 'bench';
+
+export class FencerSystem {
+  /** @param {{ replicas?: number, cpuProfDir?: string, keepData?: boolean, extraArgs?: string[] }} opts */
+  constructor(opts = {}) {
+    this.key = 'fencer';
+    this.replicasN = opts.replicas ?? 5;
+    this.label = `Fencer, ${this.replicasN} replicas`;
+    this.opts = opts;
+    this.children = new Map();
+    this.failures = 0;
+    this.channels = new Map();
+    this.requestSeq = 0;
+  }
+
+  get version() {
+    try {
+      return `cell-node ${JSON.parse(readFileSync(path.join(path.dirname(CELL_NODE_MAIN), '../package.json'), 'utf8')).version}, Node ${process.version}`;
+    } catch {
+      return `Node ${process.version}`;
+    }
+  }
+
+  get settings() {
+    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, fsync (fdatasync) on every Raft ready, WAL in ${tmpdir()}`;
+  }
+
+  async start() {
+    this.dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-bench-cell-'));
+    const portBase = await freePortBase(31_000, 206);
+    const [plan] = planFleet({
+      replicas: this.replicasN,
+      portBase,
+      dataDir: this.dataDir,
+      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' },
+      extraArgs: ['--ttl-max-ms', '3600000', ...(this.opts.extraArgs ?? [])],
+    });
+    this.replicas = plan.replicas;
+    if (this.opts.cpuProfDir) {
+      for (const r of this.replicas) r.argv.splice(1, 0, '--cpu-prof', '--cpu-prof-interval', String(this.opts.cpuProfIntervalUs ?? 250), '--cpu-prof-dir', path.join(this.opts.cpuProfDir, r.id));
+    }
+    this.endpoints = this.replicas.map((r) => r.grpc);
+    for (const r of this.replicas) this.spawn(r);
+    const st = await waitForLeader(this.replicas, 30_000);
+    this.target = this.replicas.find((r) => r.id === st.leaderId).grpc;
+  }
+
+  spawn(r) {
+    this.children.set(r.id, spawnReplica(r, { logDir: path.join(this.dataDir, 'logs') }));
+  }
+
+  pids() {
+    return [...this.children.values()].filter(alive).map((c) => c.pid);
+  }
+
+  async leader() {
+    const st = await waitForLeader(this.replicas.filter((r) => alive(this.children.get(r.id))), 30_000);
+    return { id: st.leaderId, pid: this.children.get(st.leaderId).pid };
+  }
+
+  /** kill -9 of the current leader; returns the time of the kill. */
+  async killLeader() {
+    const { id } = await this.leader();
+    const t = nowMs();
+    await killHard(this.children.get(id));
+    this.killed = id;
+    return { killedAtMs: t, id };
+  }
+
+  /** Restarts the replica killed last and waits until it has caught up with the leader's commit index. */
+  async restartKilled() {
+    if (!this.killed) return;
+    const r = this.replicas.find((x) => x.id === this.killed);
+    this.spawn(r);
+    this.killed = undefined;
+    const admin = adminClient(r.admin);
+    try {
+      const until = Date.now() + 30_000;
+      while (Date.now() < until) {
+        const lead = await this.leader();
+        const leadStatus = await adminStatus(adminClient(this.replicas.find((x) => x.id === lead.id).admin), 1000);
+        const mine = await adminStatus(admin, 1000);
+        if (mine && leadStatus && mine.leaderId === lead.id && mine.commitIndex >= leadStatus.commitIndex - 10) return;
+        await sleep(200);
+      }
+    } finally {
+      admin.close();
+    }
+  }
+
+  async stop() {
+    for (const c of this.channels.values()) c.close();
+    this.channels.clear();
+    await stopChildren([...this.children.values()], 8000);
+    if (!this.opts.keepData && this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  // ---- client ----
+
+  raw(address) {
+    let c = this.channels.get(address);
+    if (!c) {
+      c = new lockservice.LockServiceClient(address, credentials.createInsecure());
+      this.channels.set(address, c);
+    }
+    return c;
+  }
+
+  once(address, method, req, timeoutMs) {
+    const c = this.raw(address);
+    return new Promise((resolve, reject) =>
+      c[method](req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(fromServiceError(err)) : resolve(res))),
+    );
+  }
+
+  /**
+   * One unary call as the SDK makes it: to the leader it believes in, following
+   * leader-hint, retrying retryable errors with the same request (counted as
+   * failed calls). Resolves with the response and the start time of the attempt that succeeded.
+   */
+  async call(method, req, { budgetMs = 30_000, timeoutMs = 10_000 } = {}) {
+    const until = nowMs() + budgetMs;
+    let attempt = 0;
+    for (;;) {
+      const target = this.target;
+      const startedMs = nowMs();
+      try {
+        const res = await this.once(target, method, req, timeoutMs);
+        return { res, startedMs };
+      } catch (e) {
+        const fe = e instanceof FencerError ? e : new FencerError('INTERNAL', String(e));
+        this.failures++;
+        if (!isRetryable(fe.code) || nowMs() > until) throw fe;
+        attempt++;
+        if (this.target === target) {
+          this.target = fe.leaderHint && fe.leaderHint !== target && this.endpoints.includes(fe.leaderHint)
+            ? fe.leaderHint
+            : this.endpoints[(this.endpoints.indexOf(target) + 1) % this.endpoints.length];
+        }
+        await sleep(Math.min(100, 10 * attempt));
+      }
+    }
+  }
+
+  async openSession(ttlS) {
+    const { res } = await this.call('openSession', { clientId: 'bench', ttlMs: ttlS * 1000, namespace: NAMESPACE });
+    return new FencerSession(this, res.sessionId);
+  }
+
+  lockName(parts) {
+    return `/ls/${NAMESPACE}/${parts}`;
+  }
+
+  // ---- keepalive and watch (protocol-specific parts of two scenarios) ----
+
+  /** Opens n sessions with a long TTL; returns their ids. */
+  async openManySessions(n, ttlS) {
+    return pool(n, 128, async () => (await this.call('openSession', { clientId: 'bench-ka', ttlMs: ttlS * 1000, namespace: NAMESPACE })).res.sessionId);
+  }
+
+  /** A KeepAlive stream to the leader: send(id) writes one heartbeat; onAck(id) is called per answer. */
+  keepAliveStream(onAck, onError) {
+    const s = this.raw(this.target).keepAlive();
+    s.on('data', (r) => onAck(r.sessionId));
+    s.on('error', (e) => onError(e));
+    return { send: (id) => s.write({ sessionId: id }), close: () => s.end() };
+  }
+
+  /** A prefix watch on replica i % replicas: onEvent(name) per ACQUIRED event; resolves once the stream is live. */
+  watch(i, prefix, onAcquired) {
+    const address = this.endpoints[i % this.endpoints.length];
+    const s = this.raw(address).watch({ name: prefix, prefix: true, sinceRevision: 0 });
+    let live = false;
+    return new Promise((resolve, reject) => {
+      s.on('data', (e) => {
+        if (e.type === ACQUIRED_EVENT) onAcquired(e.name);
+        if (!live) {
+          live = true;
+          resolve({ close: () => s.cancel() });
+        }
+      });
+      s.on('error', (e) => {
+        if (!live) reject(e);
+      });
+    });
+  }
+}
+
+class FencerSession {
+  constructor(system, sessionId) {
+    this.system = system;
+    this.sessionId = sessionId;
+  }
+
+  requestId() {
+    return `b${++this.system.requestSeq}`;
+  }
+
+  /** Blocking acquire (wait up to 60 s); resolves with a handle and the start of the attempt that succeeded. */
+  async lock(name) {
+    const req = { sessionId: this.sessionId, name, mode: 1, waitMs: 60_000, requestId: this.requestId(), lockDelayMs: 0 };
+    for (;;) {
+      const { res, startedMs } = await this.system.call('acquire', req, { timeoutMs: 75_000 });
+      if (res.status === GRANTED) return { name, token: res.token, startedMs };
+      if (res.status !== QUEUED) throw new Error(`acquire of ${name} ended ${res.status}`);
+      // QUEUED: the held-open call ended early; the same request id resumes the wait.
+    }
+  }
+
+  /** Try-lock: a handle when granted, null when someone else holds it. */
+  async tryLock(name) {
+    const { res } = await this.system.call('acquire', { sessionId: this.sessionId, name, mode: 1, waitMs: 0, requestId: this.requestId(), lockDelayMs: 0 });
+    return res.status === GRANTED ? { name, token: res.token } : null;
+  }
+
+  async unlock(handle) {
+    const { res } = await this.system.call('release', { sessionId: this.sessionId, name: handle.name, token: handle.token });
+    if (!res.ok) throw new Error(`release of ${handle.name} token ${handle.token} was not current`);
+  }
+
+  /** Linearizable read of a lock's current token (CheckToken). */
+  async read(handle) {
+    const { res } = await this.system.call('checkToken', { name: handle.name, token: handle.token });
+    if (!res.current) throw new Error(`token ${handle.token} of ${handle.name} is not current`);
+  }
+
+  async close() {
+    await this.system.call('closeSession', { sessionId: this.sessionId }).catch(() => {});
+  }
+}
