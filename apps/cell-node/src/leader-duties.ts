@@ -9,7 +9,8 @@
  * Safety of expiry: a deadline is only ever set to now + the full TTL, on
  * becoming leader (every session gets a fresh TTL), on a session opening and
  * on a heartbeat. So the leader proposes ExpireSession only after a full TTL
- * without a heartbeat it received, never before.
+ * without a heartbeat it received, never before. And once it has proposed
+ * one, it acknowledges no further heartbeat of that session as alive.
  */
 import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
 
@@ -99,11 +100,13 @@ export class LeaderDuties {
   /**
    * A heartbeat reached the leader: the session gets a full TTL from now.
    * Returns the TTL left, or undefined for a session the leader does not know
-   * (closed, expired, never opened).
+   * (closed, expired, never opened) or is already expiring: once its
+   * ExpireSession is proposed the entry will commit, so acknowledging the
+   * heartbeat as alive would promise the client a TTL it does not have.
    */
   heartbeat(nowMonoMs: number, sessionId: SessionId): number | undefined {
     const s = this.sessions.get(sessionId);
-    if (!s) return undefined;
+    if (!s || s.retryAtMonoMs > 0) return undefined;
     s.deadlineMonoMs = nowMonoMs + s.ttlMs;
     return s.ttlMs;
   }

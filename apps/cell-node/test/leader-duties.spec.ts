@@ -33,6 +33,17 @@ describe('LeaderDuties', () => {
     expect(d.heartbeat(0, s1)).toBeUndefined();
   });
 
+  it('a heartbeat arriving once the expiry is proposed is not acknowledged as alive (found by the chaos harness)', () => {
+    // The ExpireSession entry is in flight and will commit: telling the client "alive, full TTL left"
+    // would let it act on its locks for another TTL after they were released.
+    const d = new LeaderDuties();
+    d.becomeLeader(0, [{ sessionId: s1, ttlMs: 100 }], [], []);
+    expect(d.due(101)).toEqual([{ kind: 'ExpireSession', sessionId: s1 }]);
+    expect(d.heartbeat(110, s1)).toBeUndefined();
+    // The expiry is still retried until it lands.
+    expect(d.due(101 + DUTY_RETRY_MS)).toEqual([{ kind: 'ExpireSession', sessionId: s1 }]);
+  });
+
   it('gives every session a fresh full TTL on becoming leader, whatever happened before', () => {
     const d = new LeaderDuties();
     d.becomeLeader(0, [{ sessionId: s1, ttlMs: 1000 }], [], []);
