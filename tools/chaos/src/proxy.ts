@@ -5,9 +5,9 @@
  * Faults, per direction of the link ("up" is from the dialling side to the
  * target, "down" the answers):
  * - cut: bytes are swallowed, silently, as a partition does (no RST: the
- *   endpoints find out by their own timeouts). A connection that lost bytes
- *   is poisoned: once healed it is reset, because its byte stream (HTTP/2
- *   frames) has a hole and must never carry data again.
+ *   endpoints find out by their own timeouts). A direction that lost bytes
+ *   is poisoned: it never carries data again, because its byte stream
+ *   (HTTP/2 frames) has a hole; the heal resets the connection.
  * - delay with jitter: chunks are held back delayMs + [0, jitterMs), in order.
  * - drop: each chunk resets its connection with probability dropRate. TCP
  *   never loses bytes inside a connection, so loss at this layer shows up as
@@ -34,9 +34,14 @@ export const HEALED: LinkFault = {};
 interface Direction {
   readonly from: net.Socket;
   readonly to: net.Socket;
+  /** Lost bytes: this direction of the connection never carries data again (its byte stream has a hole). */
+  poisoned: boolean;
   /** Time the last delayed chunk leaves: later chunks never overtake it. */
   lastDueMs: number;
   delayedBytes: number;
+  /** Chunks held back, in arrival order; one timer drains them (timers of equal due time may fire in any order). */
+  readonly queue: Array<{ readonly chunk: Buffer; readonly dueMs: number }>;
+  timer: NodeJS.Timeout | undefined;
 }
 
 interface Conn {
@@ -44,7 +49,6 @@ interface Conn {
   readonly upstream: net.Socket;
   readonly up: Direction;
   readonly down: Direction;
-  poisoned: boolean;
   closed: boolean;
 }
 
@@ -109,13 +113,16 @@ export class LinkProxy {
     assert(delayMs >= 0 && jitterMs >= 0 && delayMs + jitterMs <= PROXY_DELAY_MS_MAX, `${this.name}: delay within [0, ${PROXY_DELAY_MS_MAX}] ms`);
     assert(dropRate >= 0 && dropRate <= 1, `${this.name}: drop rate is a probability`);
     this.fault = fault;
-    if (fault.cutUp || fault.cutDown) for (const c of this.conns) c.poisoned = true;
+    for (const c of this.conns) {
+      if (fault.cutUp) c.up.poisoned = true;
+      if (fault.cutDown) c.down.poisoned = true;
+    }
   }
 
   /** Lifts every fault; connections that lost bytes are reset so the endpoints reconnect cleanly. */
   heal(): void {
     this.fault = HEALED;
-    for (const c of this.conns) if (c.poisoned) this.reset(c);
+    for (const c of this.conns) if (c.up.poisoned || c.down.poisoned) this.reset(c);
   }
 
   /** Resets every connection now (a crash of the network path), fault or not. */
@@ -137,9 +144,8 @@ export class LinkProxy {
     const conn: Conn = {
       client,
       upstream,
-      up: { from: client, to: upstream, lastDueMs: 0, delayedBytes: 0 },
-      down: { from: upstream, to: client, lastDueMs: 0, delayedBytes: 0 },
-      poisoned: Boolean(this.fault.cutUp || this.fault.cutDown),
+      up: { from: client, to: upstream, poisoned: Boolean(this.fault.cutUp), lastDueMs: 0, delayedBytes: 0, queue: [], timer: undefined },
+      down: { from: upstream, to: client, poisoned: Boolean(this.fault.cutDown), lastDueMs: 0, delayedBytes: 0, queue: [], timer: undefined },
       closed: false,
     };
     this.conns.add(conn);
@@ -155,13 +161,8 @@ export class LinkProxy {
   private carry(conn: Conn, dir: Direction, chunk: Buffer, isUp: boolean): void {
     if (conn.closed) return;
     const f = this.fault;
-    if (isUp ? f.cutUp : f.cutDown) {
-      conn.poisoned = true;
-      this.stats.swallowedChunks++;
-      return;
-    }
-    // A connection that already lost bytes never carries data again (its stream has a hole).
-    if (conn.poisoned) {
+    if (isUp ? f.cutUp : f.cutDown) dir.poisoned = true;
+    if (dir.poisoned) {
       this.stats.swallowedChunks++;
       return;
     }
@@ -182,19 +183,40 @@ export class LinkProxy {
       return;
     }
     // In order: a chunk never leaves before the one ahead of it.
-    const due = Math.max(now + delayMs, dir.lastDueMs);
-    dir.lastDueMs = due;
+    const dueMs = Math.max(now + delayMs, dir.lastDueMs);
+    dir.lastDueMs = dueMs;
     dir.delayedBytes += chunk.length;
-    setTimeout(() => {
-      dir.delayedBytes -= chunk.length;
-      if (!conn.closed) dir.to.write(chunk);
-    }, Math.max(0, due - now));
+    dir.queue.push({ chunk, dueMs });
+    if (dir.timer === undefined) this.drainLater(conn, dir);
+  }
+
+  /** Writes every queued chunk that is due, in order, then waits for the next one. */
+  private drainLater(conn: Conn, dir: Direction): void {
+    const head = dir.queue[0];
+    if (head === undefined || conn.closed) {
+      dir.timer = undefined;
+      return;
+    }
+    dir.timer = setTimeout(() => {
+      const now = performance.now();
+      while (dir.queue.length > 0 && dir.queue[0]!.dueMs <= now + 1) {
+        const { chunk } = dir.queue.shift()!;
+        dir.delayedBytes -= chunk.length;
+        if (!conn.closed) dir.to.write(chunk);
+      }
+      this.drainLater(conn, dir);
+    }, Math.max(0, head.dueMs - performance.now()));
   }
 
   private reset(conn: Conn): void {
     if (conn.closed) return;
     conn.closed = true;
     this.stats.closes++;
+    for (const dir of [conn.up, conn.down]) {
+      clearTimeout(dir.timer);
+      dir.timer = undefined;
+      dir.queue.length = 0;
+    }
     this.conns.delete(conn);
     for (const s of [conn.client, conn.upstream]) {
       try {

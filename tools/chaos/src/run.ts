@@ -51,6 +51,8 @@ export interface ChaosOptions {
   readonly churnLoops?: number;
   readonly watchLoops?: number;
   readonly counterWorkMs?: readonly [number, number];
+  readonly counterNames?: number;
+  readonly abandonRate?: number;
   /** Search states per lock name before the linearizability checker gives up (a timeout). */
   readonly statesMax?: number;
   /** Delete the work directory after a run without violations. */
@@ -211,13 +213,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         lockNamespaces: ['alpha', 'beta', 'gamma'],
         namesPerNamespace: 15,
         counterNamespace: 'ctr',
-        counterNames: 4,
+        counterNames: o.counterNames ?? 4,
         lockLoops: o.lockLoops ?? 3,
         counterLoops: o.counterLoops ?? 1,
         churnLoops: o.churnLoops ?? 1,
         watchLoops: o.watchLoops ?? 1,
         counterWorkMs: o.counterWorkMs ?? [30, 200],
-        abandonRate: 0.3,
+        abandonRate: o.abandonRate ?? 0.3,
       };
       const stderr = openSync(path.join(logDir, `${id}.log`), 'a');
       const child = fork(WORKER_MAIN, [], { env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });

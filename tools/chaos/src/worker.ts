@@ -281,8 +281,11 @@ async function churnLoop(): Promise<void> {
     }
     const n = rng.range(0, 2);
     let unknown = false;
-    for (let i = 0; i < n && !session.dead; i++) {
-      const r = await acquire(session, lockName(ns, rng.int(cfg.namesPerNamespace)), rng.chance(0.5) ? 'S' : 'X', rng.chance(0.5) ? 0 : rng.range(50, 500));
+    // Distinct names: re-acquiring a held lock answers the old grant (or INVALID_MODE), which is not what churn is for.
+    const names = rng.shuffle(Array.from({ length: cfg.namesPerNamespace }, (_, i) => i)).slice(0, n);
+    for (const i of names) {
+      if (session.dead) break;
+      const r = await acquire(session, lockName(ns, i), rng.chance(0.5) ? 'S' : 'X', rng.chance(0.5) ? 0 : rng.range(50, 500));
       if (r.kind === 'unknown') unknown = true;
     }
     await sleep(rng.range(50, 400));

@@ -67,6 +67,7 @@ export function buildLockHistories(history: History): LockHistories {
   const expectations = new Map<string, RequestExpectation>();
   const touched = new Map<string, Set<string>>();
   const oddFailures: Op[] = [];
+  const grants = new Set<string>();
   const add = (name: string, e: LockEvent): void => {
     let list = byName.get(name);
     if (!list) {
@@ -102,7 +103,11 @@ export function buildLockHistories(history: History): LockHistories {
       const end = o.comp;
       if (r.status === 'GRANTED') {
         expectations.set(a.req, r.token);
-        add(a.name, { ...base, kind: 'enq', s: a.s, req: a.req, mode: a.mode, wait: a.wait, expect: 'granted', token: r.token, end, optional: false, known: a.wait === 0 ? r.token : null });
+        // A re-acquire of a held lock answers the old grant: its token is not this request's revision.
+        const grantKey = `${a.name} ${a.s} ${r.token}`;
+        const repeat = grants.has(grantKey);
+        grants.add(grantKey);
+        add(a.name, { ...base, kind: 'enq', s: a.s, req: a.req, mode: a.mode, wait: a.wait, expect: 'granted', token: r.token, end, optional: false, known: a.wait === 0 && !repeat ? r.token : null });
         if (a.wait > 0) add(a.name, { ...base, kind: 'confirm', s: a.s, req: a.req, token: r.token, end, optional: false, known: null });
       } else if (a.wait === 0) {
         expectations.set(a.req, 'never');

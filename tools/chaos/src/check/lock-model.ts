@@ -185,7 +185,8 @@ export function step(st: LockModelState, e: LockEvent, ctx: StepContext): LockMo
       return [{ ...st, waiters: [...st.waiters, { s: e.s, req: e.req, mode: e.mode }] }];
     }
     case 'confirm': {
-      const h = st.holders.find((x) => x.s === e.s && x.req === e.req);
+      // By session, not request: a re-acquire of a held lock answers the grant the session has.
+      const h = st.holders.find((x) => x.s === e.s);
       return h !== undefined && h.token === e.token ? [st] : [];
     }
     case 'cancel': {

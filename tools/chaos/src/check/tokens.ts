@@ -24,13 +24,26 @@ interface Grant {
   readonly mode: 'X' | 'S';
 }
 
-function grantsOf(history: History): Grant[] {
+/**
+ * Acknowledged grants, without repeats: re-acquiring a held lock answers the
+ * grant the session already has (same token, an old revision), which is not
+ * a new grant.
+ */
+function grantsOf(history: History): { grants: Grant[]; repeats: Set<Op> } {
   const out: Grant[] = [];
+  const repeats = new Set<Op>();
+  const seen = new Set<string>();
   for (const o of history.ops) {
     if (o.op.f !== 'acquire' || o.outcome !== 'ok' || o.r?.f !== 'acquire' || o.r.status !== 'GRANTED') continue;
+    const key = `${o.op.name} ${o.op.s} ${o.r.token}`;
+    if (seen.has(key)) {
+      repeats.add(o);
+      continue;
+    }
+    seen.add(key);
     out.push({ op: o, name: o.op.name, s: o.op.s, token: o.r.token, mode: o.op.mode });
   }
-  return out;
+  return { grants: out, repeats };
 }
 
 /** Sweep: for each item in invocation order, the largest value among items completed before it was invoked. */
@@ -58,7 +71,7 @@ export function checkTokens(history: History): TokenReport {
   const report = (v: string): void => {
     if (count++ < VIOLATIONS_KEPT_MAX) violations.push(v);
   };
-  const grants = grantsOf(history);
+  const { grants, repeats } = grantsOf(history);
   const byName = new Map<string, Grant[]>();
   for (const g of grants) {
     const list = byName.get(g.name) ?? [];
@@ -84,7 +97,7 @@ export function checkTokens(history: History): TokenReport {
   // Revisions in real time, across names.
   const revs: Array<{ inv: number; comp: number; rev: number; write: boolean; what: string }> = [];
   for (const o of history.ops) {
-    if (o.outcome !== 'ok' || !o.r) continue;
+    if (o.outcome !== 'ok' || !o.r || repeats.has(o)) continue;
     if (o.r.f === 'acquire' && o.op.f === 'acquire' && o.r.status !== 'QUEUED') {
       const rev = o.r.status === 'GRANTED' ? o.r.token : o.r.rev;
       revs.push({ inv: o.inv, comp: o.comp, rev, write: true, what: `${o.p}#${o.id} acquire ${o.op.name} ${o.r.status}` });
