@@ -252,7 +252,9 @@ export class CellNode {
   /** The state machine was replaced by a snapshot (restart or InstallSnapshot). */
   afterRestore(): void {
     this.hub.reset(this.fsm.revision);
-    if (this.isLeader) this.seedDuties();
+    // On a restart the replica restores its snapshot while it is being constructed: there is no
+    // replica (and no leadership) yet.
+    if (this.replica !== undefined && this.isLeader) this.seedDuties();
   }
 
   private seedDuties(): void {

@@ -109,6 +109,26 @@ describe('failover', () => {
     expect(caught.locks).toBe(leaderNow.locks);
   });
 
+  it('a replica restarted from a snapshot of its own comes back and catches up (found by the chaos harness)', async () => {
+    cell = await startCell({ extraArgs: ['--snapshot-every-entries', '50'] });
+    const c = cell;
+    const { sessionId } = await c.client.openSession('own-snap', 60_000);
+    for (let i = 0; i < 120; i++) await c.client.acquire({ sessionId, name: `/ls/own-snap/${i}` });
+    const leader = await c.leader();
+    const victim = c.replicas.find((r) => r.id !== leader.nodeId)!;
+    const before = await eventually(async () => {
+      const s = await c.statusOf(victim.id);
+      return s && s.snapshotIndex > 0 ? s : undefined;
+    }, 10_000, 'the follower to take a snapshot of its own');
+    await c.kill(victim.id);
+    c.restart(victim.id);
+    const caught = await eventually(async () => {
+      const s = await c.statusOf(victim.id);
+      return s && s.appliedIndex >= before.appliedIndex ? s : undefined;
+    }, 15_000, 'the restarted replica to answer and catch up');
+    expect(caught.locks).toBe(120);
+  });
+
   it('SIGTERM of the leader under a steady stream of acquires: leadership moves with no failed client call', async () => {
     cell = await startCell();
     const c = cell;
