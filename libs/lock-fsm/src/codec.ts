@@ -163,7 +163,13 @@ export class ByteWriter {
 export class ByteReader {
   private pos = 0;
 
-  constructor(private readonly buf: Uint8Array) {}
+  constructor(private buf: Uint8Array) {}
+
+  /** Starts reading `buf` from its first byte: lets the command decoder reuse one reader for every entry. */
+  reset(buf: Uint8Array): void {
+    this.buf = buf;
+    this.pos = 0;
+  }
 
   get remaining(): number {
     return this.buf.length - this.pos;
@@ -186,19 +192,33 @@ export class ByteReader {
 
   varuint(): number {
     const buf = this.buf;
+    let pos = this.pos;
+    // One byte: most lengths, modes and small numbers.
+    if (pos < buf.length) {
+      const b = buf[pos] as number;
+      if (b < 0x80) {
+        this.pos = pos + 1;
+        return b;
+      }
+    }
     let result = 0;
     let scale = 1;
     for (let i = 0; i < 8; i++) {
-      if (this.pos >= buf.length) this.fail('truncated varuint');
-      const b = buf[this.pos++] as number;
+      if (pos >= buf.length) {
+        this.pos = pos;
+        this.fail('truncated varuint');
+      }
+      const b = buf[pos++] as number;
       result += (b & 0x7f) * scale;
       if (b < 0x80) {
+        this.pos = pos;
         if (b === 0 && i > 0) this.fail('overlong varuint');
         if (result > VARUINT_MAX) this.fail('varuint exceeds 2^53');
         return result;
       }
       scale *= TWO_POW_7;
     }
+    this.pos = pos;
     return this.fail('varuint longer than 8 bytes');
   }
 
@@ -209,6 +229,7 @@ export class ByteReader {
     return n;
   }
 
+  /** A string that recurs (session id, lock name, client id): short ASCII ones come from the intern cache. */
   string(): string {
     const n = this.varuint();
     const buf = this.buf;
@@ -229,6 +250,20 @@ export class ByteReader {
     return internAscii(buf, start, end, h);
   }
 
+  /**
+   * A string that is usually new (a request id): decoded without the intern
+   * cache, where it would only push out strings that do recur.
+   */
+  uniqueString(): string {
+    const n = this.varuint();
+    const buf = this.buf;
+    const start = this.pos;
+    const end = start + n;
+    if (end > buf.length) this.fail('truncated string');
+    this.pos = end;
+    return isAscii(buf, start, end) ? asciiString(buf, start, end) : decodeUtf8(buf, start, end);
+  }
+
   bytes(): Uint8Array {
     const n = this.varuint();
     const end = this.pos + n;
@@ -244,27 +279,87 @@ export class ByteReader {
   }
 }
 
+const fromCharCode = String.fromCharCode;
+
+/**
+ * Scratch arrays of every length up to SCRATCH_CHARS_MAX, for
+ * String.fromCharCode.apply: building a string char by char with `+=`
+ * allocates an intermediate string per char, and a fresh array per call is
+ * garbage too. Reuse is safe: the function is synchronous and not re-entered.
+ */
+const SCRATCH_CHARS_MAX = 128;
+const scratchCodes: number[][] = [];
+for (let n = 0; n <= SCRATCH_CHARS_MAX; n++) scratchCodes.push(new Array<number>(n).fill(0));
+
 function asciiString(buf: Uint8Array, start: number, end: number): string {
   const n = end - start;
-  if (n <= 8) {
-    let s = '';
-    for (let i = start; i < end; i++) s += String.fromCharCode(buf[i] as number);
-    return s;
+  // Up to 8 chars: explicit arguments are cheaper than apply's spreading.
+  switch (n) {
+    case 0:
+      return '';
+    case 1:
+      return fromCharCode(buf[start] as number);
+    case 2:
+      return fromCharCode(buf[start] as number, buf[start + 1] as number);
+    case 3:
+      return fromCharCode(buf[start] as number, buf[start + 1] as number, buf[start + 2] as number);
+    case 4:
+      return fromCharCode(buf[start] as number, buf[start + 1] as number, buf[start + 2] as number, buf[start + 3] as number);
+    case 5:
+      return fromCharCode(buf[start] as number, buf[start + 1] as number, buf[start + 2] as number, buf[start + 3] as number, buf[start + 4] as number);
+    case 6:
+      return fromCharCode(
+        buf[start] as number,
+        buf[start + 1] as number,
+        buf[start + 2] as number,
+        buf[start + 3] as number,
+        buf[start + 4] as number,
+        buf[start + 5] as number,
+      );
+    case 7:
+      return fromCharCode(
+        buf[start] as number,
+        buf[start + 1] as number,
+        buf[start + 2] as number,
+        buf[start + 3] as number,
+        buf[start + 4] as number,
+        buf[start + 5] as number,
+        buf[start + 6] as number,
+      );
+    case 8:
+      return fromCharCode(
+        buf[start] as number,
+        buf[start + 1] as number,
+        buf[start + 2] as number,
+        buf[start + 3] as number,
+        buf[start + 4] as number,
+        buf[start + 5] as number,
+        buf[start + 6] as number,
+        buf[start + 7] as number,
+      );
+    default:
+      break;
+  }
+  if (n <= SCRATCH_CHARS_MAX) {
+    const codes = scratchCodes[n] as number[];
+    for (let i = 0; i < n; i++) codes[i] = buf[start + i] as number;
+    return fromCharCode.apply(null, codes);
   }
   const codes = new Array<number>(n);
   for (let i = 0; i < n; i++) codes[i] = buf[start + i] as number;
-  return String.fromCharCode.apply(null, codes);
+  return fromCharCode.apply(null, codes);
 }
 
 /**
  * Session ids, lock names and client ids recur from entry to entry; decoding
- * each anew costs an allocation and a hash per use. A small direct-mapped
- * cache of recently decoded short ASCII strings returns the same string
- * object instead. It changes no value, only which (equal) string object is
- * returned, so it cannot affect determinism.
+ * each anew costs an allocation, and a fresh string must be hashed again
+ * when it is used as a Map key. A direct-mapped cache of recently decoded
+ * short ASCII strings returns the same string object instead. It changes no
+ * value, only which (equal) string object is returned, so it cannot affect
+ * determinism. Request ids, which rarely recur, bypass it (uniqueString).
  */
 const INTERN_BYTES_MAX = 64;
-const INTERN_SLOTS = 4096;
+const INTERN_SLOTS = 16384;
 const internTable: (string | undefined)[] = new Array<string | undefined>(INTERN_SLOTS).fill(undefined);
 
 function isAscii(buf: Uint8Array, start: number, end: number): boolean {

@@ -205,14 +205,19 @@ export function encodeCommand(command: Command): Uint8Array {
   return w.finish();
 }
 
+/** One reader for every command: decodeCommand is synchronous and never re-entered, and a reader per entry is garbage. */
+const NO_BYTES = new Uint8Array(0);
+const reader = new ByteReader(NO_BYTES);
+
 /**
  * The command in entry bytes. An empty entry is Raft's blank entry: Noop.
  * Anything this version does not understand is an AssertionError (crash).
  */
 export function decodeCommand(data: Uint8Array): Command {
   if (data.length === 0) return NOOP;
+  const r = reader;
   try {
-    const r = new ByteReader(data);
+    r.reset(data);
     const version = r.u8();
     if (version !== COMMAND_FORMAT_VERSION) throw new AssertionError(`unknown command format version ${version}`);
     const kind = r.u8();
@@ -222,6 +227,9 @@ export function decodeCommand(data: Uint8Array): Command {
   } catch (e) {
     if (e instanceof DecodeError) throw new AssertionError(`corrupt command entry: ${e.message}`);
     throw e;
+  } finally {
+    // Drop the reference: the reader must not keep the last entry's bytes alive.
+    r.reset(NO_BYTES);
   }
 }
 
@@ -250,7 +258,7 @@ function decodeBody(kind: number, r: ByteReader): Command {
         sessionId,
         name,
         mode,
-        requestId: r.string() as RequestId,
+        requestId: r.uniqueString() as RequestId,
         waitMs: r.varuint(),
         lockDelayMs: r.varuint(),
         tryLock: flags === 1,
@@ -261,7 +269,7 @@ function decodeBody(kind: number, r: ByteReader): Command {
     case COMMAND_KIND_CODES.CancelWait: {
       const sessionId = r.string() as SessionId;
       const name = r.string();
-      const requestId = r.string() as RequestId;
+      const requestId = r.uniqueString() as RequestId;
       const reasonCode = r.u8();
       let reason: CancelReason;
       if (reasonCode === CANCEL_REASON_CODES['timed-out']) reason = 'timed-out';

@@ -75,6 +75,25 @@ export function parseLockName(name: string): ParsedLockName {
   return { ok: true, namespace: asNamespace(name.slice(LOCK_NAME_ROOT.length, nsEnd)), rest: name.slice(nsEnd + 1) };
 }
 
+/**
+ * Whether `name` is a valid lock name inside `namespace`, which must itself
+ * be a valid namespace: the same verdict as `validateLockName(name,
+ * namespace) === undefined`, without allocating (no slices, no message).
+ * The state machine runs it for every new lock name; on false it asks
+ * validateLockName for the outcome to return.
+ */
+export function isLockNameIn(name: string, namespace: string): boolean {
+  const nsEnd = LOCK_NAME_ROOT.length + namespace.length;
+  return (
+    name.length > nsEnd + 1 &&
+    name.length <= NAME_BYTES_MAX &&
+    name.startsWith(LOCK_NAME_ROOT) &&
+    name.startsWith(namespace, LOCK_NAME_ROOT.length) &&
+    name.charCodeAt(nsEnd) === 0x2f &&
+    checkSegments(name, nsEnd + 1, name.length, false) === undefined
+  );
+}
+
 export type LockNameProblem = { readonly code: 'INVALID_NAME' | 'WRONG_NAMESPACE'; readonly message: string };
 
 /**

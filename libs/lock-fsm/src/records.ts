@@ -5,7 +5,8 @@
  * building one costs a single small object.
  */
 import type { Namespace, Revision, SessionId } from '@fencer/base';
-import type { Holder, LockMode, NamespaceState, TimedOutReason, Waiter } from './types.js';
+import { DedupeTable } from './dedupe.js';
+import type { Holder, LockMode, NamespaceState, Waiter } from './types.js';
 
 export const EMPTY: readonly never[] = Object.freeze([]);
 
@@ -27,38 +28,34 @@ export interface SessionRecord {
   readonly clientId: string;
   readonly ttlMs: number;
   readonly openedRevision: Revision;
-  /** Names this session holds. Invariant: the lock's holders include this session exactly once. */
-  readonly held: Map<string, LockRecord>;
-  /** Names this session waits for. Invariant: the lock's waiters include this session exactly once; never also in `held`. */
-  readonly waiting: Map<string, LockRecord>;
+  /** How many locks list this session among their holders. */
+  heldCount: number;
+  /** How many locks list this session among their waiters (never a lock it also holds). */
+  waitingCount: number;
   /**
-   * Outcomes of the last request ids, oldest first (Map insertion order is
-   * arrival order, the same on every replica and kept by snapshots).
-   * Invariant: size <= dedupePerSessionMax.
+   * Every lock this session holds or awaits, in no particular order, plus
+   * stale entries (locks it has since released or stopped waiting for, and
+   * repeats). The locks' holder and waiter lists are the truth; this list
+   * only lets CloseSession and ExpireSession find them without a scan of the
+   * namespace. Kept lazily because a Map per session reallocated its table
+   * on almost every acquire and release: entries are only appended, and the
+   * list is compacted when it grows past twice the live count (see
+   * `addSessionLock`), so its length stays O(held + waiting).
    */
-  readonly dedupe: Map<string, DedupeRecord>;
-  /**
-   * The same request ids in arrival order, as a ring: evicting the oldest
-   * costs no iterator. Until full, oldest first; once full (length =
-   * dedupePerSessionMax), the oldest is at `dedupeNext`.
-   */
-  readonly dedupeRing: string[];
-  dedupeNext: number;
+  locks: LockRecord[];
+  /** Outcomes of the session's last request ids (dedupePerSessionMax of them), in arrival order. */
+  readonly dedupe: DedupeTable;
 }
 
-export type DedupeStatus = 'GRANTED' | 'QUEUED' | 'TIMED_OUT';
-
-/** Mutable: a QUEUED record becomes GRANTED or TIMED_OUT when its waiter leaves the queue. */
-export interface DedupeRecord {
-  status: DedupeStatus;
-  /** The lock the request was for (a QUEUED retry answers its current position in this lock). */
-  readonly name: string;
-  /** GRANTED: the token; otherwise 0. */
-  token: Revision;
-  /** Revision at which the current status was decided. */
-  revision: Revision;
-  /** TIMED_OUT: why; otherwise null. */
-  reason: TimedOutReason | null;
+export function newSessionRecord(
+  id: SessionId,
+  ns: NamespaceRecord,
+  clientId: string,
+  ttlMs: number,
+  openedRevision: Revision,
+  dedupePerSessionMax: number,
+): SessionRecord {
+  return { id, ns, clientId, ttlMs, openedRevision, heldCount: 0, waitingCount: 0, locks: [], dedupe: new DedupeTable(dedupePerSessionMax) };
 }
 
 export interface LockRecord {
@@ -91,3 +88,67 @@ export function sortedKeys(map: ReadonlyMap<string, unknown>): string[] {
   return [...map.keys()].sort(compareStrings);
 }
 
+
+/** Index of `sessionId` among the lock's holders, or -1. */
+export function holderIndex(lock: LockRecord, sessionId: string): number {
+  const holders = lock.holders;
+  for (let i = 0; i < holders.length; i++) if ((holders[i] as Holder).sessionId === sessionId) return i;
+  return -1;
+}
+
+/** Index of `sessionId` among the lock's waiters, or -1. */
+export function waiterIndexOf(lock: LockRecord, sessionId: string): number {
+  const waiters = lock.waiters;
+  for (let i = 0; i < waiters.length; i++) if ((waiters[i] as Waiter).sessionId === sessionId) return i;
+  return -1;
+}
+
+function isMember(lock: LockRecord, sessionId: string): boolean {
+  return holderIndex(lock, sessionId) >= 0 || waiterIndexOf(lock, sessionId) >= 0;
+}
+
+/** Below this many kept entries, compaction finds repeats by a scan instead of a Set. */
+const COMPACT_SCAN_MAX = 32;
+
+/**
+ * Records that `s` now holds or awaits `lock` (call after adding it to the
+ * lock's holders or waiters, and after counting it). Compacts the list
+ * first when it has grown past twice the live count: the work is paid for
+ * by the appends since the last compaction.
+ */
+export function addSessionLock(s: SessionRecord, lock: LockRecord): void {
+  const locks = s.locks;
+  if (locks.length >= 2 * (s.heldCount + s.waitingCount) + 16) compactSessionLocks(s);
+  s.locks.push(lock);
+}
+
+/** Drops the entries of `s.locks` that are stale or repeated; keeps the first of each live lock. */
+export function compactSessionLocks(s: SessionRecord): void {
+  const locks = s.locks;
+  const kept: LockRecord[] = [];
+  let seen: Set<LockRecord> | undefined;
+  for (let i = 0; i < locks.length; i++) {
+    const lock = locks[i] as LockRecord;
+    if (!isMember(lock, s.id)) continue;
+    if (seen !== undefined) {
+      if (seen.has(lock)) continue;
+      seen.add(lock);
+    } else if (kept.includes(lock)) {
+      continue;
+    } else if (kept.length >= COMPACT_SCAN_MAX) {
+      seen = new Set(kept);
+      seen.add(lock);
+    }
+    kept.push(lock);
+  }
+  s.locks = kept;
+}
+
+/**
+ * The locks `s` holds or awaits, each once, sorted by name: the order in
+ * which CloseSession and ExpireSession handle them. Compacts `s.locks`.
+ */
+export function sessionLocksSorted(s: SessionRecord): LockRecord[] {
+  compactSessionLocks(s);
+  return s.locks.slice().sort((a, b) => compareStrings(a.name, b.name));
+}

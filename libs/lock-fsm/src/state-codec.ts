@@ -36,22 +36,20 @@ import {
   compareStrings,
   EMPTY,
   newNamespaceRecord,
+  newSessionRecord,
   sortedKeys,
-  type DedupeRecord,
-  type DedupeStatus,
   type LockRecord,
   type NamespaceRecord,
   type SessionRecord,
 } from './records.js';
-import type { Holder, NamespaceState, TimedOutReason, Waiter } from './types.js';
+import type { Holder, NamespaceState, Waiter } from './types.js';
+import { REASON_CANCELLED, REASON_NONE, STATUS_QUEUED, type DedupeStatus } from './dedupe.js';
 import { checkClientId, checkLockDelayMs, checkName, checkRequestId, checkSessionId, checkTtlMs, checkWaitMs } from './validate.js';
 
 export const SNAPSHOT_FORMAT_VERSION = 1;
 export const EXPORT_FORMAT_VERSION = 1;
 
 const NAMESPACE_STATE_CODES: Record<NamespaceState, number> = { active: 1, frozen: 2, moved: 3 };
-const STATUS_CODES: Record<DedupeStatus, number> = { GRANTED: 1, QUEUED: 2, TIMED_OUT: 3 };
-const REASON_CODES: Record<TimedOutReason, number> = { busy: 1, 'timed-out': 2, cancelled: 3 };
 
 function invalid(message: string): never {
   throw new DecodeError(message);
@@ -65,13 +63,16 @@ export function writeSection(w: ByteWriter, ns: NamespaceRecord): void {
   for (const id of sessionIds) {
     const s = ns.sessions.get(id) as SessionRecord;
     w.string(s.id).string(s.clientId).varuint(s.ttlMs).varuint(s.openedRevision).varuint(s.dedupe.size);
-    for (const [requestId, d] of s.dedupe) {
-      w.string(requestId)
-        .u8(STATUS_CODES[d.status])
-        .string(d.name)
-        .varuint(d.token)
-        .varuint(d.revision)
-        .u8(d.reason === null ? 0 : REASON_CODES[d.reason]);
+    const d = s.dedupe;
+    for (let k = 0; k < d.size; k++) {
+      // Arrival order, oldest first. The table's status and reason codes are the snapshot's.
+      const slot = d.slotInArrivalOrder(k);
+      w.string(d.requestIdAt(slot))
+        .u8(d.statusCodeAt(slot))
+        .string(d.nameAt(slot))
+        .varuint(d.tokenAt(slot))
+        .varuint(d.revisionAt(slot))
+        .u8(d.reasonCodeAt(slot));
     }
   }
   const names = sortedKeys(ns.locks);
@@ -138,12 +139,12 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
     const ttlMs = r.varuint();
     checked(checkTtlMs(ttlMs), 0);
     const openedRevision = revisionIn(r, revisionMax, 'openedRevision', false) as Revision;
-    const s: SessionRecord = { id, ns, clientId, ttlMs, openedRevision, held: new Map(), waiting: new Map(), dedupe: new Map(), dedupeRing: [], dedupeNext: 0 };
+    const s = newSessionRecord(id, ns, clientId, ttlMs, openedRevision, limits.dedupePerSessionMax);
     const dedupeCount = r.count(limits.dedupePerSessionMax, 'dedupe count');
     for (let j = 0; j < dedupeCount; j++) {
-      const requestId = r.string();
+      const requestId = r.uniqueString();
       checked(checkRequestId(requestId), 0);
-      if (s.dedupe.has(requestId)) invalid(`duplicate request id ${requestId} in session ${id}`);
+      if (s.dedupe.find(requestId) >= 0) invalid(`duplicate request id ${requestId} in session ${id}`);
       const statusCode = r.u8();
       const status: DedupeStatus | undefined = statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
       if (status === undefined) invalid(`unknown dedupe status ${statusCode}`);
@@ -152,19 +153,18 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const token = revisionIn(r, revisionMax, 'dedupe token', status !== 'GRANTED') as Revision;
       if (status !== 'GRANTED' && token !== 0) invalid('a dedupe record that is not GRANTED carries no token');
       const revision = revisionIn(r, revisionMax, 'dedupe revision', false) as Revision;
-      const reasonCode = r.u8();
-      const reason: TimedOutReason | null =
-        reasonCode === 0 ? null : reasonCode === 1 ? 'busy' : reasonCode === 2 ? 'timed-out' : reasonCode === 3 ? 'cancelled' : invalid(`unknown reason ${reasonCode}`);
-      if ((status === 'TIMED_OUT') !== (reason !== null)) invalid('a reason comes with TIMED_OUT and only with it');
-      const record: DedupeRecord = { status, name, token, revision, reason };
-      s.dedupe.set(requestId, record);
-      s.dedupeRing.push(requestId);
+      const reason = r.u8();
+      if (reason > REASON_CANCELLED) invalid(`unknown reason ${reason}`);
+      if ((status === 'TIMED_OUT') !== (reason !== REASON_NONE)) invalid('a reason comes with TIMED_OUT and only with it');
+      s.dedupe.add(requestId, statusCode, name, token, revision, reason);
     }
     ns.sessions.set(id, s);
   }
 
   const lockCount = r.varuint();
   let previousName = '';
+  // Ordinal of the last lock each session appeared in: finds a session listed twice in one lock.
+  const lastLockOf = new Map<string, number>();
   for (let i = 0; i < lockCount; i++) {
     const name = r.string();
     checked(checkName(name, ns.name), 0);
@@ -179,21 +179,24 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
     for (let j = 0; j < holderCount; j++) {
       const sessionId = r.string() as SessionId;
       const s = ns.sessions.get(sessionId) ?? invalid(`lock ${name}: holder ${sessionId} is not a session of ${ns.name}`);
-      if (s.held.has(name)) invalid(`lock ${name}: session ${sessionId} holds it twice`);
+      if (lastLockOf.get(sessionId) === i) invalid(`lock ${name}: session ${sessionId} holds it twice`);
+      lastLockOf.set(sessionId, i);
       const token = revisionIn(r, revisionMax, 'token', false) as Revision;
       const mode = decodeModeChecked(r.u8());
       const lockDelayMs = r.varuint();
       checked(checkLockDelayMs(lockDelayMs), 0);
       if (holders.length > 0 && (mode === 'EXCLUSIVE' || (holders[0] as Holder).mode === 'EXCLUSIVE')) invalid(`lock ${name}: an exclusive holder must be alone`);
-      holders.push({ sessionId, clientId: s.clientId, mode, token, lockDelayMs });
-      s.held.set(name, lock);
+      holders.push({ sessionId: s.id, clientId: s.clientId, mode, token, lockDelayMs });
+      s.heldCount++;
+      s.locks.push(lock);
     }
     const waiterCount = r.count(limits.waitersPerLockMax, 'waiter count');
     const waiters: Waiter[] = [];
     for (let j = 0; j < waiterCount; j++) {
       const sessionId = r.string() as SessionId;
       const s = ns.sessions.get(sessionId) ?? invalid(`lock ${name}: waiter ${sessionId} is not a session of ${ns.name}`);
-      if (s.held.has(name) || s.waiting.has(name)) invalid(`lock ${name}: session ${sessionId} waits while holding or waits twice`);
+      if (lastLockOf.get(sessionId) === i) invalid(`lock ${name}: session ${sessionId} waits while holding or waits twice`);
+      lastLockOf.set(sessionId, i);
       const mode = decodeModeChecked(r.u8());
       const requestId = r.string() as RequestId;
       checked(checkRequestId(requestId), 0);
@@ -202,8 +205,9 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const lockDelayMs = r.varuint();
       checked(checkLockDelayMs(lockDelayMs), 0);
       const queuedRevision = revisionIn(r, revisionMax, 'queuedRevision', false) as Revision;
-      waiters.push({ sessionId, clientId: s.clientId, mode, requestId, waitMs, lockDelayMs, queuedRevision });
-      s.waiting.set(name, lock);
+      waiters.push({ sessionId: s.id, clientId: s.clientId, mode, requestId, waitMs, lockDelayMs, queuedRevision });
+      s.waitingCount++;
+      s.locks.push(lock);
     }
     if (holders.length === 0 && waiters.length === 0 && delayRevision === 0) invalid(`lock ${name} is free but listed`);
     const head = waiters[0];
@@ -216,12 +220,15 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
   }
 
   for (const s of ns.sessions.values()) {
-    if (s.held.size + s.waiting.size > limits.locksPerSessionMax) invalid(`session ${s.id} exceeds locksPerSessionMax`);
-    for (const [requestId, d] of s.dedupe) {
-      if (d.status !== 'QUEUED') continue;
-      const lock = s.waiting.get(d.name);
+    if (s.heldCount + s.waitingCount > limits.locksPerSessionMax) invalid(`session ${s.id} exceeds locksPerSessionMax`);
+    const d = s.dedupe;
+    for (let slot = 0; slot < d.size; slot++) {
+      if (d.statusCodeAt(slot) !== STATUS_QUEUED) continue;
+      const requestId = d.requestIdAt(slot);
+      const name = d.nameAt(slot);
+      const lock = ns.locks.get(name);
       const waiter = lock?.waiters.find((x) => x.sessionId === s.id);
-      if (waiter?.requestId !== requestId) invalid(`session ${s.id}: QUEUED request ${requestId} has no waiter in ${d.name}`);
+      if (waiter?.requestId !== requestId) invalid(`session ${s.id}: QUEUED request ${requestId} has no waiter in ${name}`);
     }
   }
   return sessionCount;

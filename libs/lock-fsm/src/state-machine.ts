@@ -37,7 +37,20 @@ import {
 } from './commands.js';
 import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, type FsmLimits } from './limits.js';
 import { parseLockName, parseLockPrefix } from './names.js';
-import { canHold, compareStrings, EMPTY, newNamespaceRecord, sortedKeys, type DedupeRecord, type LockRecord, type NamespaceRecord, type SessionRecord } from './records.js';
+import {
+  addSessionLock,
+  canHold,
+  EMPTY,
+  holderIndex,
+  newNamespaceRecord,
+  newSessionRecord,
+  sessionLocksSorted,
+  sortedKeys,
+  waiterIndexOf,
+  type LockRecord,
+  type NamespaceRecord,
+  type SessionRecord,
+} from './records.js';
 import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot } from './state-codec.js';
 import type {
   AcquireOutcome,
@@ -70,7 +83,7 @@ import {
   checkClientId,
   checkLockDelayMs,
   checkMode,
-  checkName,
+  checkNameIn,
   checkNamespaceName,
   checkRequestId,
   checkSessionId,
@@ -81,6 +94,14 @@ import {
   isFailure,
 } from './validate.js';
 import { fnv1a64 } from './hash.js';
+import {
+  reasonCode,
+  REASON_BUSY,
+  REASON_NONE,
+  STATUS_GRANTED,
+  STATUS_QUEUED,
+  STATUS_TIMED_OUT,
+} from './dedupe.js';
 
 export interface LockStateMachineOptions {
   /**
@@ -136,6 +157,11 @@ interface PendingEvent {
 
 const NO_EVENTS: readonly LockEvent[] = Object.freeze([]);
 const NOOP_OUTCOME: NoopOutcome = Object.freeze({ ok: true });
+// Outcomes that carry nothing but a flag are shared constants: no allocation on the hot path.
+const RELEASED: ReleaseOutcome = Object.freeze({ ok: true, released: true });
+const NOT_RELEASED: ReleaseOutcome = Object.freeze({ ok: true, released: false });
+const CANCELLED: CancelWaitOutcome = Object.freeze({ ok: true, cancelled: true });
+const NOT_CANCELLED: CancelWaitOutcome = Object.freeze({ ok: true, cancelled: false });
 /** Placeholder until an entry's events get their lock states. */
 const PENDING_STATE: LockState = Object.freeze({ name: '', mode: null, holders: EMPTY, waiters: EMPTY, delayed: false });
 
@@ -162,19 +188,20 @@ function moving(namespace: string): Failure {
   return fail('NAMESPACE_MOVING', `namespace "${namespace}" is frozen for a move; retry with the same request id`);
 }
 
-function holderOf(lock: LockRecord, sessionId: SessionId): Holder {
-  const holders = lock.holders;
-  for (let i = 0; i < holders.length; i++) {
-    const h = holders[i] as Holder;
-    if (h.sessionId === sessionId) return h;
-  }
-  throw new AssertionError(`session ${sessionId} is recorded as holder of ${lock.name} but is not among its holders`);
+/** The waiter index of a session known to wait for `lock`. */
+function waiterIndex(lock: LockRecord, sessionId: SessionId): number {
+  const at = waiterIndexOf(lock, sessionId);
+  if (at < 0) throw new AssertionError(`session ${sessionId} is recorded as waiter of ${lock.name} but is not in its queue`);
+  return at;
 }
 
-function waiterIndex(lock: LockRecord, sessionId: SessionId): number {
-  const waiters = lock.waiters;
-  for (let i = 0; i < waiters.length; i++) if ((waiters[i] as Waiter).sessionId === sessionId) return i;
-  throw new AssertionError(`session ${sessionId} is recorded as waiter of ${lock.name} but is not in its queue`);
+/** A copy of `items` with `item` at the end, allocated at its final length. */
+function appended<T>(items: readonly T[], item: T): readonly T[] {
+  const n = items.length;
+  const out = new Array<T>(n + 1);
+  for (let i = 0; i < n; i++) out[i] = items[i] as T;
+  out[n] = item;
+  return out;
 }
 
 function without<T>(items: readonly T[], index: number): readonly T[] {
@@ -195,9 +222,15 @@ export class LockStateMachine {
   private revisionBaseValue: number;
   /** Revision of the entry being applied (index + base). */
   private rev = 0;
-  /** Events of the entry being applied, and the lock of each; both reused from entry to entry. */
+  /**
+   * Events of the entry being applied and the lock of each: the first
+   * `pendingCount` slots. Both arrays are reused from entry to entry and
+   * never shrink (setting an array's length to 0 frees its backing store,
+   * and the next push would allocate a new one).
+   */
   private readonly pendingEvents: PendingEvent[] = [];
   private readonly pendingLocks: LockRecord[] = [];
+  private pendingCount = 0;
 
   constructor(options: LockStateMachineOptions) {
     this.autoClaim = options.autoClaim;
@@ -251,7 +284,7 @@ export class LockStateMachine {
     if (!(Number.isSafeInteger(index) && index > this.appliedIndexValue)) {
       throw new AssertionError(`entries apply in increasing index order: ${index} after ${this.appliedIndexValue}`);
     }
-    assert(this.pendingEvents.length === 0, 'no events left over from the previous entry');
+    assert(this.pendingCount === 0, 'no events left over from the previous entry');
     this.appliedIndexValue = index;
     this.rev = index + this.revisionBaseValue;
     assert(Number.isSafeInteger(this.rev), 'revision stays a safe integer');
@@ -296,29 +329,38 @@ export class LockStateMachine {
   }
 
   private emit(type: LockEventType, lock: LockRecord, sessionId: SessionId, token: number, requestId: RequestId | null): void {
-    this.pendingEvents.push({ type, revision: this.rev as Revision, name: lock.name, sessionId, token: token as Revision, requestId, lock: PENDING_STATE });
-    this.pendingLocks.push(lock);
+    const event: PendingEvent = { type, revision: this.rev as Revision, name: lock.name, sessionId, token: token as Revision, requestId, lock: PENDING_STATE };
+    const at = this.pendingCount++;
+    if (at < this.pendingEvents.length) {
+      this.pendingEvents[at] = event;
+      this.pendingLocks[at] = lock;
+    } else {
+      this.pendingEvents.push(event);
+      this.pendingLocks.push(lock);
+    }
   }
 
   /** Gives each event of this entry its lock's state after the whole entry. */
   private takeEvents(): readonly LockEvent[] {
+    const count = this.pendingCount;
+    if (count === 0) return NO_EVENTS;
+    this.pendingCount = 0;
     const pending = this.pendingEvents;
-    if (pending.length === 0) return NO_EVENTS;
-    // An exact-size copy: most entries have one event, and a fresh array grown by push would reserve 16 slots.
-    const events = pending.slice();
-    pending.length = 0;
     const locks = this.pendingLocks;
+    // Exact size: most entries have one event, and an array grown by push would reserve 17 slots.
+    const events = new Array<PendingEvent>(count);
     let lastLock: LockRecord | undefined;
     let lastState = PENDING_STATE;
-    for (let i = 0; i < events.length; i++) {
+    for (let i = 0; i < count; i++) {
+      const event = pending[i] as PendingEvent;
       const lock = locks[i] as LockRecord;
       if (lock !== lastLock) {
         lastLock = lock;
         lastState = stateOf(lock);
       }
-      (events[i] as PendingEvent).lock = lastState;
+      event.lock = lastState;
+      events[i] = event;
     }
-    locks.length = 0;
     return events;
   }
 
@@ -361,18 +403,7 @@ export class LockStateMachine {
     if (ns.sessions.size >= this.limits.sessionsPerNamespaceMax) {
       return fail('QUOTA_EXCEEDED', `namespace "${c.namespace}" holds its maximum of ${this.limits.sessionsPerNamespaceMax} sessions`);
     }
-    const s: SessionRecord = {
-      id: c.sessionId,
-      ns,
-      clientId: c.clientId,
-      ttlMs: c.ttlMs,
-      openedRevision: this.rev as Revision,
-      held: new Map(),
-      waiting: new Map(),
-      dedupe: new Map(),
-      dedupeRing: [],
-      dedupeNext: 0,
-    };
+    const s = newSessionRecord(c.sessionId, ns, c.clientId, c.ttlMs, this.rev as Revision, this.limits.dedupePerSessionMax);
     ns.sessions.set(s.id, s);
     this.sessionsById.set(s.id, s);
     this.sessionCount++;
@@ -390,15 +421,16 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     if (ns.state === 'frozen') return moving(ns.name);
-    const names = [...s.held.keys(), ...s.waiting.keys()].sort(compareStrings);
+    const locks = sessionLocksSorted(s);
     const released: string[] = [];
     const delayed: DelayedLock[] = [];
-    for (const name of names) {
-      const heldLock = s.held.get(name);
-      const lock = heldLock ?? (s.waiting.get(name) as LockRecord);
-      if (heldLock !== undefined) {
-        const h = holderOf(lock, s.id);
-        lock.holders = without(lock.holders, lock.holders.indexOf(h));
+    for (const lock of locks) {
+      const name = lock.name;
+      const heldAt = holderIndex(lock, s.id);
+      if (heldAt >= 0) {
+        const h = lock.holders[heldAt] as Holder;
+        lock.holders = without(lock.holders, heldAt);
+        s.heldCount--;
         released.push(name);
         this.emit('EXPIRED', lock, s.id, h.token, null);
         if (expire && h.lockDelayMs > 0) {
@@ -410,11 +442,13 @@ export class LockStateMachine {
         const at = waiterIndex(lock, s.id);
         const w = lock.waiters[at] as Waiter;
         lock.waiters = without(lock.waiters, at);
+        s.waitingCount--;
         this.emit('EXPIRED', lock, s.id, 0, w.requestId);
       }
       this.promote(ns, lock);
       this.dropIfFree(ns, lock);
     }
+    assert(s.heldCount === 0 && s.waitingCount === 0, 'an ended session holds and awaits nothing');
     ns.sessions.delete(s.id);
     this.sessionsById.delete(s.id);
     this.sessionCount--;
@@ -424,40 +458,34 @@ export class LockStateMachine {
 
   // ---------------------------------------------------------------- locks
 
-  private remember(s: SessionRecord, requestId: string, record: DedupeRecord): void {
-    const dedupe = s.dedupe;
-    const ring = s.dedupeRing;
-    const max = this.limits.dedupePerSessionMax;
-    if (ring.length < max) {
-      ring.push(requestId);
-    } else {
-      const at = s.dedupeNext;
-      dedupe.delete(ring[at] as string);
-      ring[at] = requestId;
-      s.dedupeNext = at + 1 === max ? 0 : at + 1;
-    }
-    const before = dedupe.size;
-    dedupe.set(requestId, record);
-    assert(dedupe.size === before + 1 && dedupe.size === ring.length, 'a request id is remembered once, in the map and the ring');
+  /** Records the outcome of a new request id; the session's oldest goes once it has dedupePerSessionMax of them. */
+  private remember(s: SessionRecord, requestId: string, status: number, name: string, token: number, revision: number, reason: number): void {
+    const before = s.dedupe.size;
+    s.dedupe.add(requestId, status, name, token, revision, reason);
+    assert(s.dedupe.size === Math.min(before + 1, this.limits.dedupePerSessionMax), 'a request id is remembered once');
   }
 
   /** The same outcome again for a retried request id (ARCHITECTURE "Retries"). */
-  private replay(s: SessionRecord, requestId: string, d: DedupeRecord): AcquireOutcome {
-    switch (d.status) {
-      case 'GRANTED':
-        return { ok: true, status: 'GRANTED', token: d.token, holders: s.ns.locks.get(d.name)?.holders ?? EMPTY, revision: d.revision, deduped: true };
-      case 'QUEUED': {
-        const lock = s.waiting.get(d.name);
+  private replay(s: SessionRecord, requestId: string, slot: number): AcquireOutcome {
+    const d = s.dedupe;
+    const revision = d.revisionAt(slot);
+    switch (d.statusCodeAt(slot)) {
+      case STATUS_GRANTED:
+        return { ok: true, status: 'GRANTED', token: d.tokenAt(slot), holders: s.ns.locks.get(d.nameAt(slot))?.holders ?? EMPTY, revision, deduped: true };
+      case STATUS_QUEUED: {
+        const lock = s.ns.locks.get(d.nameAt(slot));
         assert(lock !== undefined, 'a QUEUED request has its waiter');
         const at = waiterIndex(lock, s.id);
         assert((lock.waiters[at] as Waiter).requestId === requestId, 'the waiter of a QUEUED record is that request');
-        return { ok: true, status: 'QUEUED', position: at, revision: d.revision, deduped: true };
+        return { ok: true, status: 'QUEUED', position: at, revision, deduped: true };
       }
-      case 'TIMED_OUT':
-        assert(d.reason !== null, 'a TIMED_OUT record has a reason');
-        return { ok: true, status: 'TIMED_OUT', reason: d.reason, revision: d.revision, deduped: true };
+      case STATUS_TIMED_OUT: {
+        const reason = d.reasonAt(slot);
+        assert(reason !== null, 'a TIMED_OUT record has a reason');
+        return { ok: true, status: 'TIMED_OUT', reason, revision, deduped: true };
+      }
       default:
-        return unreachable(d.status, 'dedupe status');
+        throw new AssertionError(`unknown dedupe status ${d.statusCodeAt(slot)}`);
     }
   }
 
@@ -466,23 +494,22 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     // Retries first: a retry is answered even while the namespace is frozen.
-    const prior = s.dedupe.get(c.requestId);
-    if (prior !== undefined) return this.replay(s, c.requestId, prior);
+    const prior = s.dedupe.find(c.requestId);
+    if (prior >= 0) return this.replay(s, c.requestId, prior);
     // The session can hold or await only a live lock: skip those lookups for a new name.
     let lock = ns.locks.get(c.name);
-    const waitingLock = lock !== undefined && s.waiting.size > 0 ? s.waiting.get(c.name) : undefined;
+    const waitingAt = lock !== undefined && s.waitingCount > 0 ? waiterIndexOf(lock, s.id) : -1;
     let waiter: Waiter | undefined;
-    if (waitingLock !== undefined) {
-      const at = waiterIndex(waitingLock, s.id);
-      waiter = waitingLock.waiters[at] as Waiter;
+    if (waitingAt >= 0) {
+      waiter = (lock as LockRecord).waiters[waitingAt] as Waiter;
       // Its dedupe record was pushed out by newer requests, but it still waits.
-      if (waiter.requestId === c.requestId) return { ok: true, status: 'QUEUED', position: at, revision: waiter.queuedRevision, deduped: true };
+      if (waiter.requestId === c.requestId) return { ok: true, status: 'QUEUED', position: waitingAt, revision: waiter.queuedRevision, deduped: true };
     }
     if (ns.state === 'frozen') return moving(ns.name);
     // A live lock's name was validated when the lock was created.
     const bad =
       checkRequestId(c.requestId) ??
-      (lock === undefined ? checkName(c.name, ns.name) : undefined) ??
+      (lock === undefined ? checkNameIn(c.name, ns.name) : undefined) ??
       checkMode(c.mode) ??
       checkWaitMs(c.waitMs) ??
       checkLockDelayMs(c.lockDelayMs);
@@ -490,12 +517,13 @@ export class LockStateMachine {
     if (waiter !== undefined) {
       return fail('INVALID_ARGUMENT', `session already waits for ${c.name} with request ${waiter.requestId}; retry that request id or cancel it`);
     }
-    const heldLock = lock !== undefined ? s.held.get(c.name) : undefined;
-    if (heldLock !== undefined) {
+    const heldAt = lock !== undefined && s.heldCount > 0 ? holderIndex(lock, s.id) : -1;
+    if (heldAt >= 0) {
       // Re-acquiring what the session holds answers the grant it has.
-      const h = holderOf(heldLock, s.id);
+      const heldLock = lock as LockRecord;
+      const h = heldLock.holders[heldAt] as Holder;
       if (h.mode !== c.mode) return fail('INVALID_MODE', `session already holds ${c.name} in ${h.mode} mode; release it first`);
-      this.remember(s, c.requestId, { status: 'GRANTED', name: c.name, token: h.token, revision: h.token, reason: null });
+      this.remember(s, c.requestId, STATUS_GRANTED, heldLock.name, h.token, h.token, REASON_NONE);
       ns.lastRevision = this.rev;
       return { ok: true, status: 'GRANTED', token: h.token, holders: heldLock.holders, revision: h.token, deduped: false };
     }
@@ -503,11 +531,11 @@ export class LockStateMachine {
       lock === undefined || (lock.delayRevision === 0 && lock.waiters.length === 0 && canHold(lock.holders, c.mode, this.limits.holdersPerLockMax));
     const rev = this.rev as Revision;
     if (!grantable && c.tryLock) {
-      this.remember(s, c.requestId, { status: 'TIMED_OUT', name: c.name, token: 0 as Revision, revision: rev, reason: 'busy' });
+      this.remember(s, c.requestId, STATUS_TIMED_OUT, lock === undefined ? c.name : lock.name, 0, rev, REASON_BUSY);
       ns.lastRevision = rev;
       return { ok: true, status: 'TIMED_OUT', reason: 'busy', revision: rev, deduped: false };
     }
-    if (s.held.size + s.waiting.size >= this.limits.locksPerSessionMax) {
+    if (s.heldCount + s.waitingCount >= this.limits.locksPerSessionMax) {
       return fail('QUOTA_EXCEEDED', `session holds or awaits its maximum of ${this.limits.locksPerSessionMax} locks`);
     }
     if (grantable) {
@@ -516,9 +544,10 @@ export class LockStateMachine {
         ns.locks.set(c.name, lock);
       }
       const holder: Holder = { sessionId: s.id, clientId: s.clientId, mode: c.mode, token: rev, lockDelayMs: c.lockDelayMs };
-      lock.holders = lock.holders.length === 0 ? [holder] : [...lock.holders, holder];
-      s.held.set(c.name, lock);
-      this.remember(s, c.requestId, { status: 'GRANTED', name: c.name, token: rev, revision: rev, reason: null });
+      lock.holders = lock.holders.length === 0 ? [holder] : appended(lock.holders, holder);
+      s.heldCount++;
+      addSessionLock(s, lock);
+      this.remember(s, c.requestId, STATUS_GRANTED, lock.name, rev, rev, REASON_NONE);
       this.emit('ACQUIRED', lock, s.id, rev, c.requestId);
       ns.lastRevision = rev;
       return { ok: true, status: 'GRANTED', token: rev, holders: lock.holders, revision: rev, deduped: false };
@@ -536,9 +565,10 @@ export class LockStateMachine {
       lockDelayMs: c.lockDelayMs,
       queuedRevision: rev,
     };
-    lock.waiters = lock.waiters.length === 0 ? [w] : [...lock.waiters, w];
-    s.waiting.set(c.name, lock);
-    this.remember(s, c.requestId, { status: 'QUEUED', name: c.name, token: 0 as Revision, revision: rev, reason: null });
+    lock.waiters = lock.waiters.length === 0 ? [w] : appended(lock.waiters, w);
+    s.waitingCount++;
+    addSessionLock(s, lock);
+    this.remember(s, c.requestId, STATUS_QUEUED, lock.name, 0, rev, REASON_NONE);
     this.emit('QUEUED', lock, s.id, 0, c.requestId);
     ns.lastRevision = rev;
     return { ok: true, status: 'QUEUED', position: lock.waiters.length - 1, revision: rev, deduped: false };
@@ -571,18 +601,17 @@ export class LockStateMachine {
     for (let i = 0; i < k; i++) {
       const w = waiters[i] as Waiter;
       const s = ns.sessions.get(w.sessionId);
-      assert(s !== undefined && s.waiting.get(lock.name) === lock, 'a waiter is a live session waiting for the lock');
-      s.waiting.delete(lock.name);
-      s.held.set(lock.name, lock);
+      assert(s !== undefined && s.waitingCount > 0, 'a waiter is a live session waiting for a lock');
+      // Its entry in s.locks stays: that list covers holding and waiting alike.
+      s.waitingCount--;
+      s.heldCount++;
       holders.push({ sessionId: w.sessionId, clientId: w.clientId, mode: w.mode, token: rev, lockDelayMs: w.lockDelayMs });
       // The request's record, unless newer requests pushed it out (then the
       // id may even have been reused for another name: leave that one alone).
-      const d = s.dedupe.get(w.requestId);
-      if (d !== undefined && d.name === lock.name) {
-        assert(d.status === 'QUEUED', 'a waiter’s dedupe record is QUEUED');
-        d.status = 'GRANTED';
-        d.token = rev;
-        d.revision = rev;
+      const d = s.dedupe.find(w.requestId);
+      if (d >= 0 && s.dedupe.nameAt(d) === lock.name) {
+        assert(s.dedupe.statusCodeAt(d) === STATUS_QUEUED, 'a waiter’s dedupe record is QUEUED');
+        s.dedupe.settle(d, STATUS_GRANTED, rev, rev, REASON_NONE);
       }
       this.emit('ACQUIRED', lock, w.sessionId, rev, w.requestId);
     }
@@ -603,20 +632,23 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     if (ns.state === 'frozen') return moving(ns.name);
-    const lock = s.held.get(c.name);
-    const bad = (lock === undefined ? checkName(c.name, ns.name) : undefined) ?? checkToken(c.token);
+    // A live lock's name was validated when the lock was created.
+    const lock = ns.locks.get(c.name);
+    const bad = (lock === undefined ? checkNameIn(c.name, ns.name) : undefined) ?? checkToken(c.token);
     if (bad !== undefined) return bad;
-    if (lock === undefined) return { ok: true, released: false };
-    const h = holderOf(lock, s.id);
+    const at = lock !== undefined && s.heldCount > 0 ? holderIndex(lock, s.id) : -1;
+    if (at < 0) return NOT_RELEASED;
+    const held = lock as LockRecord;
+    const h = held.holders[at] as Holder;
     // A stale token is a no-op: a paused client cannot release a later grant.
-    if (h.token !== c.token) return { ok: true, released: false };
-    lock.holders = without(lock.holders, lock.holders.indexOf(h));
-    s.held.delete(c.name);
-    this.emit('RELEASED', lock, s.id, h.token, null);
-    this.promote(ns, lock);
-    this.dropIfFree(ns, lock);
+    if (h.token !== c.token) return NOT_RELEASED;
+    held.holders = without(held.holders, at);
+    s.heldCount--;
+    this.emit('RELEASED', held, s.id, h.token, null);
+    this.promote(ns, held);
+    this.dropIfFree(ns, held);
     ns.lastRevision = this.rev;
-    return { ok: true, released: true };
+    return RELEASED;
   }
 
   private cancelWait(c: CancelWaitCommand): CancelWaitOutcome | Failure {
@@ -624,28 +656,27 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     if (ns.state === 'frozen') return moving(ns.name);
-    const lock = s.waiting.get(c.name);
-    const bad = checkRequestId(c.requestId) ?? (lock === undefined ? checkName(c.name, ns.name) : undefined);
+    const found = ns.locks.get(c.name);
+    const bad = checkRequestId(c.requestId) ?? (found === undefined ? checkNameIn(c.name, ns.name) : undefined);
     if (bad !== undefined) return bad;
     assert(c.reason === 'timed-out' || c.reason === 'cancelled', 'cancel reason is known');
-    if (lock === undefined) return { ok: true, cancelled: false };
-    const at = waiterIndex(lock, s.id);
+    const at = found !== undefined && s.waitingCount > 0 ? waiterIndexOf(found, s.id) : -1;
+    if (at < 0) return NOT_CANCELLED;
+    const lock = found as LockRecord;
     const w = lock.waiters[at] as Waiter;
-    if (w.requestId !== c.requestId) return { ok: true, cancelled: false };
+    if (w.requestId !== c.requestId) return NOT_CANCELLED;
     lock.waiters = without(lock.waiters, at);
-    s.waiting.delete(c.name);
-    const d = s.dedupe.get(c.requestId);
-    if (d !== undefined && d.name === c.name) {
-      assert(d.status === 'QUEUED', 'a waiter’s dedupe record is QUEUED');
-      d.status = 'TIMED_OUT';
-      d.reason = c.reason;
-      d.revision = this.rev as Revision;
+    s.waitingCount--;
+    const d = s.dedupe.find(c.requestId);
+    if (d >= 0 && s.dedupe.nameAt(d) === lock.name) {
+      assert(s.dedupe.statusCodeAt(d) === STATUS_QUEUED, 'a waiter’s dedupe record is QUEUED');
+      s.dedupe.settle(d, STATUS_TIMED_OUT, s.dedupe.tokenAt(d), this.rev, reasonCode(c.reason));
     }
     this.emit('CANCELED', lock, s.id, 0, w.requestId);
     this.promote(ns, lock);
     this.dropIfFree(ns, lock);
     ns.lastRevision = this.rev;
-    return { ok: true, cancelled: true };
+    return CANCELLED;
   }
 
   private liftLockDelay(c: LiftLockDelayCommand): LiftLockDelayOutcome | Failure {
@@ -852,7 +883,10 @@ export class LockStateMachine {
   locksOf(sessionId: string): { held: string[]; waiting: string[] } | undefined {
     const s = this.lookupSession(sessionId);
     if (isFailure(s)) return undefined;
-    return { held: sortedKeys(s.held), waiting: sortedKeys(s.waiting) };
+    const held: string[] = [];
+    const waiting: string[] = [];
+    for (const lock of sessionLocksSorted(s)) (holderIndex(lock, s.id) >= 0 ? held : waiting).push(lock.name);
+    return { held, waiting };
   }
 
   /** Every waiter, for a new leader's wait-deadline tracker. */
@@ -900,25 +934,22 @@ export class LockStateMachine {
       assert(ns.sessions.size <= this.limits.sessionsPerNamespaceMax, `${name} within sessionsPerNamespaceMax`);
       for (const [id, s] of ns.sessions) {
         assert(s.id === id && s.ns === ns && namespaceOfSessionId(id) === name, `session ${id} filed under its namespace`);
-        assert(s.held.size + s.waiting.size <= this.limits.locksPerSessionMax, `session ${id} within locksPerSessionMax`);
-        assert(s.dedupe.size <= this.limits.dedupePerSessionMax, `session ${id} within dedupePerSessionMax`);
-        assert(s.dedupe.size === s.dedupeRing.length && s.dedupeRing.every((r) => s.dedupe.has(r)), `session ${id}: dedupe ring matches its map`);
-        const order = [...s.dedupeRing.slice(s.dedupeNext), ...s.dedupeRing.slice(0, s.dedupeNext)];
-        assert(order.join('\n') === [...s.dedupe.keys()].join('\n'), `session ${id}: dedupe ring order is arrival order`);
-        for (const [lockName, lock] of s.held) {
-          assert(ns.locks.get(lockName) === lock && !s.waiting.has(lockName), `${id} holds live ${lockName} and does not also wait`);
-          assert(lock.holders.filter((h) => h.sessionId === id).length === 1, `${id} is a holder of ${lockName} once`);
-        }
-        for (const [lockName, lock] of s.waiting) {
-          assert(ns.locks.get(lockName) === lock, `${id} waits for live ${lockName}`);
-          assert(lock.waiters.filter((w) => w.sessionId === id).length === 1, `${id} is a waiter of ${lockName} once`);
-        }
-        for (const [requestId, d] of s.dedupe) {
-          if (d.status !== 'QUEUED') continue;
-          const lock = s.waiting.get(d.name);
+        assert(s.heldCount >= 0 && s.waitingCount >= 0, `session ${id}: counts are non-negative`);
+        assert(s.heldCount + s.waitingCount <= this.limits.locksPerSessionMax, `session ${id} within locksPerSessionMax`);
+        assert(s.dedupe.size <= this.limits.dedupePerSessionMax && s.dedupe.max === this.limits.dedupePerSessionMax, `session ${id} within dedupePerSessionMax`);
+        s.dedupe.check();
+        for (let slot = 0; slot < s.dedupe.size; slot++) {
+          if (s.dedupe.statusCodeAt(slot) !== STATUS_QUEUED) continue;
+          const requestId = s.dedupe.requestIdAt(slot);
+          const lock = ns.locks.get(s.dedupe.nameAt(slot));
           assert(lock !== undefined && lock.waiters[waiterIndex(lock, s.id)]?.requestId === requestId, `QUEUED ${requestId} of ${id} is waiting`);
         }
       }
+      // Per session: the locks that list it, counted, and all present in its own list.
+      const held = new Map<string, number>();
+      const waiting = new Map<string, number>();
+      const listed = new Map<string, Set<LockRecord>>();
+      for (const [id, s] of ns.sessions) listed.set(id, new Set(s.locks));
       for (const [lockName, lock] of ns.locks) {
         assert(lock.name === lockName, 'lock record under its own name');
         const parsed = parseLockName(lockName);
@@ -927,10 +958,22 @@ export class LockStateMachine {
         assert((lock.delayRevision === 0) === (lock.delayMs === 0), `${lockName}: delay revision and length agree`);
         assert(lock.holders.length <= holdersMax && lock.waiters.length <= this.limits.waitersPerLockMax, `${lockName} within per-lock limits`);
         if (lock.holders.length > 1) assert(lock.holders.every((h) => h.mode === 'SHARED'), `${lockName}: an exclusive holder is alone`);
-        for (const h of lock.holders) assert(ns.sessions.get(h.sessionId)?.held.get(lockName) === lock, `holder ${h.sessionId} of ${lockName} knows it`);
-        for (const w of lock.waiters) assert(ns.sessions.get(w.sessionId)?.waiting.get(lockName) === lock, `waiter ${w.sessionId} of ${lockName} knows it`);
+        for (const h of lock.holders) {
+          assert(listed.get(h.sessionId)?.has(lock) === true, `holder ${h.sessionId} of ${lockName} is a live session that lists it`);
+          assert(lock.holders.filter((x) => x.sessionId === h.sessionId).length === 1, `${h.sessionId} is a holder of ${lockName} once`);
+          assert(waiterIndexOf(lock, h.sessionId) < 0, `${h.sessionId} holds ${lockName} and does not also wait`);
+          held.set(h.sessionId, (held.get(h.sessionId) ?? 0) + 1);
+        }
+        for (const w of lock.waiters) {
+          assert(listed.get(w.sessionId)?.has(lock) === true, `waiter ${w.sessionId} of ${lockName} is a live session that lists it`);
+          assert(lock.waiters.filter((x) => x.sessionId === w.sessionId).length === 1, `${w.sessionId} is a waiter of ${lockName} once`);
+          waiting.set(w.sessionId, (waiting.get(w.sessionId) ?? 0) + 1);
+        }
         const head = lock.waiters[0];
         if (head !== undefined && lock.delayRevision === 0) assert(!canHold(lock.holders, head.mode, holdersMax), `${lockName}: head waiter is blocked`);
+      }
+      for (const [id, s] of ns.sessions) {
+        assert(s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0), `session ${id}: held and waiting counts match the locks`);
       }
     }
     assert(sessions === this.sessionCount && sessions <= this.limits.sessionsMax, 'session count matches');
@@ -951,8 +994,8 @@ function sessionInfoOf(s: SessionRecord): SessionInfo {
     namespace: s.ns.name,
     ttlMs: s.ttlMs,
     openedRevision: s.openedRevision,
-    heldCount: s.held.size,
-    waitingCount: s.waiting.size,
+    heldCount: s.heldCount,
+    waitingCount: s.waitingCount,
   };
 }
 

@@ -17,7 +17,7 @@ import {
   TTL_MS_MIN,
   WAIT_MS_MAX,
 } from './limits.js';
-import { validateLockName } from './names.js';
+import { isLockNameIn, validateLockName } from './names.js';
 import type { Failure, FsmErrorCode, LockMode } from './types.js';
 
 export function fail(code: FsmErrorCode, message: string): Failure {
@@ -104,6 +104,11 @@ export function checkToken(token: number): Failure | undefined {
 export function checkName(name: string, namespace?: string): Failure | undefined {
   const problem = validateLockName(name, namespace);
   return problem === undefined ? undefined : fail(problem.code, problem.message);
+}
+
+/** checkName for a name that must lie in `namespace` (a valid one): allocates nothing when the name is fine. */
+export function checkNameIn(name: string, namespace: string): Failure | undefined {
+  return typeof name === 'string' && isLockNameIn(name, namespace) ? undefined : checkName(name, namespace);
 }
 
 /**
