@@ -16,6 +16,17 @@ import type { Disk, DiskFile, Done } from './disk.js';
 const allocateChunkBytes = 1024 * 1024;
 const zeros = new Uint8Array(allocateChunkBytes);
 
+/**
+ * Writes up to this size go straight into the page cache with pwrite on the
+ * calling thread; `done` still runs later (a microtask), never inside the
+ * call. A group-commit batch is usually a few KiB: copying it costs
+ * microseconds, while the thread pool's round trip (wake a worker, wake the
+ * loop back) costs two context switches before the fdatasync can even start
+ * (measured in docs/benchmarks.md, cell section). Bigger writes
+ * (preallocation, snapshots) stay on the thread pool.
+ */
+const inlineWriteBytesMax = 64 * 1024;
+
 class NodeFile implements DiskFile {
   private closed = false;
 
@@ -27,6 +38,20 @@ class NodeFile implements DiskFile {
   write(position: number, data: Uint8Array, done: Done): void {
     assert(!this.closed, `write after close: ${this.path}`);
     assertUint(position, 'position');
+    if (data.length <= inlineWriteBytesMax) {
+      let error: Error | null = null;
+      try {
+        for (let written = 0; written < data.length; ) {
+          const n = fs.writeSync(this.fd, data, written, data.length - written, position + written);
+          assert(n > 0, 'pwrite made progress');
+          written += n;
+        }
+      } catch (err) {
+        error = err as Error;
+      }
+      queueMicrotask(() => done(error));
+      return;
+    }
     const step = (written: number): void => {
       if (written === data.length) return done(null);
       fs.write(this.fd, data, written, data.length - written, position + written, (err, n) => {
