@@ -1,7 +1,10 @@
 /**
  * The peer transport: one long-lived gRPC stream per directed link, carrying
- * batches of Raft messages. Messages handed over in one turn of the event
- * loop leave as one batch. Each link has a bounded send queue; when it is
+ * batches of Raft messages. Messages handed over in one synchronous run (a
+ * ready, or every message of one incoming batch) leave as one batch, in a
+ * microtask right after it: not a later turn of the event loop, where the
+ * batch would wait behind every other pending I/O callback (client calls,
+ * peer batches) before it leaves. Each link has a bounded send queue; when it is
  * full, or the peer is down, messages are dropped — Raft retransmits, and the
  * core is told the peer is unreachable so the leader falls back to probing.
  */
@@ -59,7 +62,7 @@ class PeerLink {
     this.opts.onQueueDepth?.(this.peer, this.queue.length);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => this.flush());
+      queueMicrotask(() => this.flush());
     }
   }
 
