@@ -1041,6 +1041,9 @@ function observeStore(
         if (error === null && hardState !== undefined && alive()) checkers.durable(node, hardState);
         done(error);
       });
+      // A store that failed earlier refuses the save (its read view stays as it was) and the node
+      // crashes at once: what it would have saved is no claim of the replica's.
+      if (!alive()) return;
       checkers.saved(node, hardState, entries, store);
       if (hardState !== undefined) onHardState(hardState);
     },
