@@ -604,7 +604,6 @@ export class Replica {
     this.env.observer?.softStateChanged?.(soft, term);
   }
 
-  /** Snapshot policy: every snapshotEveryEntries applied entries, one in flight at a time. */
   /** Index of the latest snapshot this replica stored or installed (0 when none). */
   get latestSnapshotIndex(): LogIndex {
     return this.snapshotIndex;
@@ -624,6 +623,7 @@ export class Replica {
     this.takeSnapshot((bytes) => done(ok({ index: this.snapshotIndex, bytes })));
   }
 
+  /** Snapshot policy: every snapshotEveryEntries applied entries, one in flight at a time. */
   private maybeSnapshot(): void {
     if (this.snapshotInFlight || this.appliedIndex - this.snapshotIndex < this.snapshotEveryEntries) return;
     this.takeSnapshot(() => {});
