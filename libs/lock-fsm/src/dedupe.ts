@@ -40,8 +40,12 @@ export function reasonCode(reason: TimedOutReason | null): number {
   return reason === null ? REASON_NONE : reason === 'busy' ? REASON_BUSY : reason === 'timed-out' ? REASON_TIMED_OUT : REASON_CANCELLED;
 }
 
-/** FNV-1a 32 over UTF-16 code units: spreads similar ids ("req-1", "req-2") across the index. */
-function hashOf(s: string): number {
+/**
+ * FNV-1a 32 over UTF-16 code units: spreads similar ids ("req-1", "req-2")
+ * across the index. Callers compute it once per request id and pass it to
+ * `find` and `add`.
+ */
+export function dedupeHash(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return h ^ (h >>> 16);
@@ -53,9 +57,10 @@ const INITIAL_CAPACITY = 4;
 /**
  * Layout: `ids` and `names` hold each slot's request id and lock name;
  * `nums` holds each slot's token and revision (2 per slot, doubles: both can
- * exceed 2^31); `ints` holds each slot's hash and status|reason<<2 (2 per
- * slot), followed by the open-addressing index (ring slot + 1, 0 = empty;
- * linear probing; its length a power of two, at least twice the capacity).
+ * exceed 2^31); `ints` holds each slot's status|reason<<2 and hash (2 per
+ * slot), followed by the open-addressing index: pairs of (hash, ring slot + 1),
+ * 0 = empty, linear probing, a power of two of pairs, at least twice the
+ * capacity. Keeping the hash in the index makes a probe read one place.
  * Few objects per session: typed arrays past a small size keep their bytes
  * outside the heap, each with its own bookkeeping.
  */
@@ -79,7 +84,7 @@ export class DedupeTable {
     this.ids = new Array<string>(capacity).fill('');
     this.names = new Array<string>(capacity).fill('');
     this.nums = new Float64Array(2 * capacity);
-    this.ints = new Int32Array(2 * capacity + indexLength);
+    this.ints = new Int32Array(2 * capacity + 2 * indexLength);
     this.indexStart = 2 * capacity;
     this.indexMask = indexLength - 1;
   }
@@ -88,17 +93,16 @@ export class DedupeTable {
     return this.count;
   }
 
-  /** The ring slot of `requestId`, or -1. */
-  find(requestId: string): number {
-    const h = hashOf(requestId);
+  /** The ring slot of `requestId` (whose dedupeHash is `h`), or -1. */
+  find(requestId: string, h: number): number {
     const ints = this.ints;
     const start = this.indexStart;
     const mask = this.indexMask;
     for (let p = h & mask; ; p = (p + 1) & mask) {
-      const v = ints[start + p] as number;
+      const at = start + 2 * p;
+      const v = ints[at + 1] as number;
       if (v === 0) return -1;
-      const slot = v - 1;
-      if (ints[2 * slot] === h && this.ids[slot] === requestId) return slot;
+      if (ints[at] === h && this.ids[v - 1] === requestId) return v - 1;
     }
   }
 
@@ -106,7 +110,7 @@ export class DedupeTable {
    * Remembers a request id that is not in the table (the caller looked it
    * up first), evicting the oldest once `max` are remembered. Returns its slot.
    */
-  add(requestId: string, status: number, name: string, token: number, revision: number, reason: number): number {
+  add(requestId: string, h: number, status: number, name: string, token: number, revision: number, reason: number): number {
     let slot: number;
     if (this.count < this.max) {
       if (this.count === this.capacity) this.grow();
@@ -116,14 +120,12 @@ export class DedupeTable {
       this.next = slot + 1 === this.max ? 0 : slot + 1;
       this.unindex(slot);
     }
-    const h = hashOf(requestId);
     this.ids[slot] = requestId;
     this.names[slot] = name;
     this.nums[2 * slot] = token;
     this.nums[2 * slot + 1] = revision;
-    const ints = this.ints;
-    ints[2 * slot] = h;
-    ints[2 * slot + 1] = status | (reason << 2);
+    this.ints[2 * slot] = status | (reason << 2);
+    this.ints[2 * slot + 1] = h;
     this.place(h, slot);
     return slot;
   }
@@ -132,7 +134,7 @@ export class DedupeTable {
   settle(slot: number, status: number, token: number, revision: number, reason: number): void {
     this.nums[2 * slot] = token;
     this.nums[2 * slot + 1] = revision;
-    this.ints[2 * slot + 1] = status | (reason << 2);
+    this.ints[2 * slot] = status | (reason << 2);
   }
 
   requestIdAt(slot: number): string {
@@ -144,7 +146,7 @@ export class DedupeTable {
   }
 
   statusCodeAt(slot: number): number {
-    return (this.ints[2 * slot + 1] as number) & 3;
+    return (this.ints[2 * slot] as number) & 3;
   }
 
   statusAt(slot: number): DedupeStatus {
@@ -152,7 +154,7 @@ export class DedupeTable {
   }
 
   reasonCodeAt(slot: number): number {
-    return (this.ints[2 * slot + 1] as number) >> 2;
+    return (this.ints[2 * slot] as number) >> 2;
   }
 
   reasonAt(slot: number): TimedOutReason | null {
@@ -179,12 +181,17 @@ export class DedupeTable {
     assert(this.count <= this.max && this.count <= this.capacity, 'dedupe count within its capacity and max');
     assert(this.next === 0 || this.count === this.max, 'the ring wraps only when full');
     let indexed = 0;
-    for (let p = 0; p <= this.indexMask; p++) if (this.ints[this.indexStart + p] !== 0) indexed++;
+    for (let p = 0; p <= this.indexMask; p++) {
+      const v = this.ints[this.indexStart + 2 * p + 1] as number;
+      if (v === 0) continue;
+      indexed++;
+      assert(v <= this.count && this.ints[this.indexStart + 2 * p] === dedupeHash(this.ids[v - 1] as string), 'an index entry has its id\'s hash');
+    }
     assert(indexed === this.count, 'every remembered request is indexed once');
     for (let slot = 0; slot < this.count; slot++) {
       const id = this.ids[slot] as string;
-      assert(this.ints[2 * slot] === hashOf(id), 'stored hash matches its id');
-      assert(this.find(id) === slot, 'each request id is found at its own slot (ids are distinct)');
+      assert(this.ints[2 * slot + 1] === dedupeHash(id), 'stored hash matches its id');
+      assert(this.find(id, dedupeHash(id)) === slot, 'each request id is found at its own slot (ids are distinct)');
       const status = this.statusCodeAt(slot);
       assert(status >= STATUS_GRANTED && status <= STATUS_TIMED_OUT, 'a known status');
       assert((status === STATUS_TIMED_OUT) === (this.reasonCodeAt(slot) !== REASON_NONE), 'a reason comes with TIMED_OUT and only with it');
@@ -196,8 +203,9 @@ export class DedupeTable {
     const start = this.indexStart;
     const mask = this.indexMask;
     let p = h & mask;
-    while (ints[start + p] !== 0) p = (p + 1) & mask;
-    ints[start + p] = slot + 1;
+    while (ints[start + 2 * p + 1] !== 0) p = (p + 1) & mask;
+    ints[start + 2 * p] = h;
+    ints[start + 2 * p + 1] = slot + 1;
   }
 
   /** Removes `slot` from the index (backward-shift deletion keeps every probe chain intact without tombstones). */
@@ -205,23 +213,25 @@ export class DedupeTable {
     const ints = this.ints;
     const start = this.indexStart;
     const mask = this.indexMask;
-    let p = (ints[2 * slot] as number) & mask;
-    while (ints[start + p] !== slot + 1) {
-      assert(ints[start + p] !== 0, 'an evicted request id was indexed');
+    let p = (ints[2 * slot + 1] as number) & mask;
+    while (ints[start + 2 * p + 1] !== slot + 1) {
+      assert(ints[start + 2 * p + 1] !== 0, 'an evicted request id was indexed');
       p = (p + 1) & mask;
     }
     let hole = p;
     for (let q = (p + 1) & mask; ; q = (q + 1) & mask) {
-      const v = ints[start + q] as number;
+      const v = ints[start + 2 * q + 1] as number;
       if (v === 0) break;
-      const home = (ints[2 * (v - 1)] as number) & mask;
+      const h = ints[start + 2 * q] as number;
       // The entry at q may move back into the hole unless its home lies cyclically in (hole, q].
-      if (((q - home) & mask) >= ((q - hole) & mask)) {
-        ints[start + hole] = v;
+      if (((q - (h & mask)) & mask) >= ((q - hole) & mask)) {
+        ints[start + 2 * hole] = h;
+        ints[start + 2 * hole + 1] = v;
         hole = q;
       }
     }
-    ints[start + hole] = 0;
+    ints[start + 2 * hole] = 0;
+    ints[start + 2 * hole + 1] = 0;
   }
 
   /** Doubles the ring's capacity (up to max) while it has not wrapped yet: slots keep their numbers. */
@@ -238,7 +248,7 @@ export class DedupeTable {
     }
     const nums = new Float64Array(2 * capacity);
     nums.set(this.nums);
-    const ints = new Int32Array(2 * capacity + indexLength);
+    const ints = new Int32Array(2 * capacity + 2 * indexLength);
     ints.set(this.ints.subarray(0, 2 * old));
     this.ids = ids;
     this.names = names;
@@ -247,7 +257,7 @@ export class DedupeTable {
     this.capacity = capacity;
     this.indexStart = 2 * capacity;
     this.indexMask = indexLength - 1;
-    for (let slot = 0; slot < this.count; slot++) this.place(ints[2 * slot] as number, slot);
+    for (let slot = 0; slot < this.count; slot++) this.place(ints[2 * slot + 1] as number, slot);
   }
 }
 

@@ -4,7 +4,7 @@
  * LockState handed out in an event or outcome can share them safely, and
  * building one costs a single small object.
  */
-import type { Namespace, Revision, SessionId } from '@fencer/base';
+import { assert, type Namespace, type Revision, type SessionId } from '@fencer/base';
 import { DedupeTable } from './dedupe.js';
 import type { Holder, LockMode, NamespaceState, Waiter } from './types.js';
 
@@ -33,16 +33,21 @@ export interface SessionRecord {
   /** How many locks list this session among their waiters (never a lock it also holds). */
   waitingCount: number;
   /**
-   * Every lock this session holds or awaits, in no particular order, plus
-   * stale entries (locks it has since released or stopped waiting for, and
-   * repeats). The locks' holder and waiter lists are the truth; this list
-   * only lets CloseSession and ExpireSession find them without a scan of the
-   * namespace. Kept lazily because a Map per session reallocated its table
-   * on almost every acquire and release: entries are only appended, and the
-   * list is compacted when it grows past twice the live count (see
-   * `addSessionLock`), so its length stays O(held + waiting).
+   * Every lock this session holds or awaits, in no particular order, in
+   * slots 0..lockListLength-1 of `lockList`. The locks' holder and waiter
+   * lists are the truth; this list lets CloseSession and ExpireSession find
+   * a session's locks without a scan of the namespace. (A Map per session
+   * did the same, but reallocated its table on almost every acquire and
+   * release.) A lock the session leaves is removed at once when it sits near
+   * either end of the list (the usual case: few locks, or released in order
+   * of acquisition); otherwise it stays as a stale entry until the list
+   * reaches twice the live count plus 16, when `compactSessionLocks` drops
+   * every stale entry. The array never shrinks in place: an array whose
+   * length falls to a small fraction of its capacity gives its backing store
+   * back, and the next push would allocate a new one.
    */
-  locks: LockRecord[];
+  lockList: LockRecord[];
+  lockListLength: number;
   /** Outcomes of the session's last request ids (dedupePerSessionMax of them), in arrival order. */
   readonly dedupe: DedupeTable;
 }
@@ -55,7 +60,18 @@ export function newSessionRecord(
   openedRevision: Revision,
   dedupePerSessionMax: number,
 ): SessionRecord {
-  return { id, ns, clientId, ttlMs, openedRevision, heldCount: 0, waitingCount: 0, locks: [], dedupe: new DedupeTable(dedupePerSessionMax) };
+  return {
+    id,
+    ns,
+    clientId,
+    ttlMs,
+    openedRevision,
+    heldCount: 0,
+    waitingCount: 0,
+    lockList: [],
+    lockListLength: 0,
+    dedupe: new DedupeTable(dedupePerSessionMax),
+  };
 }
 
 export interface LockRecord {
@@ -107,8 +123,12 @@ function isMember(lock: LockRecord, sessionId: string): boolean {
   return holderIndex(lock, sessionId) >= 0 || waiterIndexOf(lock, sessionId) >= 0;
 }
 
+/** A lock is looked for this many entries deep from each end of a session's list when the session leaves it. */
+const REMOVE_SCAN_MAX = 8;
 /** Below this many kept entries, compaction finds repeats by a scan instead of a Set. */
 const COMPACT_SCAN_MAX = 32;
+/** Fills the slots a session's list no longer uses, so they keep no lock record alive. */
+const NO_LOCK: LockRecord = Object.freeze({ name: '', holders: EMPTY, waiters: EMPTY, delayRevision: 0, delayMs: 0 }) as LockRecord;
 
 /**
  * Records that `s` now holds or awaits `lock` (call after adding it to the
@@ -117,38 +137,79 @@ const COMPACT_SCAN_MAX = 32;
  * by the appends since the last compaction.
  */
 export function addSessionLock(s: SessionRecord, lock: LockRecord): void {
-  const locks = s.locks;
-  if (locks.length >= 2 * (s.heldCount + s.waitingCount) + 16) compactSessionLocks(s);
-  s.locks.push(lock);
+  if (s.lockListLength >= 2 * (s.heldCount + s.waitingCount) + 16) compactSessionLocks(s);
+  const list = s.lockList;
+  const at = s.lockListLength++;
+  if (at < list.length) list[at] = lock;
+  else list.push(lock);
 }
 
-/** Drops the entries of `s.locks` that are stale or repeated; keeps the first of each live lock. */
+/**
+ * `s` no longer holds or awaits `lock` (call after removing it from the
+ * lock's holders or waiters). Removes the entry when it is near either end
+ * of the list; a deeper one stays stale until the next compaction.
+ */
+export function removeSessionLock(s: SessionRecord, lock: LockRecord): void {
+  const list = s.lockList;
+  const n = s.lockListLength;
+  let at = -1;
+  for (let i = n - 1; i >= 0 && i >= n - REMOVE_SCAN_MAX; i--) {
+    if (list[i] === lock) {
+      at = i;
+      break;
+    }
+  }
+  if (at < 0) {
+    const end = Math.min(REMOVE_SCAN_MAX, n - REMOVE_SCAN_MAX);
+    for (let i = 0; i < end; i++) {
+      if (list[i] === lock) {
+        at = i;
+        break;
+      }
+    }
+  }
+  if (at < 0) return;
+  // Order carries no meaning: the last entry fills the gap.
+  list[at] = list[n - 1] as LockRecord;
+  list[n - 1] = NO_LOCK;
+  s.lockListLength = n - 1;
+}
+
+/** Drops the entries of the session's list that are stale or repeated; keeps the first of each live lock. */
 export function compactSessionLocks(s: SessionRecord): void {
-  const locks = s.locks;
-  const kept: LockRecord[] = [];
+  const list = s.lockList;
+  const n = s.lockListLength;
+  let kept = 0;
   let seen: Set<LockRecord> | undefined;
-  for (let i = 0; i < locks.length; i++) {
-    const lock = locks[i] as LockRecord;
+  for (let i = 0; i < n; i++) {
+    const lock = list[i] as LockRecord;
     if (!isMember(lock, s.id)) continue;
     if (seen !== undefined) {
       if (seen.has(lock)) continue;
       seen.add(lock);
-    } else if (kept.includes(lock)) {
+    } else if (indexInPrefix(list, kept, lock)) {
       continue;
-    } else if (kept.length >= COMPACT_SCAN_MAX) {
-      seen = new Set(kept);
+    } else if (kept >= COMPACT_SCAN_MAX) {
+      seen = new Set(list.slice(0, kept));
       seen.add(lock);
     }
-    kept.push(lock);
+    list[kept++] = lock;
   }
-  s.locks = kept;
+  for (let i = kept; i < n; i++) list[i] = NO_LOCK;
+  s.lockListLength = kept;
+  assert(kept === s.heldCount + s.waitingCount, 'a session lists each lock it holds or awaits');
+}
+
+function indexInPrefix(list: readonly LockRecord[], length: number, lock: LockRecord): boolean {
+  for (let i = 0; i < length; i++) if (list[i] === lock) return true;
+  return false;
 }
 
 /**
  * The locks `s` holds or awaits, each once, sorted by name: the order in
- * which CloseSession and ExpireSession handle them. Compacts `s.locks`.
+ * which CloseSession and ExpireSession handle them. Compacts the list.
  */
 export function sessionLocksSorted(s: SessionRecord): LockRecord[] {
   compactSessionLocks(s);
-  return s.locks.slice().sort((a, b) => compareStrings(a.name, b.name));
+  return s.lockList.slice(0, s.lockListLength).sort((a, b) => compareStrings(a.name, b.name));
 }

@@ -43,7 +43,7 @@ import {
   type SessionRecord,
 } from './records.js';
 import type { Holder, NamespaceState, Waiter } from './types.js';
-import { REASON_CANCELLED, REASON_NONE, STATUS_QUEUED, type DedupeStatus } from './dedupe.js';
+import { dedupeHash, REASON_CANCELLED, REASON_NONE, STATUS_QUEUED, type DedupeStatus } from './dedupe.js';
 import { checkClientId, checkLockDelayMs, checkName, checkRequestId, checkSessionId, checkTtlMs, checkWaitMs } from './validate.js';
 
 export const SNAPSHOT_FORMAT_VERSION = 1;
@@ -144,7 +144,8 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
     for (let j = 0; j < dedupeCount; j++) {
       const requestId = r.uniqueString();
       checked(checkRequestId(requestId), 0);
-      if (s.dedupe.find(requestId) >= 0) invalid(`duplicate request id ${requestId} in session ${id}`);
+      const h = dedupeHash(requestId);
+      if (s.dedupe.find(requestId, h) >= 0) invalid(`duplicate request id ${requestId} in session ${id}`);
       const statusCode = r.u8();
       const status: DedupeStatus | undefined = statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
       if (status === undefined) invalid(`unknown dedupe status ${statusCode}`);
@@ -156,7 +157,7 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const reason = r.u8();
       if (reason > REASON_CANCELLED) invalid(`unknown reason ${reason}`);
       if ((status === 'TIMED_OUT') !== (reason !== REASON_NONE)) invalid('a reason comes with TIMED_OUT and only with it');
-      s.dedupe.add(requestId, statusCode, name, token, revision, reason);
+      s.dedupe.add(requestId, h, statusCode, name, token, revision, reason);
     }
     ns.sessions.set(id, s);
   }
@@ -188,7 +189,8 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       if (holders.length > 0 && (mode === 'EXCLUSIVE' || (holders[0] as Holder).mode === 'EXCLUSIVE')) invalid(`lock ${name}: an exclusive holder must be alone`);
       holders.push({ sessionId: s.id, clientId: s.clientId, mode, token, lockDelayMs });
       s.heldCount++;
-      s.locks.push(lock);
+      s.lockList.push(lock);
+      s.lockListLength++;
     }
     const waiterCount = r.count(limits.waitersPerLockMax, 'waiter count');
     const waiters: Waiter[] = [];
@@ -207,7 +209,8 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const queuedRevision = revisionIn(r, revisionMax, 'queuedRevision', false) as Revision;
       waiters.push({ sessionId: s.id, clientId: s.clientId, mode, requestId, waitMs, lockDelayMs, queuedRevision });
       s.waitingCount++;
-      s.locks.push(lock);
+      s.lockList.push(lock);
+      s.lockListLength++;
     }
     if (holders.length === 0 && waiters.length === 0 && delayRevision === 0) invalid(`lock ${name} is free but listed`);
     const head = waiters[0];

@@ -39,6 +39,7 @@ import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, ty
 import { parseLockName, parseLockPrefix } from './names.js';
 import {
   addSessionLock,
+  removeSessionLock,
   canHold,
   EMPTY,
   holderIndex,
@@ -95,6 +96,7 @@ import {
 } from './validate.js';
 import { fnv1a64 } from './hash.js';
 import {
+  dedupeHash,
   reasonCode,
   REASON_BUSY,
   REASON_NONE,
@@ -459,9 +461,9 @@ export class LockStateMachine {
   // ---------------------------------------------------------------- locks
 
   /** Records the outcome of a new request id; the session's oldest goes once it has dedupePerSessionMax of them. */
-  private remember(s: SessionRecord, requestId: string, status: number, name: string, token: number, revision: number, reason: number): void {
+  private remember(s: SessionRecord, requestId: string, h: number, status: number, name: string, token: number, revision: number, reason: number): void {
     const before = s.dedupe.size;
-    s.dedupe.add(requestId, status, name, token, revision, reason);
+    s.dedupe.add(requestId, h, status, name, token, revision, reason);
     assert(s.dedupe.size === Math.min(before + 1, this.limits.dedupePerSessionMax), 'a request id is remembered once');
   }
 
@@ -494,7 +496,9 @@ export class LockStateMachine {
     if (isFailure(s)) return s;
     const ns = s.ns;
     // Retries first: a retry is answered even while the namespace is frozen.
-    const prior = s.dedupe.find(c.requestId);
+    // A request id that is not a string is answered by checkRequestId below.
+    const requestHash = typeof c.requestId === 'string' ? dedupeHash(c.requestId) : 0;
+    const prior = typeof c.requestId === 'string' ? s.dedupe.find(c.requestId, requestHash) : -1;
     if (prior >= 0) return this.replay(s, c.requestId, prior);
     // The session can hold or await only a live lock: skip those lookups for a new name.
     let lock = ns.locks.get(c.name);
@@ -523,7 +527,7 @@ export class LockStateMachine {
       const heldLock = lock as LockRecord;
       const h = heldLock.holders[heldAt] as Holder;
       if (h.mode !== c.mode) return fail('INVALID_MODE', `session already holds ${c.name} in ${h.mode} mode; release it first`);
-      this.remember(s, c.requestId, STATUS_GRANTED, heldLock.name, h.token, h.token, REASON_NONE);
+      this.remember(s, c.requestId, requestHash, STATUS_GRANTED, heldLock.name, h.token, h.token, REASON_NONE);
       ns.lastRevision = this.rev;
       return { ok: true, status: 'GRANTED', token: h.token, holders: heldLock.holders, revision: h.token, deduped: false };
     }
@@ -531,7 +535,7 @@ export class LockStateMachine {
       lock === undefined || (lock.delayRevision === 0 && lock.waiters.length === 0 && canHold(lock.holders, c.mode, this.limits.holdersPerLockMax));
     const rev = this.rev as Revision;
     if (!grantable && c.tryLock) {
-      this.remember(s, c.requestId, STATUS_TIMED_OUT, lock === undefined ? c.name : lock.name, 0, rev, REASON_BUSY);
+      this.remember(s, c.requestId, requestHash, STATUS_TIMED_OUT, lock === undefined ? c.name : lock.name, 0, rev, REASON_BUSY);
       ns.lastRevision = rev;
       return { ok: true, status: 'TIMED_OUT', reason: 'busy', revision: rev, deduped: false };
     }
@@ -547,7 +551,7 @@ export class LockStateMachine {
       lock.holders = lock.holders.length === 0 ? [holder] : appended(lock.holders, holder);
       s.heldCount++;
       addSessionLock(s, lock);
-      this.remember(s, c.requestId, STATUS_GRANTED, lock.name, rev, rev, REASON_NONE);
+      this.remember(s, c.requestId, requestHash, STATUS_GRANTED, lock.name, rev, rev, REASON_NONE);
       this.emit('ACQUIRED', lock, s.id, rev, c.requestId);
       ns.lastRevision = rev;
       return { ok: true, status: 'GRANTED', token: rev, holders: lock.holders, revision: rev, deduped: false };
@@ -568,7 +572,7 @@ export class LockStateMachine {
     lock.waiters = lock.waiters.length === 0 ? [w] : appended(lock.waiters, w);
     s.waitingCount++;
     addSessionLock(s, lock);
-    this.remember(s, c.requestId, STATUS_QUEUED, lock.name, 0, rev, REASON_NONE);
+    this.remember(s, c.requestId, requestHash, STATUS_QUEUED, lock.name, 0, rev, REASON_NONE);
     this.emit('QUEUED', lock, s.id, 0, c.requestId);
     ns.lastRevision = rev;
     return { ok: true, status: 'QUEUED', position: lock.waiters.length - 1, revision: rev, deduped: false };
@@ -608,7 +612,7 @@ export class LockStateMachine {
       holders.push({ sessionId: w.sessionId, clientId: w.clientId, mode: w.mode, token: rev, lockDelayMs: w.lockDelayMs });
       // The request's record, unless newer requests pushed it out (then the
       // id may even have been reused for another name: leave that one alone).
-      const d = s.dedupe.find(w.requestId);
+      const d = s.dedupe.find(w.requestId, dedupeHash(w.requestId));
       if (d >= 0 && s.dedupe.nameAt(d) === lock.name) {
         assert(s.dedupe.statusCodeAt(d) === STATUS_QUEUED, 'a waiter’s dedupe record is QUEUED');
         s.dedupe.settle(d, STATUS_GRANTED, rev, rev, REASON_NONE);
@@ -644,6 +648,7 @@ export class LockStateMachine {
     if (h.token !== c.token) return NOT_RELEASED;
     held.holders = without(held.holders, at);
     s.heldCount--;
+    removeSessionLock(s, held);
     this.emit('RELEASED', held, s.id, h.token, null);
     this.promote(ns, held);
     this.dropIfFree(ns, held);
@@ -667,7 +672,8 @@ export class LockStateMachine {
     if (w.requestId !== c.requestId) return NOT_CANCELLED;
     lock.waiters = without(lock.waiters, at);
     s.waitingCount--;
-    const d = s.dedupe.find(c.requestId);
+    removeSessionLock(s, lock);
+    const d = s.dedupe.find(c.requestId, dedupeHash(c.requestId));
     if (d >= 0 && s.dedupe.nameAt(d) === lock.name) {
       assert(s.dedupe.statusCodeAt(d) === STATUS_QUEUED, 'a waiter’s dedupe record is QUEUED');
       s.dedupe.settle(d, STATUS_TIMED_OUT, s.dedupe.tokenAt(d), this.rev, reasonCode(c.reason));
@@ -949,7 +955,10 @@ export class LockStateMachine {
       const held = new Map<string, number>();
       const waiting = new Map<string, number>();
       const listed = new Map<string, Set<LockRecord>>();
-      for (const [id, s] of ns.sessions) listed.set(id, new Set(s.locks));
+      for (const [id, s] of ns.sessions) {
+        assert(s.lockListLength <= s.lockList.length && s.lockList.slice(s.lockListLength).every((l) => l.name === ''), `session ${id}: unused list slots hold no lock`);
+        listed.set(id, new Set(s.lockList.slice(0, s.lockListLength)));
+      }
       for (const [lockName, lock] of ns.locks) {
         assert(lock.name === lockName, 'lock record under its own name');
         const parsed = parseLockName(lockName);
