@@ -73,6 +73,14 @@ export class CellNode {
   readonly duties = new LeaderDuties();
   readonly waits: WaitingCalls;
   readonly heartbeats: HeartbeatConfirmer;
+  /**
+   * Linearizable reads share ReadIndex rounds the same way: one round in
+   * flight, and every read that arrives meanwhile waits for the next one
+   * (which begins after it arrived, so it sees every write committed before
+   * it). One round per read meant one heartbeat broadcast and one reply from
+   * every follower per CheckToken.
+   */
+  readonly readRounds: HeartbeatConfirmer;
   /** Node id → gRPC address of every member this node knows. */
   readonly addresses: Map<NodeId, string>;
   private readonly log: Logger;
@@ -97,6 +105,7 @@ export class CellNode {
     });
     this.waits = new WaitingCalls(config.waitingCallsMax);
     this.heartbeats = new HeartbeatConfirmer((done) => this.replica.readIndex((r) => done(r.ok ? null : r.error)), 1_000_000);
+    this.readRounds = new HeartbeatConfirmer((done) => this.replica.readIndex((r) => done(r.ok ? null : r.error)), config.waitingCallsMax);
     const peers = config.join ? undefined : [...config.peers.keys()];
     this.replica = new Replica(
       {
@@ -176,13 +185,14 @@ export class CellNode {
   /** A linearizable read barrier: resolves once this leader confirmed it leads and applied the commit index. */
   readBarrier(): Promise<void> {
     const startedMs = this.env.clock.monoMs();
-    return new Promise((resolve, reject) =>
-      this.replica.readIndex((r) => {
-        if (!r.ok) return reject(r.error);
+    return new Promise((resolve, reject) => {
+      const queued = this.readRounds.confirm((error) => {
+        if (error) return reject(error);
         this.env.metrics.readIndexLatency.observe((this.env.clock.monoMs() - startedMs) / 1000);
         resolve();
-      }),
-    );
+      });
+      if (!queued) reject(new FencerError('TOO_MANY_REQUESTS', 'too many reads waiting for a ReadIndex round on this node; retry later'));
+    });
   }
 
   private proposeDuty(command: Command): void {
