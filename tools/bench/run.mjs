@@ -10,7 +10,10 @@
 //
 //   node tools/bench/run.mjs [--peers etcd5,etcd3,zk3] [--scenarios uncontended,contended-16,...]
 //                            [--seconds N] [--warmup N] [--quick] [--no-write] [--json FILE]
-//                            [--cpu-prof DIR] [--keep-data]
+//                            [--cpu-prof DIR] [--keep-data] [--baseline PATH/apps/cell-node/dist/main.js]
+//
+// --baseline adds a second five-replica cell started from another build of
+// the cell node (e.g. a worktree before a change), measured in the same run.
 //
 // Needs the cell node built (`npx nx run-many -t build`; `npm run bench` does
 // it) and, for the peers, Debian's etcd-server and zookeeper packages.
@@ -33,7 +36,8 @@ const option = (name, fallback) => {
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
 if (flag('--help') || flag('-h')) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 17).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
+  console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
   process.exit(0);
 }
 
@@ -67,6 +71,14 @@ if (!cellNodeBuilt()) {
 }
 
 const systems = [new FencerSystem({ cpuProfDir: option('--cpu-prof', undefined), keepData: flag('--keep-data') })];
+const baselineMain = option('--baseline', undefined);
+if (baselineMain) {
+  if (!existsSync(baselineMain)) {
+    console.error(`--baseline ${baselineMain}: no such file (give a cell-node dist/main.js built from another tree)`);
+    process.exit(2);
+  }
+  systems.push(new FencerSystem({ main: baselineMain, key: 'fencer-baseline', label: 'Fencer, baseline build', keepData: flag('--keep-data') }));
+}
 for (const p of peerKeys) {
   if (p.startsWith('etcd')) systems.push(new EtcdSystem(Number(p.slice(4)), { keepData: flag('--keep-data') }));
   else {

@@ -65,6 +65,15 @@ export class EtcdSystem {
     return `${this.members} members, default --heartbeat-interval 100 ms and --election-timeout 1000 ms, fsync on (the default), data in ${tmpdir()}; clients talk to the leader, watchers spread over all members`;
   }
 
+  /** etcd has no batched keepalive: one LeaseKeepAlive message per lease is its only form (the keepalive row). */
+  supports(key) {
+    return key !== 'keepalive-batched-10000';
+  }
+
+  supportNote() {
+    return 'no batched form: one LeaseKeepAlive message per lease (the row above)';
+  }
+
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), `fencer-bench-${this.key}-`));
     const base = await freePortBase(this.members === 5 ? 32_000 : 33_000, 120);

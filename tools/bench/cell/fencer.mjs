@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Metadata, credentials } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
-import { fromServiceError, isRetryable, lockservice } from '@fencer/protocol';
+import { fromServiceError, internalpb, isRetryable, lockservice } from '@fencer/protocol';
 import { planFleet, spawnReplica, waitForLeader, status as adminStatus, adminClient, CELL_NODE_MAIN } from '../../fleet/fleet.mjs';
 import { alive, freePortBase, killHard, nowMs, pool, sleep, stopChildren } from './common.mjs';
 
@@ -17,11 +17,11 @@ const ACQUIRED_EVENT = 2;
 const NAMESPACE = 'bench';
 
 export class FencerSystem {
-  /** @param {{ replicas?: number, cpuProfDir?: string, keepData?: boolean, extraArgs?: string[] }} opts */
+  /** @param {{ replicas?: number, cpuProfDir?: string, cpuProfIntervalUs?: number, keepData?: boolean, extraArgs?: string[], main?: string, key?: string, label?: string }} opts */
   constructor(opts = {}) {
-    this.key = 'fencer';
+    this.key = opts.key ?? 'fencer';
     this.replicasN = opts.replicas ?? 5;
-    this.label = `Fencer, ${this.replicasN} replicas`;
+    this.label = opts.label ?? `Fencer, ${this.replicasN} replicas`;
     this.opts = opts;
     this.children = new Map();
     this.failures = 0;
@@ -30,6 +30,7 @@ export class FencerSystem {
   }
 
   get version() {
+    if (this.opts.main) return `cell-node built from ${path.relative(process.cwd(), path.resolve(this.opts.main))}, Node ${process.version}`;
     try {
       return `cell-node ${JSON.parse(readFileSync(path.join(path.dirname(CELL_NODE_MAIN), '../package.json'), 'utf8')).version}, Node ${process.version}`;
     } catch {
@@ -43,7 +44,7 @@ export class FencerSystem {
 
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-bench-cell-'));
-    const portBase = await freePortBase(31_000, 206);
+    const portBase = await freePortBase(this.opts.main ? 35_000 : 31_000, 206);
     const [plan] = planFleet({
       replicas: this.replicasN,
       portBase,
@@ -52,6 +53,8 @@ export class FencerSystem {
       extraArgs: ['--ttl-max-ms', '3600000', ...(this.opts.extraArgs ?? [])],
     });
     this.replicas = plan.replicas;
+    // Another build of the cell node (a baseline to compare against), from its own tree.
+    if (this.opts.main) for (const r of this.replicas) r.argv[1] = path.resolve(this.opts.main);
     if (this.opts.cpuProfDir) {
       for (const r of this.replicas) r.argv.splice(1, 0, '--cpu-prof', '--cpu-prof-interval', String(this.opts.cpuProfIntervalUs ?? 250), '--cpu-prof-dir', path.join(this.opts.cpuProfDir, r.id));
     }
@@ -107,6 +110,7 @@ export class FencerSystem {
   async stop() {
     for (const c of this.channels.values()) c.close();
     this.channels.clear();
+    for (const c of this.internalChannels?.values() ?? []) c.close();
     await stopChildren([...this.children.values()], 8000);
     if (!this.opts.keepData && this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
   }
@@ -180,6 +184,25 @@ export class FencerSystem {
     s.on('data', (r) => onAck(r.sessionId));
     s.on('error', (e) => onError(e));
     return { send: (id) => s.write({ sessionId: id }), close: () => s.end() };
+  }
+
+  /**
+   * One HeartbeatBatch to the leader, as a session proxy sends it (the
+   * architecture's path for heartbeats at scale: the proxy terminates the
+   * clients' KeepAlive streams and sends one batch per interval). Resolves
+   * with the number of sessions answered.
+   */
+  heartbeatBatch(ids) {
+    const address = this.target;
+    let c = this.internalChannels?.get(address);
+    if (!c) {
+      this.internalChannels ??= new Map();
+      c = new internalpb.CellInternalClient(address, credentials.createInsecure());
+      this.internalChannels.set(address, c);
+    }
+    return new Promise((resolve, reject) =>
+      c.heartbeatBatch({ sessionIds: ids, proxyId: 'bench-proxy' }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res.sessions.length))),
+    );
   }
 
   /** A prefix watch on replica i % replicas: onEvent(name) per ACQUIRED event; resolves once the stream is live. */

@@ -43,6 +43,24 @@ const idle = self.get('(idle)') ?? 0;
 console.log(`${file}: ${total} samples over ${durS.toFixed(1)} s, ${pct(total - idle)} not idle`);
 console.log('\nself time:');
 for (const [l, c] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(c)}  ${l}`);
+// Self time by area: which package or part of the node the sampled frame belongs to.
+const area = (n) => {
+  const url = n.callFrame.url ?? '';
+  const m = /node_modules\/(@[^/]+\/[^/]+|[^/]+)/.exec(url);
+  if (m) return m[1];
+  const own = /\/(apps|libs)\/([^/]+)\//.exec(url);
+  if (own) return `fencer:${own[2]}`;
+  if (url.startsWith('node:')) return 'node core';
+  if (url === '') return n.callFrame.functionName.startsWith('(') ? n.callFrame.functionName : 'native';
+  return 'other';
+};
+const byArea = new Map();
+for (const [id, c] of counts) {
+  const a = area(byId.get(id));
+  byArea.set(a, (byArea.get(a) ?? 0) + c);
+}
+console.log('\nself time by area:');
+for (const [a, c] of [...byArea].sort((x, y) => y[1] - x[1]).slice(0, 20)) console.log(`${pct(c)}  ${a}`);
 if (args.includes('--inclusive')) {
   console.log('\ninclusive time:');
   for (const [l, c] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(c)}  ${l}`);

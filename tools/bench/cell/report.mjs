@@ -11,8 +11,12 @@ export const TARGETS = {
   'contended-16': { text: '≥ 5× etcd', ok: (f, e) => e && f.rate / e.rate >= 5 },
   'uncontended-1': { text: 'p50 ≤ etcd', ok: (f, e) => e && f.p50 <= e.p50 },
   'keepalive-10000': { text: '≥ 3× etcd', ok: (f, e) => e && f.rate / e.rate >= 3 },
+  'keepalive-batched-10000': { text: '≥ 3× etcd lease keepalives', ok: (f, e) => e && f.rate / e.rate >= 3 },
   'failover-16': { text: '< 2.5 s', ok: (f) => f.unavailableMs < 2500 },
 };
+
+/** Rows whose etcd counterpart is another row (etcd has no batched keepalive: compare with its lease keepalives). */
+const BASELINE_ROW = { 'keepalive-batched-10000': 'keepalive-10000' };
 
 function headline(r) {
   if (!r) return '—';
@@ -20,6 +24,16 @@ function headline(r) {
   if (r.error) return 'error';
   if (r.unavailableMs !== undefined) return `${int(r.unavailableMs)} ms`;
   return `${int(r.rate)}/s (p50 ${ms(r.p50)})`;
+}
+
+/** Fencer against the baseline build, when the run has one (higher is better; failover: lower). */
+function baselineRatio(key, results) {
+  const f = find(results, key, 'fencer');
+  const b = find(results, key, 'fencer-baseline');
+  if (!f || !b || f.error || b.error || f.skipped || b.skipped) return '—';
+  if (f.unavailableMs !== undefined) return `${(f.unavailableMs / b.unavailableMs).toFixed(2)}× the time`;
+  const thr = `${(f.rate / b.rate).toFixed(2)}×`;
+  return key === 'uncontended-1' ? `${thr}; p50 ${(f.p50 / b.p50).toFixed(2)}×` : thr;
 }
 
 function ratio(key, f, e) {
@@ -54,11 +68,12 @@ export const renderTerminal = {
   },
   table(meta, systems, results) {
     const base = baselineKey(systems);
-    const cols = ['scenario', ...systems.map((s) => s.label), ...(base ? [`Fencer / ${base}`, 'target'] : [])];
+    const hasBaseline = systems.some((s) => s.key === 'fencer-baseline');
+    const cols = ['scenario', ...systems.map((s) => s.label), ...(hasBaseline ? ['Fencer / baseline'] : []), ...(base ? [`Fencer / ${base}`, 'target'] : [])];
     const rows = meta.scenarioKeys.map((key) => {
       const f = find(results, key, 'fencer');
-      const e = base ? find(results, key, base) : undefined;
-      return [key, ...systems.map((s) => headline(find(results, key, s.key))), ...(base ? [ratio(key, f, e), targetCell(key, f, e).replace(/\*/g, '')] : [])];
+      const e = base ? find(results, BASELINE_ROW[key] ?? key, base) : undefined;
+      return [key, ...systems.map((s) => headline(find(results, key, s.key))), ...(hasBaseline ? [baselineRatio(key, results)] : []), ...(base ? [ratio(key, f, e), targetCell(key, f, e).replace(/\*/g, '')] : [])];
     });
     const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((r) => String(r[i]).length)));
     const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join(' | ');
@@ -92,13 +107,14 @@ export function renderMarkdown(meta, systems, results) {
   out.push('');
   out.push(`### Side by side${base ? ` (ratio against ${systems.find((s) => s.key === base).label})` : ''}`);
   out.push('');
-  const head = ['scenario', ...systems.map((s) => s.label), ...(base ? ['Fencer / etcd', 'target'] : [])];
+  const hasBaseline = systems.some((s) => s.key === 'fencer-baseline');
+  const head = ['scenario', ...systems.map((s) => s.label), ...(hasBaseline ? ['Fencer / baseline'] : []), ...(base ? ['Fencer / etcd', 'target'] : [])];
   out.push(`| ${head.join(' | ')} |`);
   out.push(`| ${head.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`);
   for (const key of meta.scenarioKeys) {
     const f = find(results, key, 'fencer');
-    const e = base ? find(results, key, base) : undefined;
-    const cells = [SCENARIOS[key].title, ...systems.map((s) => headline(find(results, key, s.key))), ...(base ? [ratio(key, f, e), targetCell(key, f, e)] : [])];
+    const e = base ? find(results, BASELINE_ROW[key] ?? key, base) : undefined;
+    const cells = [SCENARIOS[key].title, ...systems.map((s) => headline(find(results, key, s.key))), ...(hasBaseline ? [baselineRatio(key, results)] : []), ...(base ? [ratio(key, f, e), targetCell(key, f, e)] : [])];
     out.push(`| ${cells.join(' | ')} |`);
   }
   out.push('');

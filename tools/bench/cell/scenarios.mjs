@@ -194,6 +194,56 @@ scenario('keepalive-10000', 'session/lease keepalives, 10,000 sessions', 'keepal
   };
 });
 
+scenario('keepalive-batched-10000', 'session keepalives through session-proxy batches (HeartbeatBatch), 10,000 sessions', 'keepalives/s', async (system, opts) => {
+  const sessionsN = opts.keepaliveSessions ?? 10_000;
+  const proxies = 4;
+  const batchSessions = 500;
+  const inFlightPerProxy = 2;
+  const t0 = nowMs();
+  const ids = await system.openManySessions(sessionsN, 3600);
+  const openS = (nowMs() - t0) / 1000;
+  const h = histogram();
+  const cpu = new CpuWindow(() => system.pids());
+  let phase = 'warmup';
+  let acks = 0;
+  let next = 0;
+  let errors = 0;
+  const loop = async () => {
+    while (phase !== 'done') {
+      const batch = [];
+      for (let i = 0; i < batchSessions; i++) batch.push(ids[next++ % ids.length]);
+      const t = nowMs();
+      try {
+        const n = await system.heartbeatBatch(batch);
+        if (phase === 'measure') {
+          acks += n;
+          h.record(nowMs() - t);
+        }
+      } catch {
+        errors++;
+        await sleep(20);
+      }
+    }
+  };
+  const loops = Array.from({ length: proxies * inFlightPerProxy }, loop);
+  await sleep(opts.warmupS * 1000);
+  phase = 'measure';
+  cpu.begin();
+  await sleep(opts.seconds * 1000);
+  const c = cpu.end();
+  phase = 'done';
+  await Promise.all(loops);
+  return {
+    ops: acks,
+    rate: acks / c.wallS,
+    p50: h.pMs(50),
+    p99: h.pMs(99),
+    failed: errors,
+    cpu: c,
+    note: `${sessionsN.toLocaleString('en-US')} sessions opened in ${openS.toFixed(1)} s; ${proxies} proxies × ${inFlightPerProxy} batches of ${batchSessions} in flight; latency is per batch`,
+  };
+});
+
 scenario('watch-1000', 'watch fan-out: 1,000 watchers on one prefix, delivery latency', 'deliveries/s', async (system, opts) => {
   const watchersN = opts.watchers ?? 1000;
   const ratePerS = opts.watchWriteRate ?? 10;

@@ -6,7 +6,7 @@
 // names (create <parent>/lock-<uuid>-N, getChildren, the lowest holds it,
 // the others watch their predecessor; release = delete), so a create retried
 // after a lost connection finds its own node instead of queueing twice.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, mkdirSync, openSync, closeSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
@@ -63,7 +63,8 @@ export class ZkSystem {
   }
 
   get version() {
-    return `${zkVersion()}, ${execFileSync(JAVA, ['-version'], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] }).split('\n')[0] || 'java'}`;
+    const java = spawnSync(JAVA, ['-version'], { encoding: 'utf8' });
+    return `${zkVersion()}, ${(java.stderr ?? '').split('\n')[0].replace(/"/g, '') || 'java'}`;
   }
 
   get settings() {
@@ -72,11 +73,11 @@ export class ZkSystem {
 
   /** Scenarios the ZooKeeper model has no counterpart for. */
   supports(key) {
-    return key !== 'keepalive-10000';
+    return !key.startsWith('keepalive');
   }
 
   supportNote(key) {
-    return key === 'keepalive-10000' ? 'no per-session keepalive call: sessions are kept by pings on their own connection' : 'not applicable';
+    return key.startsWith('keepalive') ? 'no per-session keepalive call: sessions are kept by pings on their own connection' : 'not applicable';
   }
 
   async start() {
@@ -209,13 +210,15 @@ export class ZkSystem {
   }
 
   lockName(parts) {
-    return `/bench/${parts.replace(/\/$/, '')}`;
+    return `/bench/${parts}`;
   }
 
   /** A children watch on the prefix node (one-shot, re-armed after each event); onEvent(null) per change. */
   async watch(i, prefix, onEvent) {
-    if (!this.watchConns) this.watchConns = await pool(this.servers * 4, 4, () => this.newConn());
-    const conn = this.watchConns[i % this.watchConns.length];
+    // 100 sessions carry the watchers (10 per session: node-zookeeper-client warns past 10 watchers of one path per session).
+    this.watchConns ??= pool(100, 10, () => this.newConn());
+    const conns = await this.watchConns;
+    const conn = conns[i % conns.length];
     const node = prefix.replace(/\/$/, '');
     await this.ensureParent(conn, node);
     let closed = false;
