@@ -174,7 +174,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const clientLinks: LinkProxy[] = [];
   const workers: WorkerProcess[] = [];
   let resource: ChildProcess | undefined;
-  const t0 = Date.now();
+  /** When the workload starts (the nemesis runs `seconds` from here; the fault schedule counts from here). */
+  let t0 = Date.now();
   log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`);
   let resourceState: ResourceState | undefined;
   let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
@@ -184,9 +185,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const workerProblems: string[] = [];
   try {
     await cell.start();
-    await waitForLeader(cell.replicas, 30_000);
+    await waitForLeader(cell.replicas, 60_000);
 
-    resource = fork(RESOURCE_MAIN, fence ? [] : ['--no-fence'], { stdio: ['ignore', 'ignore', openSync(path.join(logDir, 'resource.log'), 'a'), 'ipc'] });
+    // execArgv: []: a test runner's flags (its source-condition resolution) must not reach compiled children.
+    resource = fork(RESOURCE_MAIN, fence ? [] : ['--no-fence'], { execArgv: [], stdio: ['ignore', 'ignore', openSync(path.join(logDir, 'resource.log'), 'a'), 'ipc'] });
     const resourcePort = await new Promise<number>((resolve, reject) => {
       resource!.once('message', (m: { port: number }) => resolve(m.port));
       resource!.once('exit', (code) => reject(new Error(`resource exited with ${code}`)));
@@ -214,7 +216,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         namesPerNamespace: 15,
         counterNamespace: 'ctr',
         counterNames: o.counterNames ?? 4,
-        lockLoops: o.lockLoops ?? 3,
+        lockLoops: o.lockLoops ?? 6,
         counterLoops: o.counterLoops ?? 1,
         churnLoops: o.churnLoops ?? 1,
         watchLoops: o.watchLoops ?? 1,
@@ -222,18 +224,19 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         abandonRate: o.abandonRate ?? 0.3,
       };
       const stderr = openSync(path.join(logDir, `${id}.log`), 'a');
-      const child = fork(WORKER_MAIN, [], { env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      const child = fork(WORKER_MAIN, [], { execArgv: [], env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
       children.push(child);
       workers.push({ id, child, links, paused: false });
     }
 
+    t0 = Date.now();
     // Leader changes as the admin API shows them: each distinct (term, leader) pair.
     let polling = true;
     const poller = (async () => {
       while (polling) {
         const st = await cell.statuses(400);
         for (const s of st.values()) if (s.role === 'leader') leaderTerms.add(`${s.term}/${s.nodeId}`);
-        await sleep(300);
+        await sleep(1_000);
       }
     })();
 

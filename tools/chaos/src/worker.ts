@@ -215,7 +215,7 @@ async function lockLoop(k: number): Promise<void> {
         await closeSession(session);
         session = undefined;
       }
-    } else if (x < 0.55) {
+    } else if (x < 0.65) {
       await getLock(lockName(ns, rng.int(cfg.namesPerNamespace)));
     } else {
       const name = lockName(ns, rng.int(cfg.namesPerNamespace));
@@ -230,7 +230,7 @@ async function lockLoop(k: number): Promise<void> {
         session = undefined;
       }
     }
-    await sleep(rng.range(0, 60));
+    await sleep(rng.range(0, 25));
   }
   if (session && !session.dead) await closeSession(session);
 }
@@ -371,8 +371,8 @@ async function watchLoop(): Promise<void> {
     if (st.last === 0 || x < 0.15) since = 0;
     else if (x < 0.5) since = st.last;
     else if (x < 0.75 && st.seen.length > 0) since = rng.pick(st.seen);
-    else if (x < 0.92) since = Math.max(1, st.last - rng.range(1, 300));
-    else since = 1;
+    else if (x < 0.97) since = Math.max(1, st.last - rng.range(1, 300));
+    else since = 1; // the whole retained history, or COMPACTED
     const seg = await watchOnce(rng.int(rpc.endpointCount), prefix, since, rng.range(1_000, 8_000));
     hist.watch(seg);
     for (const [rev] of seg.events) {
