@@ -11,6 +11,7 @@
 //   node tools/bench/run.mjs [--peers etcd5,etcd3,zk3] [--scenarios uncontended,contended-16,...]
 //                            [--seconds N] [--warmup N] [--quick] [--no-write] [--json FILE]
 //                            [--cpu-prof DIR] [--keep-data] [--baseline PATH/apps/cell-node/dist/main.js]
+//   node tools/bench/run.mjs --render FILE.json   (rewrite the docs section from a saved --json run)
 //
 // --baseline adds a second five-replica cell started from another build of
 // the cell node (e.g. a worktree before a change), measured in the same run.
@@ -41,6 +42,8 @@ if (flag('--help') || flag('-h')) {
   process.exit(0);
 }
 
+// --render FILE.json: rewrite the docs section (and print the table) from a saved run, without running anything.
+const renderFrom = option('--render', undefined);
 const quick = flag('--quick');
 const opts = {
   seconds: Number(option('--seconds', quick ? '3' : '8')),
@@ -68,6 +71,14 @@ for (const p of peerKeys) {
 if (!cellNodeBuilt()) {
   console.error('apps/cell-node/dist/main.js is missing: run `npx nx run-many -t build` first (npm run bench does)');
   process.exit(2);
+}
+
+if (renderFrom) {
+  const saved = JSON.parse(readFileSync(renderFrom, 'utf8'));
+  const savedSystems = saved.meta.systems.map((s) => ({ key: s.key, label: s.label }));
+  console.log(renderTerminal.table(saved.meta, savedSystems, saved.results));
+  if (!flag('--no-write')) writeDocs(saved.meta, savedSystems, saved.results);
+  process.exit(0);
 }
 
 const systems = [new FencerSystem({ cpuProfDir: option('--cpu-prof', undefined), keepData: flag('--keep-data') })];
@@ -152,7 +163,10 @@ console.log(`whole run: ${meta.totalS.toFixed(0)} s; load average at start ${met
 const jsonOut = option('--json', undefined);
 if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify({ meta, results }, null, 2)}\n`);
 
-if (!flag('--no-write')) {
+if (!flag('--no-write')) writeDocs(meta, systems, results);
+process.exit(0);
+
+function writeDocs(meta, systems, results) {
   const doc = path.join(root, 'docs/benchmarks.md');
   const text = existsSync(doc) ? readFileSync(doc, 'utf8') : '# Benchmarks\n';
   const start = '<!-- cell:start -->';
@@ -170,4 +184,3 @@ if (!flag('--no-write')) {
   writeFileSync(doc, next);
   console.log(`wrote the cell section of ${path.relative(process.cwd(), doc)}`);
 }
-process.exit(0);

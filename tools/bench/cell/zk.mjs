@@ -41,7 +41,7 @@ function fourLetter(port, cmd, timeoutMs = 1000) {
 export function zkVersion() {
   try {
     const out = execFileSync(JAVA, ['-cp', CLASSPATH, 'org.apache.zookeeper.version.VersionInfoMain'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    return `ZooKeeper ${out.trim().split(/[\s-]/)[0]}`;
+    return `ZooKeeper ${/version\s+([\d.]+)/.exec(out)?.[1] ?? out.trim()}`;
   } catch {
     return existsSync(ZK_JAR) ? 'ZooKeeper (version unknown)' : 'ZooKeeper (not found)';
   }
