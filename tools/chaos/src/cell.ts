@@ -64,6 +64,8 @@ export class ChaosCell {
   readonly links = new Map<string, LinkProxy>();
   fleetFile = '';
   private readonly admins = new Map<string, Admin>();
+  private readonly selfExits: Array<{ id: string; code: number | null; signal: string | null }> = [];
+  private stopping = false;
   /** Replicas currently running under faketime, with their offset. */
   readonly shifted = new Map<string, string>();
 
@@ -120,6 +122,10 @@ export class ChaosCell {
       this.shifted.delete(id);
     }
     const child = spawnReplica({ ...saved, env }, { logDir: this.opts.logDir });
+    // An exit the harness did not cause is a crash, even if the nemesis later "kills" and restarts that replica.
+    child.once('exit', (code, signal) => {
+      if (this.state.get(id) !== 'killed' && !this.stopping) this.selfExits.push({ id, code, signal });
+    });
     this.children.set(id, child);
     this.state.set(id, 'up');
     this.replica(id).pid = child.pid ?? 0;
@@ -131,13 +137,8 @@ export class ChaosCell {
   }
 
   /** Replicas whose process exited without being killed by the harness (a crash: always a finding). */
-  crashed(): Array<{ id: string; code: number | null; signal: string | null }> {
-    const out: Array<{ id: string; code: number | null; signal: string | null }> = [];
-    for (const [id, c] of this.children) {
-      if (this.state.get(id) === 'killed') continue;
-      if (c.exitCode !== null || (c.signalCode !== null && c.signalCode !== 'SIGKILL')) out.push({ id, code: c.exitCode, signal: c.signalCode });
-    }
-    return out;
+  crashed(): ReadonlyArray<{ id: string; code: number | null; signal: string | null }> {
+    return this.selfExits;
   }
 
   /** kill -9; resolves once the process is gone. */
@@ -231,6 +232,7 @@ export class ChaosCell {
 
   /** SIGCONT and SIGTERM every replica, SIGKILL after graceMs; closes proxies and admin clients. */
   async stop(graceMs = 5_000): Promise<void> {
+    this.stopping = true;
     await Promise.all(
       [...this.children.values()].map(
         (child) =>

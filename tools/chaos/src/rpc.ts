@@ -30,8 +30,6 @@ export interface RpcOptions {
 export class Rpc {
   private readonly clients: Client[];
   private target = 0;
-  /** Set by the worker when it stops: calls give up at once (their outcome is unknown). */
-  stopping = false;
 
   constructor(private readonly opts: RpcOptions) {
     this.clients = opts.endpoints.map(
@@ -77,7 +75,6 @@ export class Rpc {
     let retried = false;
     let lastCode: ErrorCode = 'DEADLINE_EXCEEDED';
     for (let attempt = 0; attempt < 1_000; attempt++) {
-      if (this.stopping && attempt > 0) return { kind: 'unknown', code: lastCode };
       try {
         const value = await this.once<Req, Res>(method, req, opts.attemptMs);
         return { kind: 'ok', value, retried };
