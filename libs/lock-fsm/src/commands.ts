@@ -238,17 +238,17 @@ function decodeBody(kind: number, r: ByteReader): Command {
     case COMMAND_KIND_CODES.OpenSession:
       return {
         kind: 'OpenSession',
-        sessionId: r.string() as SessionId,
+        sessionId: r.recurringString() as SessionId,
         clientId: r.string(),
         namespace: r.string() as Namespace,
         ttlMs: r.varuint(),
       };
     case COMMAND_KIND_CODES.CloseSession:
-      return { kind: 'CloseSession', sessionId: r.string() as SessionId };
+      return { kind: 'CloseSession', sessionId: r.recurringString() as SessionId };
     case COMMAND_KIND_CODES.ExpireSession:
-      return { kind: 'ExpireSession', sessionId: r.string() as SessionId };
+      return { kind: 'ExpireSession', sessionId: r.recurringString() as SessionId };
     case COMMAND_KIND_CODES.Acquire: {
-      const sessionId = r.string() as SessionId;
+      const sessionId = r.recurringString() as SessionId;
       const name = r.string();
       const mode = decodeMode(r.u8());
       const flags = r.u8();
@@ -258,18 +258,18 @@ function decodeBody(kind: number, r: ByteReader): Command {
         sessionId,
         name,
         mode,
-        requestId: r.uniqueString() as RequestId,
+        requestId: r.string() as RequestId,
         waitMs: r.varuint(),
         lockDelayMs: r.varuint(),
         tryLock: flags === 1,
       };
     }
     case COMMAND_KIND_CODES.Release:
-      return { kind: 'Release', sessionId: r.string() as SessionId, name: r.string(), token: r.varuint() as Revision };
+      return { kind: 'Release', sessionId: r.recurringString() as SessionId, name: r.string(), token: r.varuint() as Revision };
     case COMMAND_KIND_CODES.CancelWait: {
-      const sessionId = r.string() as SessionId;
+      const sessionId = r.recurringString() as SessionId;
       const name = r.string();
-      const requestId = r.uniqueString() as RequestId;
+      const requestId = r.string() as RequestId;
       const reasonCode = r.u8();
       let reason: CancelReason;
       if (reasonCode === CANCEL_REASON_CODES['timed-out']) reason = 'timed-out';

@@ -142,7 +142,7 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
     const s = newSessionRecord(id, ns, clientId, ttlMs, openedRevision, limits.dedupePerSessionMax);
     const dedupeCount = r.count(limits.dedupePerSessionMax, 'dedupe count');
     for (let j = 0; j < dedupeCount; j++) {
-      const requestId = r.uniqueString();
+      const requestId = r.string();
       checked(checkRequestId(requestId), 0);
       const h = dedupeHash(requestId);
       if (s.dedupe.find(requestId, h) >= 0) invalid(`duplicate request id ${requestId} in session ${id}`);
