@@ -2,22 +2,35 @@
 // Benchmark of the lock state machine (libs/lock-fsm), on one core:
 //   1. apply throughput: pre-encoded entries of an acquire/release mix through
 //      applyEntry (decode + apply + events), the path every replica runs;
-//      also decode alone and apply of pre-decoded commands, to see the split;
+//      also decode alone and apply of pre-decoded commands, to see the split.
+//      Each rate is given per second of wall clock and per second of process
+//      CPU time; the target is judged on CPU time (see the doc text below).
+//      The same throughput is measured again in a child process running V8
+//      with --single-threaded-gc, where the process does all its work,
+//      garbage collection included, on one thread;
 //   2. memory per live lock with one holder, measured with 1,000,000 live
 //      locks (heapUsed after a full GC, before and after).
 // Writes the figures into docs/benchmarks.md between
 // <!-- lock-fsm:start --> and <!-- lock-fsm:end --> (other sections are left alone).
 //
-// Usage: node tools/bench/lock-fsm-bench.mjs [--no-build] [--no-write] [--entries N] [--locks N]
+// Usage: node tools/bench/lock-fsm-bench.mjs [--no-build] [--no-write] [--entries N] [--locks N] [--trials N]
+//                                            [--before path/to/other/dist/index.js [--before-label TEXT]]
 // It builds libs/lock-fsm first (npx nx build lock-fsm) and re-runs itself
-// under `node --expose-gc` when needed.
+// under `node --expose-gc` when needed. With --before, the throughput of
+// another build of the library (for example an older commit's, extracted
+// with `git archive <commit> libs/lock-fsm tsconfig.base.json` and compiled
+// with tsc) is measured in the same run, on the same workload, and reported
+// next to this one: on a machine whose speed drifts, that is the only fair
+// before/after comparison.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const self = fileURLToPath(import.meta.url);
 const args = process.argv.slice(2);
 const flag = (name) => args.includes(name);
 const option = (name, fallback) => {
@@ -27,26 +40,74 @@ const option = (name, fallback) => {
 
 if (typeof globalThis.gc !== 'function') {
   // Memory figures need a full GC on demand.
-  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), ...args], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', self, ...args], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
 
-if (!flag('--no-build')) {
-  execFileSync('npx', ['nx', 'build', 'lock-fsm', '--output-style=static'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+/** In the child that measures with --single-threaded-gc: throughput only, as one JSON line. */
+const CHILD = flag('--child-throughput');
+
+if (!flag('--no-build') && !CHILD) {
+  // --skip-sync: another project's stale tsconfig references must not stop this benchmark.
+  execFileSync('npx', ['nx', 'build', 'lock-fsm', '--output-style=static', '--skip-sync'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 }
-const dist = path.join(root, 'libs/lock-fsm/dist/index.js');
+const distOption = args.indexOf('--dist');
+const dist = distOption >= 0 ? path.resolve(args[distOption + 1]) : path.join(root, 'libs/lock-fsm/dist/index.js');
+const beforeOption = args.indexOf('--before');
+const beforeDist = beforeOption >= 0 ? path.resolve(args[beforeOption + 1]) : undefined;
+const beforeLabelOption = args.indexOf('--before-label');
+const beforeLabel = beforeLabelOption >= 0 ? args[beforeLabelOption + 1] : 'the --before build';
 if (!existsSync(dist)) throw new Error(`${dist} is missing: run npx nx build lock-fsm`);
 const { LockStateMachine, encodeCommand, decodeCommand } = await import(pathToFileURL(dist).href);
 
 const ENTRIES = option('--entries', 1_000_000);
 const LIVE_LOCKS = option('--locks', 1_000_000);
-const TRIALS = 5;
+const TRIALS = option('--trials', 7);
+const TARGET = 500_000;
 const NS = 'bench';
 
 function mustOk(result, what) {
   if (!result.outcome.ok) throw new Error(`${what}: ${result.outcome.code} ${result.outcome.message}`);
   return result.outcome;
 }
+
+const cpuSeconds = (since) => {
+  const cpu = process.cpuUsage(since);
+  return (cpu.user + cpu.system) / 1e6;
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const best = (xs) => Math.max(...xs);
+
+// ------------------------------------------------------------- calibration
+
+/**
+ * A fixed reference loop (a Map set and get and one small allocation per
+ * iteration), in ns of CPU time per iteration: so figures from different
+ * machines can be compared, and because this shared virtual machine's speed
+ * itself drifts (the loop has taken from 31 to 59 ns here, at any load
+ * average), it runs again before every trial.
+ */
+function calibrate(rounds = 5, iterations = 2_000_000) {
+  const map = new Map();
+  const keys = Array.from({ length: 1000 }, (_, i) => `key-${i}`);
+  let fastest = Infinity;
+  let sink = 0;
+  for (let round = 0; round < rounds; round++) {
+    const cpu0 = process.cpuUsage();
+    for (let i = 0; i < iterations; i++) {
+      const k = keys[i % 1000];
+      map.set(k, i);
+      const o = { a: map.get(k), b: k };
+      sink += o.a & 1;
+    }
+    fastest = Math.min(fastest, (cpuSeconds(cpu0) * 1e9) / iterations);
+  }
+  if (sink < 0) throw new Error('unreachable');
+  return fastest;
+}
+
+/** Reference loop speed of the "before" measurement (2026-11-30), for scaling rates to it. */
+const REFERENCE_NS_BEFORE = 33.6;
 
 // ---------------------------------------------------------------- workload
 
@@ -133,49 +194,101 @@ function freshMachine(setup) {
   return fsm;
 }
 
-function measureThroughput(workload) {
+/** Main-thread GC pauses reported by Node between `start()` and `stop()`: for the share of time spent in GC. */
+function gcRecorder() {
+  const pauses = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push(e);
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    /** Pauses that began in [from, to) (performance.now() times); Node delivers them on a later turn, so wait a little first. */
+    async between(from, to) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const inside = pauses.filter((e) => e.startTime >= from && e.startTime < to);
+      const kindOf = (e) => e.detail?.kind ?? e.kind;
+      return {
+        ms: inside.reduce((sum, e) => sum + e.duration, 0),
+        minor: inside.filter((e) => kindOf(e) === perfConstants.NODE_PERFORMANCE_GC_MINOR).length,
+        major: inside.filter((e) => kindOf(e) === perfConstants.NODE_PERFORMANCE_GC_MAJOR).length,
+      };
+    },
+    stop() {
+      observer.disconnect();
+    },
+  };
+}
+
+async function measureThroughput(workload) {
   const { setup, entries } = workload;
   const first = setup.length + 1;
   const rates = [];
   const cpuRates = [];
+  const gcShares = [];
+  const calibrations = [];
+  const scaledRates = [];
+  let minorGcs = 0;
+  let majorGcs = 0;
   let eventCount = 0;
   let finalHash = '';
+  const gc = gcRecorder();
   for (let trial = 0; trial < TRIALS; trial++) {
     const fsm = freshMachine(setup);
+    const calibrationNs = calibrate(3, 500_000);
+    calibrations.push(calibrationNs);
     globalThis.gc();
-    const t0 = process.hrtime.bigint();
+    const from = performance.now();
     const cpu0 = process.cpuUsage();
     let events = 0;
     for (let i = 0; i < entries.length; i++) events += fsm.applyEntry(first + i, entries[i]).events.length;
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    const cpu = process.cpuUsage(cpu0);
-    rates.push(entries.length / seconds);
-    cpuRates.push(entries.length / ((cpu.user + cpu.system) / 1e6));
+    const cpu = cpuSeconds(cpu0);
+    const to = performance.now();
+    rates.push(entries.length / ((to - from) / 1000));
+    cpuRates.push(entries.length / cpu);
+    // The rate this trial would have had at the machine speed of the "before" run.
+    scaledRates.push((entries.length / cpu) * (calibrationNs / REFERENCE_NS_BEFORE));
+    const pauses = await gc.between(from, to);
+    gcShares.push(pauses.ms / (to - from));
+    minorGcs += pauses.minor;
+    majorGcs += pauses.major;
     eventCount = events;
     finalHash = fsm.stateHash();
   }
+  gc.stop();
   if (finalHash !== workload.driverHash) throw new Error('replay diverged from the driver: the benchmark is not measuring the workload it built');
 
   // The split: decode alone, and apply of pre-decoded commands.
-  let t0 = process.hrtime.bigint();
+  let t0 = performance.now();
+  let cpu0 = process.cpuUsage();
   const commands = new Array(entries.length);
   for (let i = 0; i < entries.length; i++) commands[i] = decodeCommand(entries[i]);
-  const decodeRate = entries.length / (Number(process.hrtime.bigint() - t0) / 1e9);
+  const decodeCpuRate = entries.length / cpuSeconds(cpu0);
+  const decodeRate = entries.length / ((performance.now() - t0) / 1000);
   const fsm = freshMachine(setup);
   globalThis.gc();
-  t0 = process.hrtime.bigint();
+  t0 = performance.now();
+  cpu0 = process.cpuUsage();
   for (let i = 0; i < commands.length; i++) fsm.apply(first + i, commands[i]);
-  const applyRate = entries.length / (Number(process.hrtime.bigint() - t0) / 1e9);
+  const applyCpuRate = entries.length / cpuSeconds(cpu0);
+  const applyRate = entries.length / ((performance.now() - t0) / 1000);
 
-  rates.sort((a, b) => a - b);
-  cpuRates.sort((a, b) => a - b);
   return {
-    median: rates[Math.floor(rates.length / 2)],
-    best: rates[rates.length - 1],
-    cpuMedian: cpuRates[Math.floor(cpuRates.length / 2)],
-    cpuBest: cpuRates[cpuRates.length - 1],
+    median: median(rates),
+    best: best(rates),
+    cpuMedian: median(cpuRates),
+    cpuBest: best(cpuRates),
+    cpuAll: cpuRates,
+    calibrationMedian: median(calibrations),
+    calibrationMin: Math.min(...calibrations),
+    calibrationMax: Math.max(...calibrations),
+    scaledMedian: median(scaledRates),
+    gcShare: median(gcShares),
+    minorGcsPerTrial: minorGcs / TRIALS,
+    majorGcsPerTrial: majorGcs / TRIALS,
     decodeRate,
+    decodeCpuRate,
     applyRate,
+    applyCpuRate,
     eventCount,
   };
 }
@@ -214,53 +327,67 @@ function measureMemory(liveLocks) {
   const info = fsm.namespaceInfo(NS);
   if (info.locks !== liveLocks) throw new Error(`expected ${liveLocks} live locks, found ${info.locks}`);
   // Snapshot size of this state, for the record.
-  const t0 = process.hrtime.bigint();
+  const t0 = performance.now();
   const snapshotBytes = fsm.snapshot().length;
-  const snapshotSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const snapshotSeconds = (performance.now() - t0) / 1000;
   return { bytesPerLock: (after - before) / liveLocks, heapMiB: after / 2 ** 20, sessionCount, snapshotBytes, snapshotSeconds, keepAlive: fsm };
-}
-
-// ------------------------------------------------------------- calibration
-
-/**
- * A fixed reference loop (a Map set and get and one small allocation per
- * iteration), so figures from different machines can be compared.
- */
-function calibrate() {
-  const map = new Map();
-  const keys = Array.from({ length: 1000 }, (_, i) => `key-${i}`);
-  let best = Infinity;
-  let sink = 0;
-  for (let round = 0; round < 5; round++) {
-    const cpu0 = process.cpuUsage();
-    for (let i = 0; i < 2_000_000; i++) {
-      const k = keys[i % 1000];
-      map.set(k, i);
-      const o = { a: map.get(k), b: k };
-      sink += o.a & 1;
-    }
-    const cpu = process.cpuUsage(cpu0);
-    best = Math.min(best, ((cpu.user + cpu.system) * 1000) / 2_000_000);
-  }
-  if (sink < 0) throw new Error('unreachable');
-  return best;
 }
 
 // -------------------------------------------------------------------- main
 
+if (CHILD) {
+  const tp = await measureThroughput(buildWorkload(ENTRIES));
+  process.stdout.write(`${JSON.stringify(tp)}\n`);
+  process.exit(0);
+}
+
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
+const pct = (x) => `${(100 * x).toFixed(0)}%`;
 console.log(`lock-fsm benchmark: node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown cpu'}, one core`);
 const calibrationNs = calibrate();
 const loadAverage = os.loadavg()[0];
 console.log(`machine: reference loop ${calibrationNs.toFixed(1)} ns per iteration (CPU time, for comparing machines), load average ${loadAverage.toFixed(1)} on ${os.cpus().length} cores`);
 const workload = buildWorkload(ENTRIES);
-console.log(`workload: ${fmt(workload.entries.length)} entries, ${(workload.bytes / workload.entries.length).toFixed(1)} bytes per entry on average`);
-const tp = measureThroughput(workload);
-console.log(`apply throughput (applyEntry: decode + apply + events): median ${fmt(tp.median)} entries/s, best ${fmt(tp.best)} (${TRIALS} trials), ${fmt(tp.eventCount)} events`);
-console.log(`  per CPU-second (process CPU time, less sensitive to other load on the machine): median ${fmt(tp.cpuMedian)} entries/s, best ${fmt(tp.cpuBest)}`);
-console.log(`  decode alone: ${fmt(tp.decodeRate)} entries/s; apply of decoded commands: ${fmt(tp.applyRate)} entries/s`);
-const target = 500_000;
-console.log(`  target ${fmt(target)} entries/s: ${tp.median >= target ? 'met' : 'MISSED'}`);
+const entryBytes = workload.bytes / workload.entries.length;
+console.log(`workload: ${fmt(workload.entries.length)} entries, ${entryBytes.toFixed(1)} bytes per entry on average`);
+const tp = await measureThroughput(workload);
+const met = tp.cpuMedian >= TARGET;
+console.log(`apply throughput (applyEntry: decode + apply + events), ${TRIALS} trials, ${fmt(tp.eventCount)} events per trial:`);
+console.log(`  per CPU-second (process CPU time, all threads): median ${fmt(tp.cpuMedian)} entries/s, best ${fmt(tp.cpuBest)} (all: ${tp.cpuAll.map(fmt).join(', ')})`);
+console.log(`  wall clock: median ${fmt(tp.median)} entries/s, best ${fmt(tp.best)}`);
+console.log(
+  `  machine speed before each trial: reference loop ${tp.calibrationMin.toFixed(1)}-${tp.calibrationMax.toFixed(1)} ns; scaled to the ${REFERENCE_NS_BEFORE} ns of the "before" run: median ${fmt(tp.scaledMedian)} entries/s per CPU-second`,
+)
+console.log(
+  `  GC: ${pct(tp.gcShare)} of wall time in main-thread pauses (median), ${tp.minorGcsPerTrial.toFixed(0)} scavenges and ${tp.majorGcsPerTrial.toFixed(1)} mark-compacts per trial`,
+);
+console.log(`  decode alone: ${fmt(tp.decodeCpuRate)} entries/s per CPU-second (${fmt(tp.decodeRate)} wall); apply of decoded commands: ${fmt(tp.applyCpuRate)} (${fmt(tp.applyRate)} wall)`);
+console.log(`  target ${fmt(TARGET)} entries/s per CPU-second (median): ${met ? 'met' : 'MISSED'}`);
+
+/** Throughput measured in a child process: with other V8 flags, or of another build. */
+function childThroughput(nodeFlags, distPath) {
+  const child = spawnSync(
+    process.execPath,
+    ['--expose-gc', ...nodeFlags, self, '--child-throughput', '--no-build', '--dist', distPath, '--entries', String(ENTRIES), '--trials', String(TRIALS)],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
+  );
+  if (child.status !== 0) throw new Error(`throughput child (${nodeFlags.join(' ')} ${distPath}) failed with status ${child.status}`);
+  return JSON.parse(child.stdout.trim().split('\n').pop());
+}
+
+// The same throughput with every thread of V8's work on the main thread.
+const single = childThroughput(['--single-threaded-gc'], dist);
+console.log(
+  `  with --single-threaded-gc: median ${fmt(single.cpuMedian)} entries/s per CPU-second, best ${fmt(single.cpuBest)}; wall median ${fmt(single.median)}; scaled median ${fmt(single.scaledMedian)}`,
+);
+
+const before = beforeDist === undefined ? undefined : childThroughput([], beforeDist);
+if (before !== undefined) {
+  console.log(
+    `  before (${path.relative(root, beforeDist)}), same run: median ${fmt(before.cpuMedian)} entries/s per CPU-second (reference loop ${before.calibrationMedian.toFixed(1)} ns), wall median ${fmt(before.median)}; decode ${fmt(before.decodeCpuRate)}, apply ${fmt(before.applyCpuRate)}`,
+  );
+}
+
 workload.entries.length = 0;
 const mem = measureMemory(LIVE_LOCKS);
 console.log(
@@ -276,27 +403,57 @@ if (!flag('--no-write')) {
     START,
     '## Lock state machine',
     '',
-    `Measured by \`node tools/bench/lock-fsm-bench.mjs\` on ${new Date().toISOString().slice(0, 10)}: Node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, one core of ${os.cpus().length} shared with other work (load average ${loadAverage.toFixed(1)} when the run began). Machine speed: the benchmark's reference loop (a Map set and get and one small allocation) took ${calibrationNs.toFixed(1)} ns per iteration of CPU time: run the script elsewhere and compare that line to scale the figures below.`,
+    `Measured by \`node tools/bench/lock-fsm-bench.mjs\` on ${new Date().toISOString().slice(0, 10)}: Node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} cores shared with other work (load average ${loadAverage.toFixed(1)} when the run began). Machine speed: the benchmark's reference loop (a Map set and get and one small allocation) took ${calibrationNs.toFixed(1)} ns per iteration of CPU time: run the script elsewhere and compare that line to scale the figures below.`,
+    '',
+    'Workload: 1,000 sessions; 70% uncontended acquires and releases with 1,000 locks live, 30% queue-and-promote on 64 hot names; pre-encoded entries fed through `applyEntry` (decode, apply, events), as a replica applies committed entries.',
     '',
     '| measure | result |',
     '| --- | --- |',
-    `| apply throughput, acquire/release mix (1,000 sessions; 70% uncontended with 1,000 live locks, 30% queue-and-promote on 64 hot names; pre-encoded entries through \`applyEntry\`: decode, apply, events), wall clock | **${fmt(tp.median)} entries/s** median of ${TRIALS} (best ${fmt(tp.best)}); target 500,000 ${tp.median >= target ? 'met' : '**missed**'} |`,
-    `| the same, per second of process CPU time (less sensitive to other load) | ${fmt(tp.cpuMedian)} entries/s median (best ${fmt(tp.cpuBest)}) |`,
-    `| of which: decode alone / apply of pre-decoded commands | ${fmt(tp.decodeRate)} / ${fmt(tp.applyRate)} entries/s |`,
-    `| entry size in that mix | ${(workload.bytes / ENTRIES).toFixed(1)} bytes on average |`,
+    `| apply throughput per second of process CPU time (the figure the target is judged on) | **${fmt(tp.cpuMedian)} entries/s** median of ${TRIALS} trials of ${fmt(ENTRIES)} entries (best ${fmt(tp.cpuBest)}); target ${fmt(TARGET)} ${met ? '**met**' : '**missed**'} |`,
+    `| the same, scaled to the machine speed of the "before" run (reference loop ${REFERENCE_NS_BEFORE} ns; ${tp.calibrationMin.toFixed(1)}-${tp.calibrationMax.toFixed(1)} ns before this run's trials) | ${fmt(tp.scaledMedian)} entries/s median |`,
+    `| the same, wall clock | ${fmt(tp.median)} entries/s median (best ${fmt(tp.best)}) |`,
+    `| the same, V8 run with \`--single-threaded-gc\` (all work, GC included, on one thread), per CPU-second | ${fmt(single.cpuMedian)} entries/s median (best ${fmt(single.cpuBest)}; scaled ${fmt(single.scaledMedian)}) |`,
+    `| of which: decode alone / apply of pre-decoded commands, per CPU-second | ${fmt(tp.decodeCpuRate)} / ${fmt(tp.applyCpuRate)} entries/s |`,
+    `| garbage collection during the trials | ${pct(tp.gcShare)} of wall time in main-thread pauses; ${tp.minorGcsPerTrial.toFixed(0)} scavenges and ${tp.majorGcsPerTrial.toFixed(1)} mark-compacts per trial |`,
+    `| entry size in that mix | ${entryBytes.toFixed(1)} bytes on average |`,
     `| memory per live lock with one holder (${fmt(LIVE_LOCKS)} live exclusive locks, ${mem.sessionCount} sessions, heapUsed after GC) | **${mem.bytesPerLock.toFixed(0)} bytes** |`,
     `| snapshot of those ${fmt(LIVE_LOCKS)} locks | ${(mem.snapshotBytes / 2 ** 20).toFixed(1)} MiB, encoded in ${mem.snapshotSeconds.toFixed(2)} s |`,
     '',
-    'Memory per lock counts the lock record, its holder, its name string, its entry in the namespace map and in the session\'s held map, and the dedupe records (64 per session).',
+    'Why CPU time: the issue asks for throughput on one core. This machine has two cores shared with other work, so wall-clock rates mostly measure how often the benchmark was descheduled (they varied by 3x between runs of the same code). Process CPU time counts only the time the process ran, on every thread, so V8\'s parallel garbage-collection helpers are charged too. It is not immune either: the virtual machine\'s speed drifts by itself (the reference loop took 31 to 59 ns within hours, at any load average), which is why the loop runs before every trial and the scaled row puts this run at the speed of the "before" measurement. The `--single-threaded-gc` row shows the process doing everything on one thread.',
     '',
-    ...(tp.median >= target
-      ? []
+    'Memory per lock counts the lock record, its holder and holders array, its name string, its entry in the namespace map and in the session\'s list of locks, and the dedupe records (64 per session).',
+    '',
+    '### Before and after the apply-path work',
+    '',
+    ...(before !== undefined
+      ? [
+          `"Before" is ${beforeLabel}, measured in the same run on the same workload and trials (same machine speed), right after this build.`,
+          '',
+          '| | before | after |',
+          '| --- | --- | --- |',
+          `| apply throughput per CPU-second, median | ${fmt(before.cpuMedian)} entries/s | **${fmt(tp.cpuMedian)} entries/s** (${(tp.cpuMedian / before.cpuMedian).toFixed(2)}x) |`,
+          `| the same, wall clock | ${fmt(before.median)} entries/s | ${fmt(tp.median)} entries/s |`,
+          `| decode alone / apply of decoded commands, per CPU-second | ${fmt(before.decodeCpuRate)} / ${fmt(before.applyCpuRate)} entries/s | ${fmt(tp.decodeCpuRate)} / ${fmt(tp.applyCpuRate)} entries/s |`,
+          `| garbage collection: main-thread pauses, scavenges per trial | ${pct(before.gcShare)} of wall time, ${before.minorGcsPerTrial.toFixed(0)} | ${pct(tp.gcShare)}, ${tp.minorGcsPerTrial.toFixed(0)} |`,
+        ]
       : [
-          'Where the time goes (`node --cpu-prof`, and V8\'s sampling heap profiler counting collected objects): about 1.3 KB is allocated per entry, and garbage collection takes 20-27% of the time.',
-          'The allocation comes from the decoded command and its strings, the outcome, event and lock-state objects, the new holder, lock and dedupe records, and Map table churn. A one-entry Map that gains and loses its entry reallocates its table each time, and each session\'s held map does exactly that.',
-          'Dedupe records live for the session\'s next 64 requests, so with 1,000 sessions they reach the old generation. In a simpler uncontended acquire/release loop, 10 sessions instead of 1,000 ran about 1.7 times faster per CPU-second.',
-          'Next steps if one core must reach the target: intrusive per-session lists of holdings and waits instead of per-session Maps; dedupe outcomes in per-session parallel arrays instead of one object per request; fewer objects per applied entry.',
+          '| | before | after (this run) |',
+          '| --- | --- | --- |',
+          `| apply throughput per CPU-second, median | 270,884 entries/s (2026-11-30, reference loop 33.6 ns; 228,000-353,000 over several runs) | ${fmt(tp.cpuMedian)} entries/s (reference loop ${tp.calibrationMedian.toFixed(1)} ns); ${fmt(tp.scaledMedian)} scaled to 33.6 ns |`,
+          `| decode alone / apply of decoded commands (before: wall clock) | 368,521 / 169,861 entries/s | ${fmt(tp.decodeCpuRate)} / ${fmt(tp.applyCpuRate)} entries/s per CPU-second |`,
         ]),
+    '| allocated per entry (V8 sampling heap profiler, counting collected objects; measured separately) | about 1,310 bytes | about 530 bytes |',
+    '| time in garbage collection, all threads (CPU profile; measured separately) | 20-27% | 12-19% |',
+    `| memory per live lock (before: the previous run of this benchmark) | 300 bytes | ${mem.bytesPerLock.toFixed(0)} bytes |`,
+    '',
+    'What the profiles showed (`node --cpu-prof`, `perf record` with `--perf-basic-prof`, `--trace-gc-nvp`, V8\'s sampling heap profiler) and what changed:',
+    '',
+    '- Each session kept the names it held and awaited in two Maps. A Map that gains and loses its only entry reallocates its table each time, so almost every acquire and release allocated one. A session now keeps counters and an array of its locks; the locks\' holder and waiter lists stay the truth. A departing lock is removed at once when it sits near either end of the array, otherwise left stale until the array reaches twice the live count plus 16, when it is compacted.',
+    '- Dedupe records (the last 64 outcomes per session) were one object per request in a Map per session. Every acquire looked up a new id, evicted the oldest and inserted the new one: three probes through scattered memory, a table reallocation every 64 inserts, and a record that lived long enough to be promoted. They now live in per-session parallel arrays used as a ring, found through an open-addressing index of 32-bit string hashes (hash and slot side by side): nothing is allocated once the ring is full.',
+    '- The events buffer was emptied with `length = 0`, which frees an array\'s backing store, so the next push allocated a new 17-slot one for each of the two buffers on every entry (about 390 bytes). The buffers now keep their capacity and a count.',
+    '- Decoding built short strings char by char with `+=` (one intermediate string per char) and longer ones through `String.fromCharCode.apply`; strings up to 40 chars now use explicit arguments, which made decode alone about twice as fast. Only session ids go through the intern cache: request ids never recur, and for lock names probing the cache cost more than decoding anew (measured with cachegrind instruction counts: 8.6k instead of 9.3k instructions per entry).',
+    '- Smaller items: one command reader reused for every entry, shared constant outcomes for Release and CancelWait, lock-name validation without slices on success.',
+    '- What is left: about a fifth of the time is V8 garbage collection, mostly promoting the request-id and lock-name strings the dedupe ring keeps for 64 requests per session (about 40 bytes per entry). The rest is spread over Map lookups (namespace locks and sessions by id), string decoding and the objects the API returns per entry (command, outcome, event, lock state, result).',
     END,
   ].join('\n');
   // Re-read just before writing: another section of this file has another owner.
