@@ -10,11 +10,18 @@
  * nothing, and its answered requests did change something). Optional events
  * (unknown outcomes) may also never be placed.
  *
+ * The memo keys the placed set by a Zobrist hash (two 32-bit words, random
+ * per event, XORed in as events are placed): exact sets would make keys as
+ * long as the history, since optional events that never take effect stay
+ * unplaced. A collision could only prune a branch wrongly, with odds far
+ * below one in 2^32 for the state counts the budget allows.
+ *
  * Candidates are tried mandatory first, earliest deadline first, which finds
  * a linearization of a correct history almost without backtracking; a
  * violation makes the search exhaust the (memoised) space, bounded by a
  * state budget: running out of budget is reported as a checker timeout.
  */
+import { SeededRandom } from '@fencer/base';
 import { LINEARIZABILITY_STATES_MAX } from '../limits.js';
 import { INITIAL_STATE, type LockEvent, type LockModelState, type RequestExpectation, stateKey, step } from './lock-model.js';
 
@@ -31,9 +38,11 @@ export interface LinearizabilityResult {
 interface Frame {
   readonly state: LockModelState;
   readonly placed: number;
-  /** Every event (in start order) below `low` is placed; none above `hi` is. */
+  /** Every event (in start order) below `low` is placed or can no longer take effect. */
   readonly low: number;
-  readonly hi: number;
+  /** Zobrist hash of the placed set. */
+  readonly h1: number;
+  readonly h2: number;
   /** Where the first unplaced event may be in byEnd and byKnown (everything before is placed). */
   endPtr: number;
   knownPtr: number;
@@ -59,6 +68,23 @@ export function checkLock(
   }
   const byEnd = events.map((_, i) => i).filter((i) => !events[i]!.optional).sort((a, b) => events[a]!.end - events[b]!.end);
   const byKnown = events.map((_, i) => i).filter((i) => !events[i]!.optional && events[i]!.known !== null).sort((a, b) => events[a]!.known! - events[b]!.known!);
+
+  const endOf = new Map<string, number>();
+  events.forEach((e, i) => {
+    if (e.kind === 'end') endOf.set(e.s, i);
+  });
+  const isDead = (s: string): boolean => {
+    const i = endOf.get(s);
+    return i !== undefined && placed[i] === 1;
+  };
+  const zr = new SeededRandom(n + 1);
+  const z1 = Uint32Array.from({ length: n }, () => zr.nextU32());
+  const z2 = Uint32Array.from({ length: n }, () => zr.nextU32());
+  /** An event that will never be placed on this path: an unknown outcome of a session that has ended. */
+  const retired = (i: number): boolean => {
+    const e = events[i]!;
+    return e.optional && e.s !== null && isDead(e.s);
+  };
 
   const memo = new Set<string>();
   let states = 0;
@@ -91,14 +117,14 @@ export function checkLock(
       const e = events[i]!;
       if (e.start > minEnd) break;
       if (placed[i]) continue;
-      if (e.optional && e.s !== null && st.dead.includes(e.s)) continue;
+      if (e.optional && e.s !== null && isDead(e.s)) continue;
       if (e.kind === 'end' && (mandatoryLeft.get(e.s) ?? 0) > 0) continue;
       const nextKnown = knownAfter(i);
       if (e.known !== null) {
         if (e.kind === 'read' ? e.known < st.pos : e.known <= st.pos) continue;
         if (e.known > nextKnown) continue;
       }
-      for (const next of step(st, e, { nextKnown, expectations })) out.push({ e: i, st: next, mandatory: !e.optional, end: e.end });
+      for (const next of step(st, e, { nextKnown, expectations, isDead })) out.push({ e: i, st: next, mandatory: !e.optional, end: e.end });
     }
     out.sort((a, b) => (a.mandatory === b.mandatory ? a.end - b.end : a.mandatory ? -1 : 1));
     return out;
@@ -106,17 +132,11 @@ export function checkLock(
 
   const lowAfter = (f: Frame, extra: number): number => {
     let low = f.low;
-    while (low < n && (placed[low] || low === extra)) low++;
+    while (low < n && (placed[low] || low === extra || retired(low))) low++;
     return low;
   };
-  const keyOf = (low: number, hi: number, extra: number, st: LockModelState): string => {
-    // The placed set is a prefix of the start order plus a few events inside the current window.
-    const scattered: number[] = [];
-    for (let i = low + 1; i <= hi; i++) if (placed[i] || i === extra) scattered.push(i);
-    return `${low}:${scattered.join(',')}#${stateKey(st)}`;
-  };
 
-  const stack: Frame[] = [{ state: INITIAL_STATE, placed: 0, low: 0, hi: -1, endPtr: 0, knownPtr: 0, cands: null, next: 0 }];
+  const stack: Frame[] = [{ state: INITIAL_STATE, placed: 0, low: 0, h1: 0, h2: 0, endPtr: 0, knownPtr: 0, cands: null, next: 0 }];
   const path: number[] = [];
   while (stack.length > 0) {
     const f = stack[stack.length - 1]!;
@@ -135,9 +155,9 @@ export function checkLock(
     }
     if (f.next < f.cands.length) {
       const c = f.cands[f.next++]!;
-      const low = lowAfter(f, c.e);
-      const hi = Math.max(f.hi, c.e);
-      const key = keyOf(low, hi, c.e, c.st);
+      const h1 = (f.h1 ^ z1[c.e]!) >>> 0;
+      const h2 = (f.h2 ^ z2[c.e]!) >>> 0;
+      const key = `${h1.toString(36)}.${h2.toString(36)}#${stateKey(c.st)}`;
       if (memo.has(key)) continue;
       memo.add(key);
       if (++states > statesMax) {
@@ -146,11 +166,12 @@ export function checkLock(
       const e = events[c.e]!;
       placed[c.e] = 1;
       path.push(c.e);
+      const low = lowAfter(f, -1);
       if (!e.optional) {
         mandatoryRemaining--;
         if (e.s !== null && e.kind !== 'end') mandatoryLeft.set(e.s, mandatoryLeft.get(e.s)! - 1);
       }
-      stack.push({ state: c.st, placed: f.placed + 1, low, hi, endPtr: f.endPtr, knownPtr: f.knownPtr, cands: null, next: 0 });
+      stack.push({ state: c.st, placed: f.placed + 1, low, h1, h2, endPtr: f.endPtr, knownPtr: f.knownPtr, cands: null, next: 0 });
     } else {
       stack.pop();
       const i = path.pop();

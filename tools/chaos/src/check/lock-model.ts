@@ -47,13 +47,11 @@ export interface Waiter {
 export interface LockModelState {
   readonly holders: readonly Holder[];
   readonly waiters: readonly Waiter[];
-  /** Sessions of this lock's history that have ended, sorted. */
-  readonly dead: readonly string[];
   /** Position of the last event placed at a known revision. */
   readonly pos: number;
 }
 
-export const INITIAL_STATE: LockModelState = { holders: [], waiters: [], dead: [], pos: 0 };
+export const INITIAL_STATE: LockModelState = { holders: [], waiters: [], pos: 0 };
 
 interface EventBase {
   readonly start: number;
@@ -87,6 +85,11 @@ export interface StepContext {
   /** Smallest known position among the other unplaced mandatory events (Infinity if none). */
   readonly nextKnown: number;
   readonly expectations: ReadonlyMap<string, RequestExpectation>;
+  /**
+   * Whether the session's end is already placed. Kept out of the state: it
+   * follows from which events are placed, which the search tracks anyway.
+   */
+  readonly isDead: (s: string) => boolean;
 }
 
 const holdersMax = LIMITS.holdersPerLockMax;
@@ -94,7 +97,7 @@ const holdersMax = LIMITS.holdersPerLockMax;
 export function stateKey(st: LockModelState): string {
   const h = st.holders.map((x) => `${x.s}@${x.token ?? '?'}/${x.mode}/${x.req}`).join(',');
   const w = st.waiters.map((x) => `${x.s}/${x.mode}/${x.req}`).join(',');
-  return `${h}|${w}|${st.dead.join(',')}|${st.pos}`;
+  return `${h}|${w}|${st.pos}`;
 }
 
 /** A floating event takes revision t: it must lie after the last placed revision and before the next known one. */
@@ -139,7 +142,7 @@ function promote(st: LockModelState, rev: number | null, ctx: StepContext): Lock
     const w = waiters[i]!;
     holders.push({ s: w.s, req: w.req, mode: w.mode, token: bound });
   }
-  return { holders, waiters: waiters.slice(k), dead: st.dead, pos };
+  return { holders, waiters: waiters.slice(k), pos };
 }
 
 function withPos(st: LockModelState, e: LockEvent): LockModelState {
@@ -149,7 +152,7 @@ function withPos(st: LockModelState, e: LockEvent): LockModelState {
 /** The states the model may be in after `e` (none: the event cannot take effect here). */
 export function step(st: LockModelState, e: LockEvent, ctx: StepContext): LockModelState[] {
   const s = e.s;
-  if (s !== null && st.dead.includes(s)) {
+  if (s !== null && ctx.isDead(s)) {
     // A session that has ended changes nothing; only an unknown outcome is consistent with that.
     return e.optional ? [st] : [];
   }
@@ -208,8 +211,7 @@ export function step(st: LockModelState, e: LockEvent, ctx: StepContext): LockMo
       return out;
     }
     case 'end': {
-      const dead = [...st.dead, e.s].sort();
-      const next = promote({ holders: st.holders.filter((h) => h.s !== e.s), waiters: st.waiters.filter((w) => w.s !== e.s), dead, pos: st.pos }, null, ctx);
+      const next = promote({ holders: st.holders.filter((h) => h.s !== e.s), waiters: st.waiters.filter((w) => w.s !== e.s), pos: st.pos }, null, ctx);
       return next ? [next] : [];
     }
     case 'read': {
