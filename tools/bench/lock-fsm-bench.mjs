@@ -58,7 +58,10 @@ const beforeDist = beforeOption >= 0 ? path.resolve(args[beforeOption + 1]) : un
 const beforeLabelOption = args.indexOf('--before-label');
 const beforeLabel = beforeLabelOption >= 0 ? args[beforeLabelOption + 1] : 'the --before build';
 if (!existsSync(dist)) throw new Error(`${dist} is missing: run npx nx build lock-fsm`);
-const { LockStateMachine, encodeCommand, decodeCommand } = await import(pathToFileURL(dist).href);
+const lib = await import(pathToFileURL(dist).href);
+const { LockStateMachine, encodeCommand } = lib;
+if (beforeDist !== undefined && !existsSync(beforeDist)) throw new Error(`${beforeDist} is missing`);
+const beforeLib = beforeDist === undefined ? undefined : await import(pathToFileURL(beforeDist).href);
 
 const ENTRIES = option('--entries', 1_000_000);
 const LIVE_LOCKS = option('--locks', 1_000_000);
@@ -188,8 +191,8 @@ function buildWorkload(entryCount) {
   return { setup, entries: views, bytes: total, driverHash: driver.stateHash() };
 }
 
-function freshMachine(setup) {
-  const fsm = new LockStateMachine({ autoClaim: true });
+function freshMachine(lib, setup) {
+  const fsm = new lib.LockStateMachine({ autoClaim: true });
   for (let i = 0; i < setup.length; i++) fsm.applyEntry(i + 1, setup[i]);
   return fsm;
 }
@@ -219,78 +222,93 @@ function gcRecorder() {
   };
 }
 
-async function measureThroughput(workload) {
+/**
+ * Throughput of each library on the workload. Trials of the libraries
+ * alternate (this build, the --before build, this build, ...), so that a
+ * drift of the machine's speed affects both alike.
+ */
+async function measureThroughput(workload, libs) {
   const { setup, entries } = workload;
   const first = setup.length + 1;
-  const rates = [];
-  const cpuRates = [];
-  const gcShares = [];
-  const calibrations = [];
-  const scaledRates = [];
-  let minorGcs = 0;
-  let majorGcs = 0;
-  let eventCount = 0;
-  let finalHash = '';
+  const results = libs.map(() => ({ rates: [], cpuRates: [], gcShares: [], calibrations: [], scaledRates: [], minorGcs: 0, majorGcs: 0, eventCount: 0 }));
   const gc = gcRecorder();
   for (let trial = 0; trial < TRIALS; trial++) {
-    const fsm = freshMachine(setup);
-    const calibrationNs = calibrate(3, 500_000);
-    calibrations.push(calibrationNs);
-    globalThis.gc();
-    const from = performance.now();
-    const cpu0 = process.cpuUsage();
-    let events = 0;
-    for (let i = 0; i < entries.length; i++) events += fsm.applyEntry(first + i, entries[i]).events.length;
-    const cpu = cpuSeconds(cpu0);
-    const to = performance.now();
-    rates.push(entries.length / ((to - from) / 1000));
-    cpuRates.push(entries.length / cpu);
-    // The rate this trial would have had at the machine speed of the "before" run.
-    scaledRates.push((entries.length / cpu) * (calibrationNs / REFERENCE_NS_BEFORE));
-    const pauses = await gc.between(from, to);
-    gcShares.push(pauses.ms / (to - from));
-    minorGcs += pauses.minor;
-    majorGcs += pauses.major;
-    eventCount = events;
-    finalHash = fsm.stateHash();
+    for (let l = 0; l < libs.length; l++) {
+      const r = results[l];
+      const fsm = freshMachine(libs[l], setup);
+      const calibrationNs = calibrate(3, 500_000);
+      r.calibrations.push(calibrationNs);
+      globalThis.gc();
+      const from = performance.now();
+      const cpu0 = process.cpuUsage();
+      let events = 0;
+      for (let i = 0; i < entries.length; i++) events += fsm.applyEntry(first + i, entries[i]).events.length;
+      const cpu = cpuSeconds(cpu0);
+      const to = performance.now();
+      r.rates.push(entries.length / ((to - from) / 1000));
+      r.cpuRates.push(entries.length / cpu);
+      // The rate this trial would have had at the machine speed of the "before" run.
+      r.scaledRates.push((entries.length / cpu) * (calibrationNs / REFERENCE_NS_BEFORE));
+      const pauses = await gc.between(from, to);
+      r.gcShares.push(pauses.ms / (to - from));
+      r.minorGcs += pauses.minor;
+      r.majorGcs += pauses.major;
+      r.eventCount = events;
+      if (fsm.stateHash() !== workload.driverHash) throw new Error('replay diverged from the driver: the benchmark is not measuring the workload it built');
+    }
   }
   gc.stop();
-  if (finalHash !== workload.driverHash) throw new Error('replay diverged from the driver: the benchmark is not measuring the workload it built');
 
-  // The split: decode alone, and apply of pre-decoded commands.
-  let t0 = performance.now();
-  let cpu0 = process.cpuUsage();
-  const commands = new Array(entries.length);
-  for (let i = 0; i < entries.length; i++) commands[i] = decodeCommand(entries[i]);
-  const decodeCpuRate = entries.length / cpuSeconds(cpu0);
-  const decodeRate = entries.length / ((performance.now() - t0) / 1000);
-  const fsm = freshMachine(setup);
-  globalThis.gc();
-  t0 = performance.now();
-  cpu0 = process.cpuUsage();
-  for (let i = 0; i < commands.length; i++) fsm.apply(first + i, commands[i]);
-  const applyCpuRate = entries.length / cpuSeconds(cpu0);
-  const applyRate = entries.length / ((performance.now() - t0) / 1000);
-
-  return {
-    median: median(rates),
-    best: best(rates),
-    cpuMedian: median(cpuRates),
-    cpuBest: best(cpuRates),
-    cpuAll: cpuRates,
-    calibrationMedian: median(calibrations),
-    calibrationMin: Math.min(...calibrations),
-    calibrationMax: Math.max(...calibrations),
-    scaledMedian: median(scaledRates),
-    gcShare: median(gcShares),
-    minorGcsPerTrial: minorGcs / TRIALS,
-    majorGcsPerTrial: majorGcs / TRIALS,
-    decodeRate,
-    decodeCpuRate,
-    applyRate,
-    applyCpuRate,
-    eventCount,
-  };
+  return libs.map((lib, l) => {
+    const r = results[l];
+    // The split: decode alone, and apply of pre-decoded commands (median of 3 passes each).
+    const decodeRates = [];
+    const decodeCpuRates = [];
+    const applyRates = [];
+    const applyCpuRates = [];
+    let commands = [];
+    for (let pass = 0; pass < 3; pass++) {
+      commands = new Array(entries.length);
+      globalThis.gc();
+      const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      for (let i = 0; i < entries.length; i++) commands[i] = lib.decodeCommand(entries[i]);
+      decodeCpuRates.push(entries.length / cpuSeconds(cpu0));
+      decodeRates.push(entries.length / ((performance.now() - t0) / 1000));
+    }
+    for (let pass = 0; pass < 3; pass++) {
+      const fsm = freshMachine(lib, setup);
+      globalThis.gc();
+      const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      for (let i = 0; i < commands.length; i++) fsm.apply(first + i, commands[i]);
+      applyCpuRates.push(entries.length / cpuSeconds(cpu0));
+      applyRates.push(entries.length / ((performance.now() - t0) / 1000));
+    }
+    const decodeRate = median(decodeRates);
+    const decodeCpuRate = median(decodeCpuRates);
+    const applyRate = median(applyRates);
+    const applyCpuRate = median(applyCpuRates);
+    return {
+      median: median(r.rates),
+      best: best(r.rates),
+      cpuMedian: median(r.cpuRates),
+      cpuBest: best(r.cpuRates),
+      cpuAll: r.cpuRates,
+      calibrationMedian: median(r.calibrations),
+      calibrationMin: Math.min(...r.calibrations),
+      calibrationMax: Math.max(...r.calibrations),
+      scaledMedian: median(r.scaledRates),
+      gcShare: median(r.gcShares),
+      minorGcsPerTrial: r.minorGcs / TRIALS,
+      majorGcsPerTrial: r.majorGcs / TRIALS,
+      decodeRate,
+      decodeCpuRate,
+      applyRate,
+      applyCpuRate,
+      eventCount: r.eventCount,
+    };
+  });
 }
 
 // ------------------------------------------------------------------ memory
@@ -336,7 +354,7 @@ function measureMemory(liveLocks) {
 // -------------------------------------------------------------------- main
 
 if (CHILD) {
-  const tp = await measureThroughput(buildWorkload(ENTRIES));
+  const [tp] = await measureThroughput(buildWorkload(ENTRIES), [lib]);
   process.stdout.write(`${JSON.stringify(tp)}\n`);
   process.exit(0);
 }
@@ -350,7 +368,7 @@ console.log(`machine: reference loop ${calibrationNs.toFixed(1)} ns per iteratio
 const workload = buildWorkload(ENTRIES);
 const entryBytes = workload.bytes / workload.entries.length;
 console.log(`workload: ${fmt(workload.entries.length)} entries, ${entryBytes.toFixed(1)} bytes per entry on average`);
-const tp = await measureThroughput(workload);
+const [tp, before] = await measureThroughput(workload, beforeLib === undefined ? [lib] : [lib, beforeLib]);
 const met = tp.cpuMedian >= TARGET;
 console.log(`apply throughput (applyEntry: decode + apply + events), ${TRIALS} trials, ${fmt(tp.eventCount)} events per trial:`);
 console.log(`  per CPU-second (process CPU time, all threads): median ${fmt(tp.cpuMedian)} entries/s, best ${fmt(tp.cpuBest)} (all: ${tp.cpuAll.map(fmt).join(', ')})`);
@@ -381,10 +399,9 @@ console.log(
   `  with --single-threaded-gc: median ${fmt(single.cpuMedian)} entries/s per CPU-second, best ${fmt(single.cpuBest)}; wall median ${fmt(single.median)}; scaled median ${fmt(single.scaledMedian)}`,
 );
 
-const before = beforeDist === undefined ? undefined : childThroughput([], beforeDist);
 if (before !== undefined) {
   console.log(
-    `  before (${path.relative(root, beforeDist)}), same run: median ${fmt(before.cpuMedian)} entries/s per CPU-second (reference loop ${before.calibrationMedian.toFixed(1)} ns), wall median ${fmt(before.median)}; decode ${fmt(before.decodeCpuRate)}, apply ${fmt(before.applyCpuRate)}`,
+    `  before (${beforeLabel}), trials alternating with this build's: median ${fmt(before.cpuMedian)} entries/s per CPU-second (reference loop ${before.calibrationMedian.toFixed(1)} ns), wall median ${fmt(before.median)}; decode ${fmt(before.decodeCpuRate)}, apply ${fmt(before.applyCpuRate)}`,
   );
 }
 
@@ -427,7 +444,7 @@ if (!flag('--no-write')) {
     '',
     ...(before !== undefined
       ? [
-          `"Before" is ${beforeLabel}, measured in the same run on the same workload and trials (same machine speed), right after this build.`,
+          `"Before" is ${beforeLabel}, measured in the same process on the same workload, its trials alternating with this build's so that both saw the same machine.`,
           '',
           '| | before | after |',
           '| --- | --- | --- |',
