@@ -104,7 +104,6 @@ export function sortedKeys(map: ReadonlyMap<string, unknown>): string[] {
   return [...map.keys()].sort(compareStrings);
 }
 
-
 /** Index of `sessionId` among the lock's holders, or -1. */
 export function holderIndex(lock: LockRecord, sessionId: string): number {
   const holders = lock.holders;

@@ -606,7 +606,7 @@ export class LockStateMachine {
       const w = waiters[i] as Waiter;
       const s = ns.sessions.get(w.sessionId);
       assert(s !== undefined && s.waitingCount > 0, 'a waiter is a live session waiting for a lock');
-      // Its entry in s.locks stays: that list covers holding and waiting alike.
+      // Its entry in s.lockList stays: that list covers holding and waiting alike.
       s.waitingCount--;
       s.heldCount++;
       holders.push({ sessionId: w.sessionId, clientId: w.clientId, mode: w.mode, token: rev, lockDelayMs: w.lockDelayMs });
