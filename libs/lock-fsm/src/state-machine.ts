@@ -172,10 +172,12 @@ function freeState(name: string): LockState {
 }
 
 function stateOf(lock: LockRecord): LockState {
-  const first = lock.holders[0];
+  const holders = lock.holders;
   return {
     name: lock.name,
-    mode: first === undefined ? null : first.mode,
+    // No index past the end: EMPTY is a frozen array, and a load past its end
+    // sends V8's optimized code through the generic keyed-load stub from then on.
+    mode: holders.length === 0 ? null : (holders[0] as Holder).mode,
     holders: lock.holders,
     waiters: lock.waiters,
     delayed: lock.delayRevision !== 0,
@@ -589,7 +591,7 @@ export class LockStateMachine {
     if (waiters.length === 0) return;
     const holdersMax = this.limits.holdersPerLockMax;
     let count = lock.holders.length;
-    let mode: LockMode | undefined = lock.holders[0]?.mode;
+    let mode: LockMode | undefined = count === 0 ? undefined : (lock.holders[0] as Holder).mode;
     let k = 0;
     while (k < waiters.length) {
       const w = waiters[k] as Waiter;
