@@ -11,10 +11,13 @@
 //   node tools/bench/run.mjs [--peers etcd5,etcd3,zk3] [--scenarios uncontended,contended-16,...]
 //                            [--seconds N] [--warmup N] [--quick] [--no-write] [--json FILE]
 //                            [--cpu-prof DIR] [--keep-data] [--baseline PATH/apps/cell-node/dist/main.js]
+//                            [--compare-args "--peer-transport grpc ..."]
 //   node tools/bench/run.mjs --render FILE.json   (rewrite the docs section from a saved --json run)
 //
 // --baseline adds a second five-replica cell started from another build of
 // the cell node (e.g. a worktree before a change), measured in the same run.
+// --compare-args adds a second five-replica cell from this build, started with
+// these extra cell-node flags (e.g. the gRPC peer transport against the TCP one).
 //
 // Needs the cell node built (`npx nx run-many -t build`; `npm run bench` does
 // it) and, for the peers, Debian's etcd-server and zookeeper packages.
@@ -82,6 +85,10 @@ if (renderFrom) {
 }
 
 const systems = [new FencerSystem({ cpuProfDir: option('--cpu-prof', undefined), keepData: flag('--keep-data') })];
+const compareArgs = option('--compare-args', undefined);
+if (compareArgs) {
+  systems.push(new FencerSystem({ extraArgs: compareArgs.split(/\s+/).filter(Boolean), key: 'fencer-compare', label: `Fencer, ${compareArgs}`, portBase: 39_000, keepData: flag('--keep-data') }));
+}
 const baselineMain = option('--baseline', undefined);
 if (baselineMain) {
   if (!existsSync(baselineMain)) {

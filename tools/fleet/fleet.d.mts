@@ -5,6 +5,8 @@ export interface ReplicaPlan {
   id: string;
   grpc: string;
   admin: string;
+  /** The TCP peer transport's address (the gRPC port + 300). */
+  peer: string;
   metrics: string;
   argv: string[];
   env: Record<string, string>;

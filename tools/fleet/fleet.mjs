@@ -1,7 +1,8 @@
 // Starts and stops a local fleet of cell-node processes on 127.0.0.1. Used by
 // `npm start`, the multi-process tests, the benchmarks and the chaos harness.
 // Ports count up from a base: replica i of cell c listens for gRPC on
-// base + 10*(c-1) + i, admin on that + 100, metrics on that + 200.
+// base + 10*(c-1) + i, admin on that + 100, metrics on that + 200, the TCP
+// peer transport on that + 300.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
@@ -25,7 +26,7 @@ export function planFleet(opts) {
     const members = [];
     for (let i = 1; i <= replicas; i++) {
       const port = portBase + 10 * (c - 1) + i;
-      members.push({ id: `${cellId}-r${i}`, grpc: `127.0.0.1:${port}`, admin: `127.0.0.1:${port + 100}`, metricsListen: `127.0.0.1:${port + 200}` });
+      members.push({ id: `${cellId}-r${i}`, grpc: `127.0.0.1:${port}`, admin: `127.0.0.1:${port + 100}`, metricsListen: `127.0.0.1:${port + 200}`, peer: `127.0.0.1:${port + 300}` });
     }
     const peers = members.map((m) => `${m.id}=${m.grpc}`).join(',');
     plan.push({
@@ -40,6 +41,7 @@ export function planFleet(opts) {
           '--listen', m.grpc,
           '--admin-listen', m.admin,
           '--metrics-listen', m.metricsListen,
+          '--peer-listen', m.peer,
           '--data-dir', dataDir,
           '--peers', peers,
           ...(opts.extraArgs ?? []),
@@ -48,6 +50,7 @@ export function planFleet(opts) {
           id: m.id,
           grpc: m.grpc,
           admin: m.admin,
+          peer: m.peer,
           metrics: `http://${m.metricsListen}/metrics`,
           argv,
           env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },

@@ -24,11 +24,11 @@ async function portsFree(ports) {
   return true;
 }
 
-/** A block of ports nobody uses: replica i listens on base+i, admin +100, metrics +200. */
+/** A block of ports nobody uses: replica i listens on base+i, admin +100, metrics +200, peers +300. */
 export async function freePortBase(replicas) {
   for (let attempt = 0; attempt < 40; attempt++) {
     const base = 20_000 + 10 * Math.floor(Math.random() * 1_900);
-    const ports = Array.from({ length: replicas }, (_, i) => [base + i + 1, base + i + 101, base + i + 201]).flat();
+    const ports = Array.from({ length: replicas }, (_, i) => [base + i + 1, base + i + 101, base + i + 201, base + i + 301]).flat();
     if (await portsFree(ports)) return base;
   }
   throw new Error('no free block of ports for a test cell');

@@ -4,6 +4,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { NodeId } from '@fencer/base';
+import { shiftPort } from './address.js';
 
 export interface CellNodeConfig {
   readonly id: NodeId;
@@ -22,6 +23,12 @@ export interface CellNodeConfig {
    * fault-injecting proxy this way). Clients and leader hints keep `peers`.
    */
   readonly peerDial: ReadonlyMap<NodeId, string>;
+  /** How this node sends Raft messages: plain TCP frames (default) or gRPC streams. It receives both. */
+  readonly peerTransport: 'tcp' | 'grpc';
+  /** Where the TCP peer transport listens. */
+  readonly peerListen: string;
+  /** A member's TCP peer port is its gRPC port plus this, unless --peer-dial names its address. */
+  readonly peerPortOffset: number;
   /** Start without bootstrapping: wait to be added to an existing cell. */
   readonly join: boolean;
   readonly tickMs: number;
@@ -50,6 +57,14 @@ const int = (what: string) => (value: string): number => {
   return n;
 };
 
+function shiftPortOrFail(address: string, offset: number): string {
+  try {
+    return shiftPort(address, offset);
+  } catch (err) {
+    throw new InvalidArgumentError(`--listen / --peer-port-offset: ${(err as Error).message}`);
+  }
+}
+
 export function parsePeers(spec: string): Map<NodeId, string> {
   const peers = new Map<NodeId, string>();
   for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -73,6 +88,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--data-dir <dir>', 'where the WAL and snapshots live', e('data-dir') ?? './.fencer/node')
     .option('--peers <list>', 'initial members: id=host:port,...', e('peers') ?? '')
     .option('--peer-dial <list>', 'dial overrides for the peer transport: id=host:port,...', e('peer-dial') ?? '')
+    .option('--peer-transport <kind>', 'how this node sends Raft messages: tcp or grpc (it receives both)', e('peer-transport') ?? 'tcp')
+    .option('--peer-listen <host:port>', 'TCP peer transport address (default: the --listen host, its port + --peer-port-offset)', e('peer-listen'))
+    .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
@@ -100,6 +118,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     dataDir: o.dataDir,
     peers: parsePeers(o.peers),
     peerDial: parsePeers(o.peerDial),
+    peerTransport: o.peerTransport,
+    peerListen: o.peerListen ?? shiftPortOrFail(o.listen, o.peerPortOffset),
+    peerPortOffset: o.peerPortOffset,
     join: Boolean(o.join),
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
@@ -127,6 +148,7 @@ export function validateConfig(c: CellNodeConfig): void {
   };
   if (!/^[A-Za-z0-9._-]+$/.test(c.id)) fail(`--id "${c.id}" may use only [A-Za-z0-9._-]`);
   if (!c.join && !c.peers.has(c.id)) fail(`--peers must list this node (${c.id}) unless --join is given`);
+  if (c.peerTransport !== 'tcp' && c.peerTransport !== 'grpc') fail(`--peer-transport "${c.peerTransport}" must be tcp or grpc`);
   if (c.tickMs < 1) fail('--tick-ms must be at least 1');
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs)) fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');

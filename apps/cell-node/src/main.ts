@@ -20,7 +20,9 @@ import { parseConfig, type CellNodeConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
-import { PeerTransport, raftTransportHandlers } from './peer-transport.js';
+import { PeerTransport, type PeerTransportOptions, type RaftPeerTransport, raftTransportHandlers } from './peer-transport.js';
+import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
+import { shiftPort } from './address.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -63,7 +65,7 @@ const store: WalStore = await new Promise((resolve) =>
 metrics.watchWal(() => store.stats);
 if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
-let transport: PeerTransport | undefined;
+let transport: RaftPeerTransport | undefined;
 const node = new CellNode(config, store, {
   clock,
   random,
@@ -72,7 +74,7 @@ const node = new CellNode(config, store, {
   send: (messages) => transport?.send(messages),
   onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
 });
-transport = new PeerTransport({
+const transportOptions: PeerTransportOptions = {
   selfId: config.id,
   cellId: config.cellId,
   sendQueueMax: config.peerSendQueueMax,
@@ -81,10 +83,18 @@ transport = new PeerTransport({
   onUnreachable: (peer) => node.replica.reportUnreachable(peer),
   onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
   onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
-});
-const dialAddress = (id: NodeId, address: string): string => config.peerDial.get(id) ?? address;
-for (const [id, address] of node.addresses) transport.setPeer(id, dialAddress(id, address));
-node.onAddress = (id, address) => transport?.setPeer(id, dialAddress(id, address));
+};
+transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
+// A member's peer address: --peer-dial's, else (TCP) its gRPC address with the port moved by --peer-port-offset, else (gRPC) its gRPC address.
+const setPeer = (id: NodeId, address: string): void => {
+  try {
+    transport?.setPeer(id, config.peerDial.get(id) ?? (config.peerTransport === 'tcp' ? shiftPort(address, config.peerPortOffset) : address));
+  } catch (err) {
+    logger.error({ peer: id, address, err: (err as Error).message }, 'no peer address for this member: it gets no Raft messages from here');
+  }
+};
+for (const [id, address] of node.addresses) setPeer(id, address);
+node.onAddress = setPeer;
 
 const grpcOptions = {
   'grpc.max_receive_message_length': config.grpcMessageBytesMax,
@@ -109,12 +119,14 @@ function bind(s: Server, address: string): Promise<void> {
     }),
   );
 }
+const peerServer = new TcpPeerServer(config.cellId, (m) => node.replica.receive(m), logger);
+await peerServer.listen(config.peerListen).catch((err: unknown) => die(`cannot listen for peers on ${config.peerListen}`, err));
 await bind(server, config.listen);
 await bind(adminServer, config.adminListen);
 const metricsServer = await metrics.serve(config.metricsListen).catch((err: unknown) => die(`cannot serve metrics on ${config.metricsListen}`, err));
 
 const ticker = setInterval(() => node.tick(), config.tickMs);
-logger.info({ id: config.id, listen: config.listen, admin: config.adminListen, metrics: config.metricsListen }, 'cell node serving');
+logger.info({ id: config.id, listen: config.listen, peerListen: config.peerListen, peerTransport: config.peerTransport, admin: config.adminListen, metrics: config.metricsListen }, 'cell node serving');
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
@@ -143,6 +155,7 @@ async function shutdown(signal: string): Promise<void> {
   adminServer.forceShutdown();
   clearInterval(ticker);
   transport?.close();
+  await peerServer.close();
   service.close();
   metricsServer.close();
   node.replica.close((err) => {

@@ -28,9 +28,22 @@ export interface PeerTransportOptions {
   readonly onDropped?: (peer: NodeId, count: number) => void;
 }
 
-class PeerLink {
-  private client: InstanceType<typeof raftpb.RaftTransportClient>;
-  private stream: ClientDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck> | undefined;
+/** What the cell node needs of a peer transport (gRPC streams here, TCP frames in tcp-peer-transport.ts). */
+export interface RaftPeerTransport {
+  setPeer(id: NodeId, address: string): void;
+  removePeer(id: NodeId): void;
+  send(messages: readonly Message[]): void;
+  close(): void;
+}
+
+/**
+ * One directed link's batching, bounds and reconnect policy, whatever the
+ * connection underneath (a gRPC stream here, a TCP socket in
+ * tcp-peer-transport.ts). A subclass opens a connection, writes a batch and
+ * calls `broken` when the connection ends.
+ */
+export abstract class BatchingLink<C> {
+  private connection: C | undefined;
   private queue: raftpb.RaftMessage[] = [];
   private flushScheduled = false;
   private blocked = false;
@@ -40,16 +53,14 @@ class PeerLink {
   constructor(
     readonly peer: NodeId,
     readonly address: string,
-    private readonly opts: PeerTransportOptions,
-  ) {
-    this.client = new raftpb.RaftTransportClient(address, credentials.createInsecure(), {
-      'grpc.keepalive_time_ms': 10_000,
-      'grpc.keepalive_timeout_ms': 5_000,
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1_000,
-      'grpc.max_send_message_length': 64 * 1024 * 1024,
-    });
-  }
+    protected readonly opts: PeerTransportOptions,
+  ) {}
+
+  /** Opens a connection to the peer; it reports its end through `broken`. */
+  protected abstract open(): C;
+  /** Writes one batch; false when the connection wants no more until `drained`. */
+  protected abstract write(connection: C, batch: raftpb.RaftBatch): boolean;
+  protected abstract destroy(connection: C): void;
 
   enqueue(message: Message): void {
     if (this.closed) return;
@@ -66,29 +77,21 @@ class PeerLink {
     }
   }
 
-  private ensureStream(): ClientDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck> | undefined {
-    if (this.stream || this.closed || this.reconnectTimer) return this.stream;
-    const stream = this.client.send();
-    stream.on('data', () => {});
-    stream.on('error', (err: ServiceError) => this.broken(stream, err));
-    stream.on('end', () => this.broken(stream, undefined));
-    stream.on('drain', () => {
-      this.blocked = false;
-      this.flush();
-    });
-    this.stream = stream;
-    return stream;
+  protected drained(): void {
+    this.blocked = false;
+    this.flush();
   }
 
-  private broken(stream: ClientDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>, err: ServiceError | undefined): void {
-    if (this.stream !== stream) return;
-    this.stream = undefined;
+  protected broken(connection: C, err: Error | undefined): void {
+    if (this.connection !== connection) return;
+    this.connection = undefined;
     this.blocked = false;
+    this.destroy(connection);
     const dropped = this.queue.length;
     this.queue = [];
     if (dropped > 0) this.opts.onDropped?.(this.peer, dropped);
     if (this.closed) return;
-    if (err && err.code !== status.CANCELLED) this.opts.logger.debug({ peer: this.peer, err: err.message }, 'peer link broken');
+    if (err) this.opts.logger.debug({ peer: this.peer, address: this.address, err: err.message }, 'peer link broken');
     this.opts.onUnreachable(this.peer);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
@@ -98,8 +101,9 @@ class PeerLink {
   private flush(): void {
     this.flushScheduled = false;
     if (this.blocked || this.queue.length === 0) return;
-    const stream = this.ensureStream();
-    if (!stream) {
+    if (this.connection === undefined && !this.closed && this.reconnectTimer === undefined) this.connection = this.open();
+    const connection = this.connection;
+    if (connection === undefined) {
       // Link down and waiting to reconnect: drop, Raft retransmits.
       this.opts.onDropped?.(this.peer, this.queue.length);
       this.queue = [];
@@ -108,30 +112,32 @@ class PeerLink {
     const messages = this.queue;
     this.queue = [];
     this.opts.onQueueDepth?.(this.peer, 0);
-    const ok = stream.write({ cellId: this.opts.cellId, messages });
-    if (!ok) this.blocked = true;
+    if (!this.write(connection, { cellId: this.opts.cellId, messages })) this.blocked = true;
   }
 
   close(): void {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.stream?.cancel();
-    this.stream = undefined;
-    this.client.close();
+    if (this.connection !== undefined) this.destroy(this.connection);
+    this.connection = undefined;
   }
 }
 
-export class PeerTransport {
-  private readonly links = new Map<NodeId, PeerLink>();
+/** A transport of one link per peer, made by `makeLink`. */
+export class LinkedPeerTransport implements RaftPeerTransport {
+  private readonly links = new Map<NodeId, BatchingLink<unknown>>();
 
-  constructor(private readonly opts: PeerTransportOptions) {}
+  constructor(
+    protected readonly opts: PeerTransportOptions,
+    private readonly makeLink: (peer: NodeId, address: string) => BatchingLink<unknown>,
+  ) {}
 
   setPeer(id: NodeId, address: string): void {
     if (id === this.opts.selfId) return;
     const link = this.links.get(id);
     if (link && link.address === address) return;
     link?.close();
-    this.links.set(id, new PeerLink(id, address, this.opts));
+    this.links.set(id, this.makeLink(id, address));
   }
 
   removePeer(id: NodeId): void {
@@ -150,6 +156,52 @@ export class PeerTransport {
   close(): void {
     for (const link of this.links.values()) link.close();
     this.links.clear();
+  }
+}
+
+type RaftStream = ClientDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>;
+
+class GrpcPeerLink extends BatchingLink<RaftStream> {
+  private readonly client: InstanceType<typeof raftpb.RaftTransportClient>;
+
+  constructor(peer: NodeId, address: string, opts: PeerTransportOptions) {
+    super(peer, address, opts);
+    this.client = new raftpb.RaftTransportClient(address, credentials.createInsecure(), {
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1_000,
+      'grpc.max_send_message_length': 64 * 1024 * 1024,
+    });
+  }
+
+  protected open(): RaftStream {
+    const stream = this.client.send();
+    stream.on('data', () => {});
+    stream.on('error', (err: ServiceError) => this.broken(stream, err.code === status.CANCELLED ? undefined : err));
+    stream.on('end', () => this.broken(stream, undefined));
+    stream.on('drain', () => this.drained());
+    return stream;
+  }
+
+  protected write(stream: RaftStream, batch: raftpb.RaftBatch): boolean {
+    return stream.write(batch);
+  }
+
+  protected destroy(stream: RaftStream): void {
+    stream.cancel();
+  }
+
+  override close(): void {
+    super.close();
+    this.client.close();
+  }
+}
+
+/** The gRPC peer transport: one long-lived RaftTransport.Send stream per link. */
+export class PeerTransport extends LinkedPeerTransport {
+  constructor(opts: PeerTransportOptions) {
+    super(opts, (peer, address) => new GrpcPeerLink(peer, address, opts));
   }
 }
 

@@ -50,4 +50,20 @@ describe('peer dial overrides', () => {
     expect(c.peerDial.get('r2' as never)).toBe('127.0.0.1:9002');
     expect(c.peers.get('r2' as never)).toBe('127.0.0.1:7002');
   });
+  it('sends over TCP by default, listening for peers on the gRPC port + 300 unless told otherwise', () => {
+    const c = parseConfig([...base, '--listen', '127.0.0.1:7001'], {});
+    expect(c.peerTransport).toBe('tcp');
+    expect(c.peerListen).toBe('127.0.0.1:7301');
+    const d = parseConfig([...base, '--listen', '127.0.0.1:7001', '--peer-port-offset', '1000', '--peer-transport', 'grpc'], {});
+    expect(d.peerListen).toBe('127.0.0.1:8001');
+    expect(d.peerTransport).toBe('grpc');
+    expect(parseConfig([...base, '--peer-listen', '0.0.0.0:9000'], {}).peerListen).toBe('0.0.0.0:9000');
+  });
+
+  it.each([
+    [['--peer-transport', 'udp'], /--peer-transport "udp" must be tcp or grpc/],
+    [['--listen', '127.0.0.1:65400'], /--listen \/ --peer-port-offset: .* give --peer-listen and --peer-dial/],
+  ])('refuses peer transport settings %j', (extra, message) => {
+    expect(() => parseConfig([...base, ...extra], {})).toThrow(message);
+  });
 });

@@ -42,11 +42,12 @@ beforeAll(async () => {
   set('--listen', grpc);
   set('--admin-listen', `${host}:${port + 100}`);
   set('--metrics-listen', `${host}:${port + 200}`);
+  set('--peer-listen', `${host}:${port + 300}`);
   set('--peers', peers);
   const dataDir = path.join(cell.dataDir, id);
   set('--data-dir', dataDir);
   argv.push('--join');
-  plan = { ...base, id, grpc, admin: `${host}:${port + 100}`, metrics: `http://${host}:${port + 200}/metrics`, argv, dataDir };
+  plan = { ...base, id, grpc, admin: `${host}:${port + 100}`, peer: `${host}:${port + 300}`, metrics: `http://${host}:${port + 200}/metrics`, argv, dataDir };
   joiner = spawnReplica(plan, { logDir: path.join(cell.dataDir, 'logs') });
 });
 

@@ -17,7 +17,7 @@ const ACQUIRED_EVENT = 2;
 const NAMESPACE = 'bench';
 
 export class FencerSystem {
-  /** @param {{ replicas?: number, cpuProfDir?: string, cpuProfIntervalUs?: number, keepData?: boolean, extraArgs?: string[], main?: string, key?: string, label?: string }} opts */
+  /** @param {{ replicas?: number, cpuProfDir?: string, cpuProfIntervalUs?: number, keepData?: boolean, extraArgs?: string[], main?: string, key?: string, label?: string, portBase?: number }} opts */
   constructor(opts = {}) {
     this.key = opts.key ?? 'fencer';
     this.replicasN = opts.replicas ?? 5;
@@ -44,7 +44,7 @@ export class FencerSystem {
 
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-bench-cell-'));
-    const portBase = await freePortBase(this.opts.main ? 35_000 : 31_000, 206);
+    const portBase = await freePortBase(this.opts.portBase ?? (this.opts.main ? 35_000 : 31_000), 306);
     const [plan] = planFleet({
       replicas: this.replicasN,
       portBase,
@@ -54,7 +54,16 @@ export class FencerSystem {
     });
     this.replicas = plan.replicas;
     // Another build of the cell node (a baseline to compare against), from its own tree.
-    if (this.opts.main) for (const r of this.replicas) r.argv[1] = path.resolve(this.opts.main);
+    if (this.opts.main) {
+      const main = path.resolve(this.opts.main);
+      // A build from before the TCP peer transport does not know --peer-listen.
+      const knowsPeerListen = readFileSync(path.join(path.dirname(main), 'config.js'), 'utf8').includes('--peer-listen');
+      for (const r of this.replicas) {
+        r.argv[1] = main;
+        const at = r.argv.indexOf('--peer-listen');
+        if (!knowsPeerListen && at >= 0) r.argv.splice(at, 2);
+      }
+    }
     if (this.opts.cpuProfDir) {
       for (const r of this.replicas) r.argv.splice(1, 0, '--cpu-prof', '--cpu-prof-interval', String(this.opts.cpuProfIntervalUs ?? 250), '--cpu-prof-dir', path.join(this.opts.cpuProfDir, r.id));
     }

@@ -1,7 +1,7 @@
 /**
  * The cell under test: cell-node processes planned by the fleet launcher,
  * with every directed peer link i→j routed through a fault proxy (node i
- * dials node j at the proxy's address, given by `--peer-dial`). Replicas are
+ * dials node j's TCP peer port at the proxy's address, given by `--peer-dial`). Replicas are
  * restarted from `fleet.json`'s argv, as an operator would, optionally under
  * Debian's `faketime` with a shifted clock.
  */
@@ -47,7 +47,7 @@ async function choosePortBase(replicas: number, random: Random): Promise<number>
     // Above the kernel's ephemeral range (32768-60999), so a restarted replica never finds its port taken by an outgoing connection.
     const base = 61_000 + random.int(43) * 100;
     let free = true;
-    for (let i = 1; i <= replicas && free; i++) for (const off of [0, 100, 200]) if (!(await portFree(base + i + off))) free = false;
+    for (let i = 1; i <= replicas && free; i++) for (const off of [0, 100, 200, 300]) if (!(await portFree(base + i + off))) free = false;
     if (free) return base;
   }
   throw new Error('no free port range for the cell after 50 tries');
@@ -86,7 +86,7 @@ export class ChaosCell {
       const dial: string[] = [];
       for (const to of this.replicas) {
         if (to.id === from.id) continue;
-        const [host, port] = to.grpc.split(':');
+        const [host, port] = to.peer.split(':');
         const proxy = new LinkProxy(`${from.id}->${to.id}`, host!, Number(port), this.opts.random.fork());
         await proxy.start();
         this.links.set(`${from.id}->${to.id}`, proxy);

@@ -1,0 +1,165 @@
+/**
+ * Goal: the TCP peer transport delivers Raft messages between nodes in order
+ * and whole, however TCP splits or joins its frames; it refuses what is not
+ * its own (oversized frames, bytes that are not a batch, another cell's
+ * batches) by closing the connection and saying why; it tells Raft a peer is
+ * unreachable and reconnects when the peer comes back.
+ * Method: FrameReader over hand-cut byte streams; a real TcpPeerServer and
+ * TcpPeerTransport on 127.0.0.1 ephemeral ports.
+ */
+import net from 'node:net';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LogIndex, NodeId, Term } from '@fencer/base';
+import { EntryType, type Message } from '@fencer/raft';
+import { raftpb } from '@fencer/protocol';
+import { FrameReader, TcpPeerServer, TcpPeerTransport, encodeFrame, frameBytesMax } from '../src/tcp-peer-transport.js';
+import { shiftPort, splitAddress } from '../src/address.js';
+import { messageToWire } from '../src/peer-codec.js';
+import type { Logger } from '../src/logger.js';
+
+const a = NodeId('a');
+const b = NodeId('b');
+const append = (i: number): Message => ({
+  type: 'AppendEntries',
+  from: a,
+  to: b,
+  term: Term(3),
+  index: LogIndex(i - 1),
+  logTerm: Term(3),
+  commit: LogIndex(i - 1),
+  entries: [{ term: Term(3), index: LogIndex(i), type: EntryType.Normal, data: new Uint8Array([i & 0xff, 7, 7]) }],
+});
+
+function recordingLogger(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }) as Logger & { warnings: string[] };
+  logger.warnings = warnings;
+  return logger;
+}
+
+/** Resolves when `check` holds, polling on the event loop (no fixed sleeps: it waits for the event). */
+async function until(check: () => boolean, what: string, limitMs = 5_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function startServer(cellId: string, got: Message[], logger = recordingLogger()): Promise<{ server: TcpPeerServer; address: string; logger: typeof logger }> {
+  const server = new TcpPeerServer(cellId, (m) => got.push(m), logger);
+  await server.listen('127.0.0.1:0');
+  cleanups.push(() => server.close());
+  return { server, address: `127.0.0.1:${server.port}`, logger };
+}
+
+function transport(cellId: string, onUnreachable: (p: NodeId) => void = () => {}): TcpPeerTransport {
+  const t = new TcpPeerTransport({ selfId: a, cellId, sendQueueMax: 1_000, reconnectDelayMs: 20, logger: recordingLogger(), onUnreachable });
+  cleanups.push(() => t.close());
+  return t;
+}
+
+describe('frame reader', () => {
+  const frames = [1, 2, 3].map((i) => encodeFrame({ cellId: 'c', messages: [messageToWire(append(i))] }));
+  const stream = Buffer.concat(frames);
+
+  it('finds every frame whether chunks split or join them', () => {
+    for (const cut of [1, 2, 3, 5, 17, stream.length]) {
+      const reader = new FrameReader();
+      const out: Buffer[] = [];
+      for (let at = 0; at < stream.length; at += cut) {
+        const { frames: got, error } = reader.push(stream.subarray(at, at + cut));
+        expect(error).toBeUndefined();
+        out.push(...got);
+      }
+      expect(out.map((p) => raftpb.RaftBatch.decode(p).messages[0]!.entries[0]!.index)).toEqual([1, 2, 3]);
+    }
+  });
+
+  it('refuses a frame longer than the limit before reading it', () => {
+    const header = Buffer.alloc(4);
+    header.writeUInt32BE(frameBytesMax + 1, 0);
+    expect(new FrameReader().push(header).error).toMatch(/over the .*-byte limit/);
+  });
+});
+
+describe('TCP peer transport', () => {
+  it('delivers many messages in order, batched per synchronous run', async () => {
+    const got: Message[] = [];
+    const { address } = await startServer('cell-1', got);
+    const t = transport('cell-1');
+    t.setPeer(b, address);
+    for (let run = 0; run < 50; run++) t.send(Array.from({ length: 20 }, (_, k) => append(run * 20 + k + 1)));
+    await until(() => got.length === 1_000, '1,000 messages');
+    expect(got.map((m) => m.index)).toEqual(Array.from({ length: 1_000 }, (_, k) => k));
+    // Entry data arrives as a Buffer view of the frame (a Uint8Array): compare the bytes.
+    const last = got[999]!;
+    expect({ ...last, entries: last.entries!.map((e) => ({ ...e, data: new Uint8Array(e.data) })) }).toEqual(append(1_000));
+  });
+
+  it("closes a connection that sends another cell's batch, and says why", async () => {
+    const got: Message[] = [];
+    const { address, logger } = await startServer('cell-1', got);
+    const t = transport('cell-2');
+    t.setPeer(b, address);
+    t.send([append(1)]);
+    await until(() => logger.warnings.length > 0, 'a warning');
+    expect(logger.warnings[0]).toMatch(/belongs to cell cell-1, not cell-2/);
+    expect(got).toEqual([]);
+  });
+
+  it('closes a connection whose bytes are not batches', async () => {
+    const got: Message[] = [];
+    const { server, logger } = await startServer('cell-1', got);
+    const socket = net.connect(server.port, '127.0.0.1');
+    const closed = new Promise((r) => socket.on('close', r));
+    socket.on('error', () => {});
+    socket.write(Buffer.from([0, 0, 0, 3, 0xff, 0xff, 0xff]));
+    await closed;
+    expect(logger.warnings[0]).toMatch(/not a RaftBatch/);
+    expect(got).toEqual([]);
+  });
+
+  it('reports a peer that is down as unreachable, and reaches it once it is up', async () => {
+    const unreachable: NodeId[] = [];
+    // Find a free port, then leave it closed: the peer is down.
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const port = (probe.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const t = transport('cell-1', (p) => unreachable.push(p));
+    t.setPeer(b, `127.0.0.1:${port}`);
+    t.send([append(1)]);
+    await until(() => unreachable.length > 0, 'an unreachable report');
+    expect(unreachable[0]).toBe(b);
+
+    const got: Message[] = [];
+    const server = new TcpPeerServer('cell-1', (m) => got.push(m), recordingLogger());
+    await server.listen(`127.0.0.1:${port}`);
+    cleanups.push(() => server.close());
+    // Raft retransmits: keep sending as the leader would on its heartbeat, until one gets through.
+    let i = 2;
+    await until(() => {
+      t.send([append(i++)]);
+      return got.length > 0;
+    }, 'delivery after the peer came up');
+    expect(got[0]!.type).toBe('AppendEntries');
+  });
+});
+
+describe('peer addresses', () => {
+  it('moves a port by the offset and refuses what is not host:port', () => {
+    expect(shiftPort('127.0.0.1:7001', 300)).toBe('127.0.0.1:7301');
+    expect(shiftPort('[::1]:7001', 300)).toBe('[::1]:7301');
+    expect(splitAddress('[::1]:7001')).toEqual({ host: '::1', port: 7001 });
+    expect(() => shiftPort('127.0.0.1:65400', 300)).toThrow(/not a port: give --peer-listen and --peer-dial/);
+    expect(() => splitAddress('localhost')).toThrow(/not host:port/);
+    expect(() => splitAddress('localhost:')).toThrow(/not host:port/);
+  });
+});
