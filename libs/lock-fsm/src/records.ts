@@ -132,15 +132,16 @@ const NO_LOCK: LockRecord = Object.freeze({ name: '', holders: EMPTY, waiters: E
 /**
  * Records that `s` now holds or awaits `lock` (call after adding it to the
  * lock's holders or waiters, and after counting it). Compacts the list
- * first when it has grown past twice the live count: the work is paid for
- * by the appends since the last compaction.
+ * when it has grown past twice the live count: the work is paid for by the
+ * appends since the last compaction. The lock goes in first: it is already
+ * counted, so a compaction without it would find one lock missing.
  */
 export function addSessionLock(s: SessionRecord, lock: LockRecord): void {
-  if (s.lockListLength >= 2 * (s.heldCount + s.waitingCount) + 16) compactSessionLocks(s);
   const list = s.lockList;
   const at = s.lockListLength++;
   if (at < list.length) list[at] = lock;
   else list.push(lock);
+  if (s.lockListLength > 2 * (s.heldCount + s.waitingCount) + 16) compactSessionLocks(s);
 }
 
 /**
