@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The deterministic simulator's runner.
 //
-//   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--bug NAME] [--jobs J]
-//   node tools/sim/run.mjs --seed X --seconds S [--replicas R] [--bug NAME | --profile NAME] [--verbose]
+//   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--machine lock|kv] [--bug NAME] [--jobs J]
+//   node tools/sim/run.mjs --seed X --seconds S [--replicas R] [--machine lock|kv] [--bug NAME | --profile NAME] [--planted NAME] [--verbose]
 //
 // Runs seeds F..F+N-1 (default F=1) of the CI sweep (all faults on; five
 // replicas, every fifth seed three, unless --replicas is given), or with one
@@ -10,7 +10,10 @@
 // profile with the bug off (--profile, as regressions.json replays). Prints every failing
 // seed with the one command that replays it exactly, and the ratio of
 // simulated to real time. --seed runs one seed; with --verbose it prints the
-// run's event log. Exits 1 if any seed failed (with --bug: if none did).
+// run's event log. --machine kv runs the toy register machine instead of the
+// production lock state machine (the default); --planted puts in a lock-level
+// bug (reuseToken, doubleGrant, staleLockRead) to watch a lock checker fire.
+// Exits 1 if any seed failed (with --bug: if none did).
 // Builds the sim library and its dependencies first (tsc --build) unless --no-build.
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
@@ -23,12 +26,14 @@ const distEntry = pathToFileURL(resolve(root, 'libs/sim/dist/index.js')).href;
 
 function usage(message) {
   if (message) console.error(`run.mjs: ${message}`);
-  console.error('usage: node tools/sim/run.mjs (--seeds N | --seed X) [--seconds S] [--from F] [--replicas R] [--bug NAME | --profile NAME] [--jobs J] [--verbose] [--json] [--no-build]');
+  console.error(
+    'usage: node tools/sim/run.mjs (--seeds N | --seed X) [--seconds S] [--from F] [--replicas R] [--machine lock|kv] [--bug NAME | --profile NAME] [--planted NAME] [--jobs J] [--verbose] [--json] [--no-build]',
+  );
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const args = { seeds: undefined, seed: undefined, from: 1, seconds: undefined, replicas: undefined, bug: undefined, profile: undefined, jobs: 1, verbose: false, build: true, json: false };
+  const args = { seeds: undefined, seed: undefined, from: 1, seconds: undefined, replicas: undefined, bug: undefined, profile: undefined, machine: undefined, planted: undefined, jobs: 1, verbose: false, build: true, json: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -49,6 +54,8 @@ function parseArgs(argv) {
       case '--replicas': args.replicas = int(next(), a); break;
       case '--bug': args.bug = next(); break;
       case '--profile': args.profile = next(); break;
+      case '--machine': args.machine = next(); break;
+      case '--planted': args.planted = next(); break;
       case '--jobs': args.jobs = Math.max(1, int(next(), a)); break;
       case '--verbose': args.verbose = true; break;
       case '--json': args.json = true; break;
@@ -59,6 +66,7 @@ function parseArgs(argv) {
   }
   if ((args.seeds === undefined) === (args.seed === undefined)) usage('give exactly one of --seeds N or --seed X');
   if (args.bug !== undefined && args.profile !== undefined) usage('give at most one of --bug and --profile');
+  if (args.machine !== undefined && args.machine !== 'lock' && args.machine !== 'kv') usage(`--machine is lock or kv, got ${args.machine}`);
   return args;
 }
 
@@ -66,6 +74,8 @@ function optionsFor(sim, args, seed) {
   const overrides = {};
   if (args.seconds !== undefined) overrides.seconds = args.seconds;
   if (args.replicas !== undefined) overrides.replicas = args.replicas;
+  if (args.machine !== undefined) overrides.machine = args.machine;
+  if (args.planted !== undefined) overrides.planted = args.planted;
   if (args.bug !== undefined) return sim.bugOptions(args.bug, seed, overrides);
   if (args.profile !== undefined) return { ...sim.bugOptions(args.profile, seed, overrides), bugs: {} };
   return sim.sweepOptions(seed, overrides);
@@ -109,6 +119,8 @@ if (!isMainThread) {
   for (const name of [args.bug, args.profile]) {
     if (name !== undefined && !sim.BUGS.includes(name)) usage(`unknown bug ${name}; one of ${sim.BUGS.join(', ')}`);
   }
+  if (args.planted !== undefined && !sim.PLANTED_BUGS.includes(args.planted)) usage(`unknown planted bug ${args.planted}; one of ${sim.PLANTED_BUGS.join(', ')}`);
+  if (args.planted !== undefined && args.machine === 'kv') usage('--planted bugs are lock-level: not with --machine kv');
   const seeds = args.seed !== undefined ? [args.seed] : Array.from({ length: args.seeds }, (_, i) => args.from + i);
   const jobs = Math.min(args.jobs, seeds.length, availableParallelism());
   const started = performance.now();

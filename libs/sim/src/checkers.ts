@@ -14,6 +14,8 @@
  * - a replica's commit index never goes backwards, across restarts too;
  * - no acknowledged proposal is lost;
  * - a ReadIndex read reflects every write acknowledged before it began;
+ * - with the lock state machine, the lock checkers (lock-checkers.ts):
+ *   fencing tokens, exclusion, and read content;
  * - after the faults stop: a leader within a bound, and all members converge.
  */
 import { type NodeId, assert } from '@fencer/base';
@@ -29,6 +31,10 @@ export type CheckerName =
   | 'commit-monotonic'
   | 'acked-lost'
   | 'stale-read'
+  /** Acknowledged grants of one name: tokens strictly increase in log order (lock-checkers.ts). */
+  | 'fencing-token'
+  /** Acknowledged grants of one name, either exclusive, never overlap in log order (lock-checkers.ts). */
+  | 'lock-exclusion'
   | 'no-leader-after-faults'
   | 'no-convergence'
   | 'no-progress-after-faults'
@@ -48,6 +54,8 @@ export const SAFETY_CHECKERS: readonly CheckerName[] = [
   'commit-monotonic',
   'acked-lost',
   'stale-read',
+  'fencing-token',
+  'lock-exclusion',
 ];
 
 export interface Violation {
@@ -74,7 +82,8 @@ interface LogPoint {
 
 export interface AckedWrite {
   readonly writeId: number;
-  readonly key: number;
+  /** The KV register written (the KV machine's reads check it); absent for lock commands. */
+  readonly key?: number;
   readonly index: number;
   readonly term: number;
   readonly digest: string;
@@ -292,7 +301,7 @@ export class Checkers {
       this.fail('acked-lost', `write ${w.writeId} acked at (${w.index}, ${w.term}) but that is not what was applied there`);
     }
     if (w.index > this.ackedIndexMax) this.ackedIndexMax = w.index;
-    if (w.index > (this.ackedIndexByKey[w.key] as number)) this.ackedIndexByKey[w.key] = w.index;
+    if (w.key !== undefined && w.index > (this.ackedIndexByKey[w.key] as number)) this.ackedIndexByKey[w.key] = w.index;
   }
 
   readBarrier(): ReadBarrier {

@@ -1,10 +1,13 @@
 export { type RunReport, type RunStats, Simulation, runSimulation } from './simulation.js';
-export { type FaultMix, type SimOptions, BUGS, allFaults, bugOptions, defaultOptions, sweepOptions, sweepReplicas } from './options.js';
+export { type FaultMix, type SimMachineKind, type SimOptions, BUGS, allFaults, bugOptions, defaultOptions, sweepOptions, sweepReplicas } from './options.js';
 export { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers, SAFETY_CHECKERS } from './checkers.js';
 export { Scheduler } from './scheduler.js';
 export { Network, type NetworkProfile, faultyNetwork, quietNetwork } from './network.js';
 export { type Partition, type PartitionShape, PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';
 export { KV_KEYS, KvStateMachine, decodePut, encodePut } from './kv.js';
+export { LOCK_FSM_OPTIONS, LockMachine, PLANTED_BUGS, type PlantedBug, SimDuties } from './lock-machine.js';
+export { type AckedGrant, type LockReadAnswer, type LockReadBarrier, LockCheckers, lockFingerprint } from './lock-checkers.js';
+export { LOCK_NAMESPACES, type LockClient, type LockOp, lockName, newLockClient, nextLockOp } from './lock-workload.js';
 export { Hasher, digest } from './hash.js';
 export { ModelDisk, ModelLogStore } from './model-store.js';
 export { replayCommand } from './replay.js';

@@ -5,6 +5,7 @@
  * checkers stay the same.
  */
 import type { ReplicaBug } from '@fencer/replica';
+import type { PlantedBug } from './lock-machine.js';
 import type { NetworkProfile } from './network.js';
 import type { StoreKind } from './store.js';
 
@@ -76,7 +77,17 @@ export interface SimOptions {
   readonly network: Partial<NetworkProfile>;
   /** 'wal': the production store over an in-memory disk; 'model': a call-level model of a store. */
   readonly store: StoreKind;
+  /**
+   * The replicated state machine: 'lock' is production's LockStateMachine
+   * driven by the lock workload (sessions, locks, leader expiries); 'kv' a
+   * toy register machine (cheaper; its reads check a version only).
+   */
+  readonly machine: SimMachineKind;
+  /** A planted lock-level bug, to show a lock checker fires (tests only); null in every real run. */
+  readonly planted: PlantedBug | null;
 }
+
+export type SimMachineKind = 'lock' | 'kv';
 
 export const allFaults: FaultMix = {
   partition: 3,
@@ -105,7 +116,8 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     leaderBoundSeconds: 10,
     faultEveryMs: 2_000,
     faults: allFaults,
-    clients: 3,
+    // The lock workload needs a few more clients for contention on its six names.
+    clients: overrides.machine === 'kv' ? 3 : 4,
     clientThinkMs: 60,
     readShare: 0.3,
     tickMs: 100,
@@ -124,6 +136,8 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     bugs: {},
     doubleConfChange: false,
     store: 'wal',
+    machine: 'lock',
+    planted: null,
     network: {},
     ...overrides,
   };

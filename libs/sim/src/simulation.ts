@@ -10,9 +10,13 @@ import { type NodeId, type Random, NodeId as toNodeId, SeededRandom, assert } fr
 import { type ConfChange, type Entry, type HardState, type Message, type SoftState, ConfChangeType } from '@fencer/raft';
 import { type ReplicaEnv, Replica } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
+import { type ApplyResult, type Command, type LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
 import { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers } from './checkers.js';
 import { digest } from './hash.js';
 import { KV_KEYS, KvStateMachine, encodePut } from './kv.js';
+import { type LockReadAnswer, type LockReadBarrier, LockCheckers } from './lock-checkers.js';
+import { LockMachine, SimDuties } from './lock-machine.js';
+import { type LockClient, type LockOp, type WaitAnswer, lockClientDied, lockWaitAnswered, lockWritten, newLockClient, nextLockOp } from './lock-workload.js';
 import { type NetworkProfile, Network, faultyNetwork, messageCode, quietNetwork } from './network.js';
 import { type FaultMix, type SimOptions } from './options.js';
 import { PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';
@@ -26,6 +30,8 @@ const SECOND = 1_000_000;
 const nodesMax = 24;
 const clientTimeoutUs = 2 * SECOND;
 const clientLatencyUs = 300;
+/** Chance that a lock client's process dies before an operation (outside the quiet tail); it comes back with a new session. */
+const clientDeathP = 0.006;
 
 export interface RunReport {
   readonly seed: number;
@@ -53,6 +59,11 @@ export interface RunStats {
   /** Times a leader's commit index landed on an entry of an older term (only with the Figure 8 bug). */
   oldTermCommits: number;
   readsChecked: number;
+  /** Lock machine: grants clients were told of, sessions expired and waits timed out by the leader, client deaths. */
+  grantsAcked: number;
+  expiries: number;
+  waitsTimedOut: number;
+  clientDeaths: number;
   crashes: number;
   restarts: number;
   pauses: number;
@@ -73,7 +84,10 @@ class SimNode {
   life = 0;
   replica: Replica | null = null;
   store: RaftLogStore | null = null;
-  kv: KvStateMachine | null = null;
+  machine: KvStateMachine | LockMachine | null = null;
+  /** The lock machine's leader duties (deadlines of sessions and waits), and Acquire calls held open here. */
+  duties: SimDuties | null = null;
+  readonly waits = new Map<string, (answer: WaitAnswer) => void>();
   pausedUntilUs = 0;
   deferred: (() => void)[] = [];
   /** Clock rate: a drifting node ticks faster or slower than real time. */
@@ -111,12 +125,17 @@ interface ClientState {
   target: NodeId | null;
   /** The operation in flight (its id), or 0. */
   op: number;
+  /** The lock workload's client (null with the KV machine). */
+  readonly lock: LockClient | null;
+  /** Where its session's heartbeats go (a node that said who leads, as a session proxy would follow). */
+  heartbeatTarget: NodeId | null;
 }
 
 export class Simulation {
   readonly options: SimOptions;
   readonly scheduler = new Scheduler();
   readonly checkers: Checkers;
+  readonly lockCheckers: LockCheckers;
   private readonly rootRandom: Random;
   private readonly netRandom: Random;
   private readonly nemesisRandom: Random;
@@ -146,6 +165,10 @@ export class Simulation {
     doubleVotes: 0,
     oldTermCommits: 0,
     readsChecked: 0,
+    grantsAcked: 0,
+    expiries: 0,
+    waitsTimedOut: 0,
+    clientDeaths: 0,
     crashes: 0,
     restarts: 0,
     pauses: 0,
@@ -167,6 +190,7 @@ export class Simulation {
     assert(options.quietSeconds < options.seconds, 'the quiet tail is part of the run');
     this.options = options;
     this.checkers = new Checkers(() => this.scheduler.now);
+    this.lockCheckers = new LockCheckers(this.checkers);
     this.rootRandom = new SeededRandom(options.seed);
     this.netRandom = this.rootRandom.fork();
     this.nemesisRandom = this.rootRandom.fork();
@@ -184,7 +208,11 @@ export class Simulation {
     const started = performance.now();
     try {
       for (const id of this.bootstrap) this.start(this.addNode(id));
-      for (let c = 0; c < this.options.clients; c++) this.startClient({ id: c, target: null, op: 0 });
+      for (let c = 0; c < this.options.clients; c++) {
+        const client: ClientState = { id: c, target: null, op: 0, lock: this.options.machine === 'lock' ? newLockClient(c) : null, heartbeatTarget: null };
+        this.startClient(client);
+        if (client.lock) this.heartbeatLoop(client, client.lock);
+      }
       this.scheduleNemesis();
       this.scheduler.at(this.quietUs, Tag.phase, () => this.beginQuiet());
       // A run stops at its first violation, unless the code under test only asserted: the node
@@ -202,6 +230,9 @@ export class Simulation {
     this.stats.elections = this.checkers.electionsSeen;
     this.stats.readsChecked = this.checkers.readsChecked;
     this.stats.committedIndexMax = this.checkers.committedIndexMax;
+    this.stats.grantsAcked = this.lockCheckers.grantsAcked;
+    this.stats.expiries = this.lockCheckers.expiries;
+    this.stats.waitsTimedOut = this.lockCheckers.waitsTimedOut;
     const fired = [...new Set(this.checkers.violations.map((v) => v.checker))];
     return {
       seed: this.options.seed,
@@ -273,7 +304,7 @@ export class Simulation {
         return;
       }
       this.checkers.recovered(node.id, store.initialState().hardState, store.snapshot().meta.index);
-      const kv = new KvStateMachine();
+      const machine = this.options.machine === 'lock' ? this.lockMachineFor(node, life) : new KvStateMachine();
       const observed = observeStore(store, node.id, this.checkers, () => node.life === life, (hs) => {
         // Diagnostic: a leader's commit index landing on an entry of an older term (Figure 8's mistake).
         if (node.role === 'leader' && hs.commit >= store.firstIndex() && hs.commit <= store.lastIndex() && store.term(hs.commit) !== hs.term) {
@@ -283,7 +314,7 @@ export class Simulation {
       });
       const env = this.envFor(node, life);
       node.store = store;
-      node.kv = kv;
+      node.machine = machine;
       node.role = 'follower';
       node.state = 'up';
       node.replica = new Replica(
@@ -307,11 +338,58 @@ export class Simulation {
           bugs: this.options.bugs,
         },
         observed,
-        kv,
+        machine,
         env,
       );
       this.scheduleTick(node, life);
     });
+  }
+
+  /**
+   * The production lock state machine for one life of a node, with what the
+   * cell node does after each apply: the checkers' applied history, the
+   * leader's deadlines, and answers to Acquire calls held open here.
+   */
+  private lockMachineFor(node: SimNode, life: number): LockMachine {
+    const duties = new SimDuties();
+    node.duties = duties;
+    node.waits.clear();
+    const planted = this.options.planted === 'staleLockRead' ? null : this.options.planted;
+    return new LockMachine(
+      (command: Command, result: ApplyResult, fsm: LockStateMachine) => {
+        if (node.life !== life) return;
+        this.lockCheckers.applied(node.id, result.index, command, result, (name) => fsm.getLock(name));
+        duties.applied(node.monoMs(this.scheduler.now), command, result);
+        if (node.waits.size > 0) this.answerWaits(node, result);
+      },
+      (fsm) => {
+        // A snapshot replaced the state (restore at start, or installed from the leader).
+        if (node.life === life && node.role === 'leader') duties.becomeLeader(node.monoMs(this.scheduler.now), fsm);
+      },
+      planted,
+    );
+  }
+
+  /** Acquire calls held open on `node` (production's WaitingCalls), answered by the events of an applied entry. */
+  private answerWaits(node: SimNode, result: ApplyResult): void {
+    for (const e of result.events) {
+      if (e.requestId === null) continue;
+      const key = `${e.sessionId} ${e.requestId}`;
+      const answer = node.waits.get(key);
+      if (answer === undefined) continue;
+      if (e.type === 'ACQUIRED') answer({ kind: 'granted', token: e.token });
+      else if (e.type === 'CANCELED') answer({ kind: 'cancelled' });
+      else if (e.type === 'EXPIRED') answer({ kind: 'session-gone' });
+      else continue;
+      node.waits.delete(key);
+    }
+  }
+
+  /** Every call held open on `node` ends without an answer (leadership lost, or the process died). */
+  private dropWaits(node: SimNode): void {
+    const waits = [...node.waits.values()];
+    node.waits.clear();
+    for (const answer of waits) answer({ kind: 'unknown' });
   }
 
   private envFor(node: SimNode, life: number): ReplicaEnv {
@@ -343,8 +421,14 @@ export class Simulation {
           const was = node.role;
           node.role = soft.role;
           if (soft.role !== was && this.log) this.log(`${(this.scheduler.now / SECOND).toFixed(6)} ${node.id} ${soft.role} term ${term}`);
+          if (was === 'leader' && soft.role !== 'leader') {
+            node.duties?.stepDown();
+            this.dropWaits(node);
+          }
           if (soft.role === 'leader' && was !== 'leader') {
             node.leaderSinceUs = this.scheduler.now;
+            // Every session and waiter gets a fresh full period (ARCHITECTURE "Expiry").
+            if (node.duties && node.machine instanceof LockMachine) node.duties.becomeLeader(node.monoMs(this.scheduler.now), node.machine.fsm);
             if (!this.quiet && (this.infantLeaders > 0 || this.nemesisRandom.chance(this.options.leaderChurnP))) this.killInfant(node);
             const hook = this.leaderHook;
             if (hook && !this.quiet) {
@@ -491,9 +575,26 @@ export class Simulation {
     this.scheduler.after(intervalUs, Tag.tick | (node.num << 8), () => {
       if (node.life !== life) return;
       // A paused process misses its timers; it ticks again after it resumes.
-      if (this.scheduler.now >= node.pausedUntilUs) this.guard(node, () => node.replica?.tick());
+      if (this.scheduler.now >= node.pausedUntilUs) {
+        this.guard(node, () => {
+          node.replica?.tick();
+          if (node.duties?.active) this.proposeDuties(node);
+        });
+      }
       this.scheduleTick(node, life);
     });
+  }
+
+  /** The leader's passed deadlines, proposed as ExpireSession / CancelWait (the cell node's leader duties). */
+  private proposeDuties(node: SimNode): void {
+    const replica = node.replica;
+    const duties = node.duties;
+    if (!replica || !duties) return;
+    for (const command of duties.due(node.monoMs(this.scheduler.now))) {
+      this.note(`${node.id} proposes ${command.kind} ${command.sessionId}`);
+      // The outcome does not matter: a duty that did not land is proposed again after DUTY_RETRY_MS.
+      replica.propose(encodeCommand(command), () => {});
+    }
   }
 
   /** Runs `fn` in the node's process: dropped if it died since, held while it is paused. */
@@ -538,7 +639,9 @@ export class Simulation {
     node.replica?.stop();
     node.replica = null;
     node.store = null;
-    node.kv = null;
+    node.machine = null;
+    node.duties = null;
+    node.waits.clear();
     node.state = 'down';
     node.role = 'follower';
     node.pausedUntilUs = 0;
@@ -582,7 +685,9 @@ export class Simulation {
     node.replica?.stop();
     node.replica = null;
     node.store = null;
-    node.kv = null;
+    node.machine = null;
+    node.duties = null;
+    node.waits.clear();
     node.state = 'removed';
     node.member = false;
     this.checkers.forget(node.id);
@@ -615,33 +720,16 @@ export class Simulation {
 
   // ---- clients ----
 
-  private startClient(client: ClientState): void {
-    const think = Math.round(this.options.clientThinkMs * MS * (0.2 + 1.6 * this.clientRandom.float()));
-    this.scheduler.after(think, Tag.client | (client.id << 16), () => this.clientOp(client));
+  private startClient(client: ClientState, extraUs = 0): void {
+    const think = extraUs + Math.round(this.options.clientThinkMs * MS * (0.2 + 1.6 * this.clientRandom.float()));
+    this.scheduler.after(think, Tag.client | (client.id << 16), () => (client.lock ? this.lockClientOp(client, client.lock) : this.clientOp(client)));
   }
 
   private clientOp(client: ClientState): void {
     if (this.scheduler.now >= this.endUs - 4 * SECOND) return; // Let the last operations settle before the final checks.
-    const op = this.nextOp++;
-    client.op = op;
-    const candidates = this.live();
-    let target = client.target !== null ? this.nodes.get(client.target) : undefined;
-    if (!target || target.state === 'removed') target = this.clientRandom.pick(candidates);
-    client.target = target.id;
+    const { op, node, finish } = this.beginClientOp(client);
     const isRead = this.clientRandom.chance(this.options.readShare);
     const key = this.clientRandom.int(KV_KEYS);
-    const finish = (retarget: NodeId | null): void => {
-      if (client.op !== op) return;
-      client.op = 0;
-      client.target = retarget;
-      this.startClient(client);
-    };
-    // Give up after a timeout: the outcome stays unknown to this client.
-    this.scheduler.after(clientTimeoutUs, Tag.client | (client.id << 16), () => {
-      if (client.op === op) this.stats.clientTimeouts++;
-      finish(null);
-    });
-    const node = target;
     if (isRead) {
       const barrier = this.checkers.readBarrier();
       this.toNode(node, () => this.serveRead(node, key, barrier, (retarget) => this.toClient(() => finish(retarget))));
@@ -672,7 +760,32 @@ export class Simulation {
     }
   }
 
-  private serveRead(node: SimNode, key: number, barrier: ReadBarrier, respond: (retarget: NodeId | null) => void): void {
+  /**
+   * Starts a client operation: its id, the node it goes to (the last one,
+   * or any), and `finish`, which ends it once (with where to go next) and
+   * schedules the next. It gives up after a timeout, its outcome unknown.
+   */
+  private beginClientOp(client: ClientState): { op: number; node: SimNode; finish: (retarget: NodeId | null) => void } {
+    const op = this.nextOp++;
+    client.op = op;
+    let target = client.target !== null ? this.nodes.get(client.target) : undefined;
+    if (!target || target.state === 'removed') target = this.clientRandom.pick(this.live());
+    client.target = target.id;
+    const finish = (retarget: NodeId | null): void => {
+      if (client.op !== op) return;
+      client.op = 0;
+      client.target = retarget;
+      this.startClient(client);
+    };
+    this.scheduler.after(clientTimeoutUs, Tag.client | (client.id << 16), () => {
+      if (client.op === op) this.stats.clientTimeouts++;
+      finish(null);
+    });
+    return { op, node: target, finish };
+  }
+
+  /** A linearizable read on `node`: ReadIndex, then `serve` (with the replica) answers from the applied state. */
+  private readThrough(node: SimNode, respond: (retarget: NodeId | null) => void, serve: (replica: Replica) => void): void {
     const replica = node.replica;
     if (!replica) return;
     replica.readIndex((outcome) => {
@@ -681,10 +794,135 @@ export class Simulation {
         respond(hint !== undefined ? toNodeId(hint) : null);
         return;
       }
-      const kv = node.kv as KvStateMachine;
-      this.checkers.readServed(node.id, barrier, key, replica.applied, kv.versions[key] as number);
+      serve(replica);
       respond(node.id);
     });
+  }
+
+  private serveRead(node: SimNode, key: number, barrier: ReadBarrier, respond: (retarget: NodeId | null) => void): void {
+    this.readThrough(node, respond, (replica) => {
+      const kv = node.machine as KvStateMachine;
+      this.checkers.readServed(node.id, barrier, key, replica.applied, kv.versions[key] as number);
+    });
+  }
+
+  // ---- lock clients ----
+
+  /**
+   * One operation of a lock client: a write proposed through its target
+   * node (retried with the same command until answered), or a read through
+   * ReadIndex. A queued Acquire is held open on the leader until its grant,
+   * cancellation or the end of its session.
+   */
+  private lockClientOp(client: ClientState, lc: LockClient): void {
+    if (this.scheduler.now >= this.endUs - 4 * SECOND) return;
+    if (!this.quiet && lc.session !== null && this.clientRandom.chance(clientDeathP)) {
+      // The client's process dies: its session stays until the leader expires it; it comes back later.
+      this.stats.clientDeaths++;
+      this.note(`client ${client.id} dies with ${lc.session.id}`);
+      lockClientDied(lc);
+      client.target = null;
+      this.startClient(client, this.clientRandom.range(1 * SECOND, 6 * SECOND));
+      return;
+    }
+    const { op, node, finish } = this.beginClientOp(client);
+    const next = nextLockOp(lc, this.clientRandom, this.options.readShare);
+    if (next.kind === 'read') {
+      const barrier = this.lockCheckers.readBarrier(next.name);
+      this.toNode(node, () => this.serveLockRead(node, next, barrier, (retarget) => this.toClient(() => finish(retarget))));
+      return;
+    }
+    const command = next.command;
+    const data = encodeCommand(command);
+    this.toNode(node, () => {
+      const replica = node.replica;
+      if (!replica) return;
+      const life = node.life;
+      replica.propose(data, (outcome) => {
+        if (!outcome.ok) {
+          this.stats.writesFailed++;
+          const hint = outcome.error.leaderHint;
+          this.toClient(() => finish(hint !== undefined ? toNodeId(hint) : null));
+          return;
+        }
+        const { index, term, result } = outcome.value;
+        // Held open on the leader: answered by the entry that grants or cancels the wait.
+        const queued = command.kind === 'Acquire' && (result as { status?: string }).status === 'QUEUED';
+        if (queued && node.life === life) this.holdOpen(node, command, (answer) => this.toClient(() => {
+          if (client.op !== op) return;
+          const grant = lockWaitAnswered(lc, command, answer);
+          if (grant) this.lockCheckers.ackedGrant(grant);
+          finish(answer.kind === 'unknown' ? null : node.id);
+        }));
+        this.toClient(() => {
+          if (client.op !== op) return; // The client gave up before the answer came.
+          this.checkers.ackedWrite({ writeId: op, index, term, digest: digest(0, data), ackUs: this.scheduler.now });
+          this.stats.writesAcked++;
+          if (this.quiet) this.tailAcks++;
+          const { grant, waiting } = lockWritten(lc, command, result as never);
+          if (grant) this.lockCheckers.ackedGrant(grant);
+          if (!waiting) finish(node.id);
+        });
+      });
+    });
+  }
+
+  /**
+   * A live client's session heartbeats, three per TTL, to the leader as far
+   * as the client knows (never logged: only the leader's deadline moves).
+   */
+  private heartbeatLoop(client: ClientState, lc: LockClient): void {
+    const periodUs = Math.round(((lc.session?.ttlMs ?? 1_500) * MS) / 3);
+    this.scheduler.after(periodUs, Tag.client | (client.id << 16), () => {
+      if (this.scheduler.now >= this.endUs - 4 * SECOND) return;
+      const session = lc.session;
+      let node = client.heartbeatTarget !== null ? this.nodes.get(client.heartbeatTarget) : undefined;
+      // A target that is down (its connection broke) or gone: try any node.
+      if (!node || node.state !== 'up') node = this.clientRandom.pick(this.live());
+      const target = node;
+      if (session) {
+        this.toNode(target, () => {
+          if (target.role === 'leader' && target.duties?.active) {
+            target.duties.heartbeat(target.monoMs(this.scheduler.now), session.id);
+          } else {
+            const leader = target.replica?.leader ?? null;
+            this.toClient(() => (client.heartbeatTarget = leader));
+          }
+        });
+      }
+      this.heartbeatLoop(client, lc);
+    });
+  }
+
+  /** Holds a queued Acquire open on `node`; answered at once with 'unknown' if it no longer waits (granted or gone meanwhile). */
+  private holdOpen(node: SimNode, command: Extract<Command, { kind: 'Acquire' }>, answer: (a: WaitAnswer) => void): void {
+    const machine = node.machine;
+    const waiting =
+      node.role === 'leader' &&
+      machine instanceof LockMachine &&
+      machine.fsm.getLock(command.name).waiters.some((w) => w.sessionId === command.sessionId && w.requestId === command.requestId);
+    if (!waiting) return answer({ kind: 'unknown' });
+    node.waits.set(`${command.sessionId} ${command.requestId}`, answer);
+  }
+
+  private serveLockRead(node: SimNode, op: Extract<LockOp, { kind: 'read' }>, barrier: LockReadBarrier, respond: (retarget: NodeId | null) => void): void {
+    this.readThrough(node, respond, (replica) => {
+      let fsm = (node.machine as LockMachine).fsm;
+      if (this.options.planted === 'staleLockRead') fsm = this.mostLagging(node).fsm;
+      // What the cell node's GetLock and CheckToken answer from.
+      const read: LockReadAnswer =
+        op.token !== null ? { kind: 'CheckToken', token: op.token, answer: fsm.checkToken(op.name, op.token) } : { kind: 'GetLock', state: fsm.getLock(op.name) };
+      this.lockCheckers.readServed(node.id, barrier, replica.applied, read);
+    });
+  }
+
+  /** The planted stale read: the up replica furthest behind (`node` itself if none is). */
+  private mostLagging(node: SimNode): LockMachine {
+    let best = node;
+    for (const n of this.nodes.values()) {
+      if (n.state === 'up' && n.replica && n.machine instanceof LockMachine && n.replica.applied < (best.replica?.applied ?? 0)) best = n;
+    }
+    return best.machine as LockMachine;
   }
 
   private toNode(node: SimNode, fn: () => void): void {
@@ -996,19 +1234,22 @@ export class Simulation {
     const members = [...conf.voters, ...conf.learners];
     this.stats.finalMembers = members.length;
     const finals: { node: NodeId; log: RaftLogStore; applied: number }[] = [];
-    const want = { applied: leader.replica.applied, hash: (leader.kv as KvStateMachine).stateHash() };
+    const want = { applied: leader.replica.applied, hash: (leader.machine as KvStateMachine | LockMachine).stateHash() };
     for (const id of members) {
       const node = this.nodes.get(id);
-      if (!node || node.state !== 'up' || !node.replica || !node.store || !node.kv) {
+      if (!node || node.state !== 'up' || !node.replica || !node.store || !node.machine) {
         this.checkers.fail('no-convergence', `member ${id} is ${node?.state ?? 'unknown'} at the end`);
         continue;
       }
       finals.push({ node: node.id, log: node.store, applied: node.replica.applied });
-      if (node.replica.applied !== want.applied || node.kv.stateHash() !== want.hash) {
-        this.checkers.fail(
-          'no-convergence',
-          `${id} ends at applied ${node.replica.applied} (${node.kv.stateHash()}), the leader ${leader.id} at ${want.applied} (${want.hash})`,
-        );
+      const hash = node.machine.stateHash();
+      if (node.replica.applied !== want.applied || hash !== want.hash) {
+        this.checkers.fail('no-convergence', `${id} ends at applied ${node.replica.applied} (${hash}), the leader ${leader.id} at ${want.applied} (${want.hash})`);
+      }
+      // Every cross-reference of the final lock table holds (sessions against locks, queue heads, counts).
+      if (node.machine instanceof LockMachine) {
+        const fsm = node.machine.fsm;
+        this.guard(node, () => fsm.checkInvariants());
       }
     }
     this.checkers.finalAcks(finals);

@@ -15,8 +15,9 @@ import { expectClean, seedRange } from './sweep.js';
 describe('sweep, seeds 1-100', () => {
   it.each(seedRange(1, 100))('seed %i: no violation', (seed) => {
     const report = expectClean(sweepOptions(seed, { seconds: 120 }));
-    // The run really ran: elections, acknowledged writes and checked reads happened.
+    // The run really ran: elections, acknowledged writes and grants happened.
     expect(report.stats.elections).toBeGreaterThan(0);
     expect(report.stats.writesAcked).toBeGreaterThan(0);
+    expect(report.stats.grantsAcked).toBeGreaterThan(0);
   });
 });
