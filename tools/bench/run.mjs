@@ -9,7 +9,7 @@
 // <!-- cell-notes:start --> and <!-- cell-notes:end --> are kept).
 //
 //   node tools/bench/run.mjs [--peers etcd5,etcd3,zk3] [--scenarios uncontended,contended-16,...]
-//                            [--seconds N] [--warmup N] [--quick] [--no-write] [--json FILE]
+//                            [--seconds N] [--warmup N] [--system-warmup N] [--quick] [--no-write] [--json FILE]
 //                            [--cpu-prof DIR] [--keep-data] [--baseline PATH/apps/cell-node/dist/main.js]
 //                            [--compare-args "--peer-transport grpc ..."]
 //   node tools/bench/run.mjs --render FILE.json   (rewrite the docs section from a saved --json run)
@@ -55,6 +55,11 @@ const opts = {
   keepaliveSessions: Number(option('--keepalive-sessions', '10000')),
   watchers: Number(option('--watchers', '1000')),
   watchWriteRate: Number(option('--watch-rate', '10')),
+  // Per system, before any scenario: uncontended (16 clients, then 1) and contended load, measured
+  // nowhere. A fresh Node process runs its hot paths in V8's interpreter and baseline tiers for its
+  // first tens of seconds (the first 1-client window measured 52 cycles/s, the fifth 145), which a
+  // server that has been up for a day does not; etcd (compiled ahead of time) gets the same load.
+  systemWarmupS: Number(option('--system-warmup', quick ? '3' : '15')),
 };
 const peerKeys = option('--peers', 'etcd5').split(',').map((s) => s.trim()).filter(Boolean);
 const scenarioSpec = option('--scenarios', 'all');
@@ -141,6 +146,16 @@ try {
     await s.start();
     console.log(`up in ${((Date.now() - t) / 1000).toFixed(1)} s`);
     meta.systems.push({ key: s.key, label: s.label, version: s.version, settings: s.settings });
+  }
+  if (opts.systemWarmupS > 0) {
+    const warmKeys = ['uncontended-16', 'uncontended-1', 'contended-16'];
+    for (const s of systems) {
+      process.stdout.write(`warming up ${s.label} (${opts.systemWarmupS} s of ${warmKeys.join(', ')}; not measured) … `);
+      for (const k of warmKeys) {
+        await SCENARIOS[k].run(s, { ...opts, warmupS: 0, seconds: opts.systemWarmupS / warmKeys.length }).catch((e) => console.warn(`warm-up ${k}: ${e?.message ?? e}`));
+      }
+      console.log('done');
+    }
   }
   for (const key of scenarioKeys) {
     const sc = SCENARIOS[key];

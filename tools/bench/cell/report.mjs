@@ -94,7 +94,7 @@ export function renderMarkdown(meta, systems, results) {
   out.push('');
   out.push(
     `Method: one Node process drives every system with the same closed-loop clients (each client waits for its answer before its next call) over grpc-js (ZooKeeper: node-zookeeper-client). ` +
-      `Each scenario runs on every system back to back (${meta.opts.warmupS} s warm-up, then ${meta.opts.seconds} s measured), so each ratio compares measurements taken a few seconds apart. ` +
+      `${meta.opts.systemWarmupS ? `Every system first gets ${meta.opts.systemWarmupS} s of unmeasured load (uncontended with 16 clients and with 1, then contended), so that Node's JIT has compiled the hot paths as in a server that has been up for a while. ` : ''}Each scenario runs on every system back to back (${meta.opts.warmupS} s warm-up, then ${meta.opts.seconds} s measured), so each ratio compares measurements taken a few seconds apart. ` +
       'Latencies are HDR histograms (hdr-histogram-js) of the acquire call (contended: the wait for the grant). CPU is utime+stime from /proc/PID/stat of all server processes, ' +
       'and process.cpuUsage() of the load generator, over the measured window, in cores (CPU seconds per second). ' +
       '"Failed calls" counts attempts that ended in an error and were retried: the Fencer client follows leader hints and retries every 10–100 ms with the same request, the etcd client moves to the next endpoint, the ZooKeeper client retries after a lost connection. ' +
