@@ -870,11 +870,13 @@ export class Simulation {
   /**
    * A live client's session heartbeats, three per TTL, to the leader as far
    * as the client knows (never logged: only the leader's deadline moves).
+   * They go on to the end of the run, after the client's last operation:
+   * sessions that stopped then would expire in the last seconds and leave
+   * entries committed too late for every member to apply them.
    */
   private heartbeatLoop(client: ClientState, lc: LockClient): void {
     const periodUs = Math.round(((lc.session?.ttlMs ?? 1_500) * MS) / 3);
     this.scheduler.after(periodUs, Tag.client | (client.id << 16), () => {
-      if (this.scheduler.now >= this.endUs - 4 * SECOND) return;
       const session = lc.session;
       let node = client.heartbeatTarget !== null ? this.nodes.get(client.heartbeatTarget) : undefined;
       // A target that is down (its connection broke) or gone: try any node.
