@@ -17,7 +17,7 @@ const ACQUIRED_EVENT = 2;
 const NAMESPACE = 'bench';
 
 export class FencerSystem {
-  /** @param {{ replicas?: number, cpuProfDir?: string, cpuProfIntervalUs?: number, keepData?: boolean, extraArgs?: string[], main?: string, key?: string, label?: string, portBase?: number }} opts */
+  /** @param {{ replicas?: number, cpuProfDir?: string, cpuProfIntervalUs?: number, keepData?: boolean, extraArgs?: string[], main?: string, key?: string, label?: string, portBase?: number, env?: Record<string, string> }} opts */
   constructor(opts = {}) {
     this.key = opts.key ?? 'fencer';
     this.replicasN = opts.replicas ?? 5;
@@ -49,7 +49,7 @@ export class FencerSystem {
       replicas: this.replicasN,
       portBase,
       dataDir: this.dataDir,
-      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' },
+      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn', ...(this.opts.env ?? {}) },
       extraArgs: ['--ttl-max-ms', '3600000', ...(this.opts.extraArgs ?? [])],
     });
     this.replicas = plan.replicas;
