@@ -115,6 +115,8 @@ export class Checkers {
   /** Per node: commit index in the last hard state saved in this life, and the last one known durable. */
   private readonly commitSaved = new Map<NodeId, number>();
   private readonly commitDurable = new Map<NodeId, number>();
+  /** The commit index each node knows in memory, sampled within its current life. */
+  private readonly commitInMemory = new Map<NodeId, number>();
   readonly acked: AckedWrite[] = [];
   private ackedIndexMax = 0;
   private readonly ackedIndexByKey = new Array<number>(KV_KEYS).fill(0);
@@ -248,18 +250,33 @@ export class Checkers {
     this.commitDurable.set(node, Math.max(this.commitDurable.get(node) ?? 0, hardState.commit));
   }
 
-  /** `node` restarted and recovered `hardState` from its disk. */
+  /**
+   * `node` restarted and recovered `hardState` from its disk. Across a
+   * restart the commit index checked is the durable one: a commit-only
+   * change is not synced on its own (etcd's MustSync), so a replica may come
+   * back below the commit it knew in memory, but never below one that was on
+   * its disk.
+   */
   recovered(node: NodeId, hardState: HardState, snapshotIndex: number): void {
     const durable = this.commitDurable.get(node) ?? 0;
     const recovered = Math.max(hardState.commit, snapshotIndex);
     if (recovered < durable) this.fail('commit-monotonic', `${node} recovered commit ${recovered} after a durable ${durable}`);
     this.commitSaved.set(node, hardState.commit);
+    this.commitInMemory.set(node, recovered);
+  }
+
+  /** Within one life of `node`, its in-memory commit index (sampled on every tick) never goes backwards. */
+  commitObserved(node: NodeId, commit: number): void {
+    const before = this.commitInMemory.get(node) ?? 0;
+    if (commit < before) this.fail('commit-monotonic', `${node}'s commit index went from ${before} to ${commit} within one life`);
+    this.commitInMemory.set(node, Math.max(before, commit));
   }
 
   /** `node` was removed for good (its disk is gone): forget its durable state. */
   forget(node: NodeId): void {
     this.commitSaved.delete(node);
     this.commitDurable.delete(node);
+    this.commitInMemory.delete(node);
   }
 
   // ---- applies ----

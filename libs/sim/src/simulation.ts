@@ -578,6 +578,7 @@ export class Simulation {
       if (this.scheduler.now >= node.pausedUntilUs) {
         this.guard(node, () => {
           node.replica?.tick();
+          if (node.replica) this.checkers.commitObserved(node.id, node.replica.status().commit);
           if (node.duties?.active) this.proposeDuties(node);
         });
       }
