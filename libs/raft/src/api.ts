@@ -104,6 +104,16 @@ export interface RaftConfig {
   readonly applied?: LogIndex;
   readonly preVote: boolean;
   readonly checkQuorum: boolean;
+  /**
+   * Whether a commit advance is sent to followers at once, in appends that
+   * may carry no entries (etcd's behaviour), or waits for the next append
+   * or heartbeat, as the Raft paper has it (§5.3: the leader "includes that
+   * index in future AppendEntries RPCs (including heartbeats) so that the
+   * other servers eventually find out"). Eager costs every follower a
+   * message and an answer per commit at low load; lazy leaves followers up
+   * to one heartbeat interval behind in applying. Default true.
+   */
+  readonly broadcastCommit: boolean;
   /** Flow control: most entries / bytes in one AppendEntries, and most in-flight appends per follower. */
   readonly maxEntriesPerMsg: number;
   readonly maxBytesPerMsg: number;

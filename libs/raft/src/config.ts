@@ -30,6 +30,7 @@ export function defaultRaftConfig(input: RaftConfigInput): RaftConfig {
     heartbeatTicks: DEFAULT_HEARTBEAT_TICKS,
     preVote: true,
     checkQuorum: true,
+    broadcastCommit: true,
     maxEntriesPerMsg: DEFAULT_MAX_ENTRIES_PER_MSG,
     maxBytesPerMsg: DEFAULT_MAX_BYTES_PER_MSG,
     maxInflightMsgs: DEFAULT_MAX_INFLIGHT_MSGS,

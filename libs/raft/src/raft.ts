@@ -783,10 +783,11 @@ export class Raft {
     return true;
   }
 
-  private bcastAppend(): void {
+  /** Sends new entries to every follower, and the commit index too when it is news and `withCommit` (see RaftConfig.broadcastCommit). */
+  private bcastAppend(withCommit = this.config.broadcastCommit): void {
     for (const [id, pr] of this.progress) {
       if (id === this.id) continue;
-      while (this.maybeSendAppend(id, pr.sentCommit < this.log.committed)) {
+      while (this.maybeSendAppend(id, withCommit && pr.sentCommit < this.log.committed)) {
         // Pipelining: as many batches as the window allows.
       }
     }
@@ -856,6 +857,8 @@ export class Raft {
     // once the entry that removed it is committed. It first tells the others
     // the new commit index, so the change commits on them promptly.
     if (!this.voters.has(this.id) && this.log.committed >= this.conf.currentIndex()) {
+      this.needBcast = false;
+      this.bcastAppend(true);
       this.flush();
       this.becomeFollower(this.term, null);
     }

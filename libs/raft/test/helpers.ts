@@ -35,6 +35,7 @@ export interface NodeSpec {
   seed?: number;
   preVote?: boolean;
   checkQuorum?: boolean;
+  broadcastCommit?: boolean;
   electionTicks?: number;
   heartbeatTicks?: number;
   maxEntriesPerMsg?: number;
@@ -76,6 +77,7 @@ export function newNode(spec: NodeSpec): Handle {
     checkQuorum: spec.checkQuorum ?? false,
     electionTicks: spec.electionTicks ?? 10,
     heartbeatTicks: spec.heartbeatTicks ?? 1,
+    ...(spec.broadcastCommit !== undefined ? { broadcastCommit: spec.broadcastCommit } : {}),
     ...(spec.maxEntriesPerMsg !== undefined ? { maxEntriesPerMsg: spec.maxEntriesPerMsg } : {}),
     ...(spec.maxBytesPerMsg !== undefined ? { maxBytesPerMsg: spec.maxBytesPerMsg } : {}),
     ...(spec.maxInflightMsgs !== undefined ? { maxInflightMsgs: spec.maxInflightMsgs } : {}),

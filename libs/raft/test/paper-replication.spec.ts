@@ -16,7 +16,7 @@ import { bytes, Network } from './network.js';
 const three = ['1', '2', '3'];
 
 /** A leader of a 3-node cluster (term 2) whose blank entry (index 1) the followers acknowledged. */
-function steadyLeader(opts: { maxEntriesPerMsg?: number; maxBytesPerMsg?: number; maxInflightMsgs?: number } = {}): Handle {
+function steadyLeader(opts: { maxEntriesPerMsg?: number; maxBytesPerMsg?: number; maxInflightMsgs?: number; broadcastCommit?: boolean } = {}): Handle {
   const h = newNode({ id: '1', voters: three, term: 1, ...opts });
   electLeader(h, three);
   ackAppend(h, '2', 1);
@@ -85,6 +85,30 @@ describe('§5.3 Log replication', () => {
     h.node.tick();
     const beats = ofType(drain(h).messages, MessageType.Heartbeat);
     // Heartbeats carry it too, capped at what each follower is known to hold (3 has only acknowledged 1).
+    expect(beats.find((m) => m.to === '2')?.commit).toBe(2);
+    expect(beats.find((m) => m.to === '3')?.commit).toBe(1);
+  });
+
+  it('"...in future AppendEntries RPCs (including heartbeats)": with broadcastCommit off, a commit waits for the next append or heartbeat instead of going out in an append of its own', () => {
+    const h = steadyLeader({ broadcastCommit: false });
+    h.node.propose(bytes('x'));
+    expect(ofType(drain(h).messages, MessageType.AppendEntries).map((m) => [m.to, m.entries?.length])).toEqual([
+      ['2', 1],
+      ['3', 1],
+    ]);
+    ackAppend(h, '2', 2);
+    const out = drain(h);
+    expect(h.node.status().commit).toBe(2);
+    expect(out.committed.map((e) => e.index)).toEqual([2]);
+    // No append carries only the commit.
+    expect(ofType(out.messages, MessageType.AppendEntries)).toEqual([]);
+    // The next entry carries it...
+    h.node.propose(bytes('y'));
+    const next = ofType(drain(h).messages, MessageType.AppendEntries);
+    expect(next.find((m) => m.to === '2')).toMatchObject({ commit: 2, entries: [expect.objectContaining({ index: 3 })] });
+    // ...and so does the next heartbeat, capped at what each follower holds.
+    h.node.tick();
+    const beats = ofType(drain(h).messages, MessageType.Heartbeat);
     expect(beats.find((m) => m.to === '2')?.commit).toBe(2);
     expect(beats.find((m) => m.to === '3')?.commit).toBe(1);
   });

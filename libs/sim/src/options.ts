@@ -55,6 +55,8 @@ export interface SimOptions {
   readonly snapshotEveryEntries: number;
   /** Raft's PreVote (on in production; some bug profiles turn it off, as a supported configuration). */
   readonly preVote: boolean;
+  /** RaftConfig.broadcastCommit: off in production; by default on for every fourth seed, so both ways run. */
+  readonly broadcastCommit: boolean;
   /** Base fsync latency (log-normal median) of every disk. */
   readonly fsyncMs: number;
   /** Most nodes down (crashed) at once. */
@@ -125,6 +127,7 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     heartbeatTicks: 1,
     snapshotEveryEntries: 300,
     preVote: true,
+    broadcastCommit: seed % 4 === 0,
     fsyncMs: 2,
     crashedMax: Math.floor(replicas / 2) + 1,
     restartFastShare: 0.3,

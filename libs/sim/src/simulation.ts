@@ -328,6 +328,7 @@ export class Simulation {
             heartbeatTicks: this.options.heartbeatTicks,
             preVote: this.options.preVote,
             checkQuorum: true,
+            broadcastCommit: this.options.broadcastCommit,
             maxEntriesPerMsg: this.options.maxEntriesPerMsg,
             maxBytesPerMsg: 64 * 1024,
             maxInflightMsgs: 16,
