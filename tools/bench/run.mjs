@@ -11,7 +11,7 @@
 //   node tools/bench/run.mjs [--peers etcd5,etcd3,zk3] [--scenarios uncontended,contended-16,...]
 //                            [--seconds N] [--warmup N] [--system-warmup N] [--quick] [--no-write] [--json FILE]
 //                            [--cpu-prof DIR] [--keep-data] [--baseline PATH/apps/cell-node/dist/main.js]
-//                            [--compare-args "--peer-transport grpc NAME=value ..."]
+//                            [--compare-args "--peer-transport grpc NAME=value ..."] [--compare-label TEXT]
 //   node tools/bench/run.mjs --render FILE.json   (rewrite the docs section from a saved --json run)
 //
 // --baseline adds a second five-replica cell started from another build of
@@ -96,7 +96,7 @@ if (compareArgs) {
   const words = compareArgs.split(/\s+/).filter(Boolean);
   const env = Object.fromEntries(words.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
   const extraArgs = words.filter((w) => !/^[A-Z_][A-Z0-9_]*=/.test(w));
-  systems.push(new FencerSystem({ extraArgs, env, key: 'fencer-compare', label: `Fencer, ${compareArgs}`, portBase: 39_000, keepData: flag('--keep-data') }));
+  systems.push(new FencerSystem({ extraArgs, env, key: 'fencer-compare', label: option('--compare-label', `Fencer, ${compareArgs}`), portBase: 39_000, keepData: flag('--keep-data') }));
 }
 const baselineMain = option('--baseline', undefined);
 if (baselineMain) {

@@ -29,6 +29,8 @@ export interface CellNodeConfig {
   readonly peerListen: string;
   /** A member's TCP peer port is its gRPC port plus this, unless --peer-dial names its address. */
   readonly peerPortOffset: number;
+  /** Send each commit advance to followers at once (etcd's way) instead of with the next append or heartbeat. */
+  readonly broadcastCommit: boolean;
   /** Start without bootstrapping: wait to be added to an existing cell. */
   readonly join: boolean;
   readonly tickMs: number;
@@ -91,6 +93,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--peer-transport <kind>', 'how this node sends Raft messages: tcp or grpc (it receives both)', e('peer-transport') ?? 'tcp')
     .option('--peer-listen <host:port>', 'TCP peer transport address (default: the --listen host, its port + --peer-port-offset)', e('peer-listen'))
     .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
+    .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', e('broadcast-commit') === '1')
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
@@ -121,6 +124,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     peerTransport: o.peerTransport,
     peerListen: o.peerListen ?? shiftPortOrFail(o.listen, o.peerPortOffset),
     peerPortOffset: o.peerPortOffset,
+    broadcastCommit: Boolean(o.broadcastCommit),
     join: Boolean(o.join),
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,

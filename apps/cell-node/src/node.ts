@@ -111,7 +111,7 @@ export class CellNode {
       {
         id: config.id,
         ...(peers ? { peers } : {}),
-        raft: { electionTicks: config.electionTicks, heartbeatTicks: config.heartbeatTicks },
+        raft: { electionTicks: config.electionTicks, heartbeatTicks: config.heartbeatTicks, broadcastCommit: config.broadcastCommit },
         snapshotEveryEntries: config.snapshotEveryEntries,
       },
       store,

@@ -58,6 +58,8 @@ describe('peer dial overrides', () => {
     expect(d.peerListen).toBe('127.0.0.1:8001');
     expect(d.peerTransport).toBe('grpc');
     expect(parseConfig([...base, '--peer-listen', '0.0.0.0:9000'], {}).peerListen).toBe('0.0.0.0:9000');
+    expect(c.broadcastCommit).toBe(false);
+    expect(parseConfig([...base, '--broadcast-commit'], {}).broadcastCommit).toBe(true);
   });
 
   it.each([

@@ -39,7 +39,7 @@ export class FencerSystem {
   }
 
   get settings() {
-    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, pre-vote and check-quorum on, fdatasync before any ready with entries, a vote or a term is acknowledged (a commit-only hard state rides with the next one), WAL in ${tmpdir()}; clients talk to the leader (following leader hints), watchers spread over all replicas`;
+    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, pre-vote and check-quorum on, Raft messages over TCP frames (`--peer-transport tcp`), commit index sent with the next append or heartbeat, fdatasync before any ready with entries, a vote or a term is acknowledged (a commit-only hard state rides with the next one), WAL in ${tmpdir()}; clients talk to the leader (following leader hints), watchers spread over all replicas`;
   }
 
   async start() {
