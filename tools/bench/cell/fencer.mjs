@@ -38,8 +38,16 @@ export class FencerSystem {
     }
   }
 
+  /** How this cell's replicas talk to each other (its extra flags may change the defaults). */
+  get transportSetting() {
+    const args = this.opts.extraArgs ?? [];
+    const grpc = args.includes('grpc') && args.includes('--peer-transport');
+    const eager = args.includes('--broadcast-commit');
+    return `Raft messages ${grpc ? 'on gRPC streams' : 'in TCP frames'}, commit index sent ${eager ? 'at once in appends of its own' : 'with the next append or heartbeat'}`;
+  }
+
   get settings() {
-    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, pre-vote and check-quorum on, Raft messages over TCP frames (`--peer-transport tcp`), commit index sent with the next append or heartbeat, fdatasync before any ready with entries, a vote or a term is acknowledged (a commit-only hard state rides with the next one), WAL in ${tmpdir()}; clients talk to the leader (following leader hints), watchers spread over all replicas`;
+    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, pre-vote and check-quorum on, ${this.transportSetting}, fdatasync before any ready with entries, a vote or a term is acknowledged (a commit-only hard state rides with the next one), WAL in ${tmpdir()}; clients talk to the leader (following leader hints), watchers spread over all replicas`;
   }
 
   async start() {
