@@ -99,14 +99,16 @@ export class LeaderDuties {
 
   /**
    * A heartbeat reached the leader: the session gets a full TTL from now.
-   * Returns the TTL left, or undefined for a session the leader does not know
-   * (closed, expired, never opened) or is already expiring: once its
-   * ExpireSession is proposed the entry will commit, so acknowledging the
-   * heartbeat as alive would promise the client a TTL it does not have.
+   * Returns the TTL granted; 0 for a session whose ExpireSession has been
+   * proposed (acknowledging it as alive would promise a TTL it does not
+   * have, yet it is not gone until that entry applies, and the entry may
+   * still be lost with this leader); undefined for a session the leader does
+   * not track (closed, expired, never opened).
    */
   heartbeat(nowMonoMs: number, sessionId: SessionId): number | undefined {
     const s = this.sessions.get(sessionId);
-    if (!s || s.retryAtMonoMs > 0) return undefined;
+    if (!s) return undefined;
+    if (s.retryAtMonoMs > 0) return 0;
     s.deadlineMonoMs = nowMonoMs + s.ttlMs;
     return s.ttlMs;
   }

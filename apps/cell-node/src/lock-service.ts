@@ -321,10 +321,15 @@ export class LockServiceImpl {
       const ok = this.node.heartbeats.confirm((error) => {
         if (error) return done(error instanceof FencerError ? error : new FencerError('NOT_LEADER', error.message, this.node.leaderAddress()));
         const now = this.node.env.clock.monoMs();
+        // After the confirmation round this leader has applied everything committed before the heartbeat:
+        // "expired" is said only of a session that is gone from that state (its locks are released).
+        // One whose expiry is proposed but not applied gets no TTL and is not yet called expired.
         const answers = sessionIds.map((id) => {
           const remaining = this.node.duties.heartbeat(now, SessionId(id));
           this.node.env.metrics.keepalives.inc({ path: 'leader' });
-          return remaining === undefined ? { sessionId: id, ttlMsRemaining: 0, expired: true } : { sessionId: id, ttlMsRemaining: remaining, expired: false };
+          if (remaining !== undefined) return { sessionId: id, ttlMsRemaining: remaining, expired: false };
+          const gone = this.node.fsm.getSession(id) === undefined;
+          return { sessionId: id, ttlMsRemaining: 0, expired: gone };
         });
         done(null, answers);
       });

@@ -67,7 +67,8 @@ export class KeepAliveManager {
       if (r.expired) {
         this.history.sessionEnded(r.sessionId);
         this.markDead(r.sessionId);
-      } else if (sent !== undefined) {
+      } else if (sent !== undefined && r.ttlMsRemaining > 0) {
+        // TTL 0: the leader is expiring the session (not yet gone); that is no acknowledgement of life.
         this.acks++;
         this.history.heartbeat(r.sessionId, sent);
       }
