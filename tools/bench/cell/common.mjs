@@ -175,3 +175,15 @@ export async function pool(n, width, fn) {
   await Promise.all(Array.from({ length: Math.min(width, n) }, worker));
   return results;
 }
+
+/**
+ * kill -9 of `system`'s current leader (any system with leader() → { id } and
+ * children by id); remembers it for restartKilled(). Returns the time of the kill.
+ */
+export async function killLeaderOf(system) {
+  const { id } = await system.leader();
+  const t = nowMs();
+  await killHard(system.children.get(id));
+  system.killed = id;
+  return { killedAtMs: t, id };
+}

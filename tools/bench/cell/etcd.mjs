@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { alive, freePortBase, killHard, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
+import { alive, freePortBase, killHard, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ETCD_BIN = process.env.ETCD_BIN ?? '/usr/bin/etcd';
@@ -169,12 +169,9 @@ export class EtcdSystem {
     throw new Error(`${this.label}: no leader within 30 s`);
   }
 
-  async killLeader() {
-    const { id } = await this.leader();
-    const t = nowMs();
-    await killHard(this.children.get(id));
-    this.killed = id;
-    return { killedAtMs: t, id };
+  /** kill -9 of the current leader; returns the time of the kill. */
+  killLeader() {
+    return killLeaderOf(this);
   }
 
   async restartKilled() {

@@ -9,7 +9,7 @@ import { Metadata, credentials } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, internalpb, isRetryable, lockservice } from '@fencer/protocol';
 import { planFleet, spawnReplica, waitForLeader, status as adminStatus, adminClient, CELL_NODE_MAIN } from '../../fleet/fleet.mjs';
-import { alive, freePortBase, killHard, nowMs, pool, sleep, stopChildren } from './common.mjs';
+import { alive, freePortBase, killHard, killLeaderOf, nowMs, pool, sleep, stopChildren } from './common.mjs';
 
 const GRANTED = 1;
 const QUEUED = 2;
@@ -95,12 +95,8 @@ export class FencerSystem {
   }
 
   /** kill -9 of the current leader; returns the time of the kill. */
-  async killLeader() {
-    const { id } = await this.leader();
-    const t = nowMs();
-    await killHard(this.children.get(id));
-    this.killed = id;
-    return { killedAtMs: t, id };
+  killLeader() {
+    return killLeaderOf(this);
   }
 
   /** Restarts the replica killed last and waits until it has caught up with the leader's commit index. */

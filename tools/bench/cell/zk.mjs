@@ -13,7 +13,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zookeeper from 'node-zookeeper-client';
-import { alive, freePortBase, killHard, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
+import { alive, freePortBase, killHard, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
 
 const JAVA = process.env.JAVA_BIN ?? '/usr/bin/java';
 const ZK_JAR = '/usr/share/java/zookeeper.jar';
@@ -144,12 +144,9 @@ export class ZkSystem {
     throw new Error(`${this.label}: no leader within 60 s`);
   }
 
-  async killLeader() {
-    const { id } = await this.leader();
-    const t = nowMs();
-    await killHard(this.children.get(id));
-    this.killed = id;
-    return { killedAtMs: t, id };
+  /** kill -9 of the current leader; returns the time of the kill. */
+  killLeader() {
+    return killLeaderOf(this);
   }
 
   async restartKilled() {
