@@ -138,15 +138,18 @@ scenario('reads-64', 'linearizable reads: 64 clients (Fencer CheckToken, etcd Ra
   }
 });
 
-scenario('keepalive-10000', 'session/lease keepalives, 10,000 sessions', 'keepalives/s', async (system, opts) => {
+/** The keepalive scenarios' start: their sessions (timed), a latency histogram and a CPU window. */
+async function openForKeepalives(system, opts) {
   const sessionsN = opts.keepaliveSessions ?? 10_000;
-  const streamsN = 16;
-  const windowPerStream = 64;
   const t0 = nowMs();
   const ids = await system.openManySessions(sessionsN, 3600);
-  const openS = (nowMs() - t0) / 1000;
-  const h = histogram();
-  const cpu = new CpuWindow(() => system.pids());
+  return { sessionsN, ids, openS: (nowMs() - t0) / 1000, h: histogram(), cpu: new CpuWindow(() => system.pids()) };
+}
+
+scenario('keepalive-10000', 'session/lease keepalives, 10,000 sessions', 'keepalives/s', async (system, opts) => {
+  const streamsN = 16;
+  const windowPerStream = 64;
+  const { sessionsN, ids, openS, h, cpu } = await openForKeepalives(system, opts);
   let phase = 'warmup';
   let acks = 0;
   let next = 0;
@@ -195,15 +198,10 @@ scenario('keepalive-10000', 'session/lease keepalives, 10,000 sessions', 'keepal
 });
 
 scenario('keepalive-batched-10000', 'session keepalives through session-proxy batches (HeartbeatBatch), 10,000 sessions', 'keepalives/s', async (system, opts) => {
-  const sessionsN = opts.keepaliveSessions ?? 10_000;
   const proxies = 4;
   const batchSessions = 500;
   const inFlightPerProxy = 2;
-  const t0 = nowMs();
-  const ids = await system.openManySessions(sessionsN, 3600);
-  const openS = (nowMs() - t0) / 1000;
-  const h = histogram();
-  const cpu = new CpuWindow(() => system.pids());
+  const { sessionsN, ids, openS, h, cpu } = await openForKeepalives(system, opts);
   let phase = 'warmup';
   let acks = 0;
   let next = 0;
