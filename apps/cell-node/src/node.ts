@@ -18,15 +18,16 @@ import { type Applied, Replica, type StateMachine } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
 import {
   type Command,
+  LeaderDuties,
   LockStateMachine,
   decodeCommand,
   encodeCommand,
   type LockEvent,
+  type Outcome,
   type LockState,
   LIST_LOCKS_LIMIT_MAX,
   isFailure,
 } from '@fencer/lock-fsm';
-import { LeaderDuties } from './leader-duties.js';
 import { WatchHub } from './watch-hub.js';
 import { WaitingCalls } from './waiting-calls.js';
 import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
@@ -203,59 +204,16 @@ export class CellNode {
   }
 
   /** Called by the adapter after every applied command, on every replica. */
-  afterApply(command: Command, outcome: unknown, events: readonly LockEvent[], revision: number): void {
-    const now = this.env.clock.monoMs();
+  afterApply(command: Command, outcome: Outcome, events: readonly LockEvent[], revision: number): void {
     this.hub.publish(revision, events);
-    const o = outcome as { ok: boolean } & Record<string, unknown>;
-    if (o.ok) {
-      switch (command.kind) {
-        case 'OpenSession':
-          this.duties.sessionOpened(now, { sessionId: command.sessionId, ttlMs: command.ttlMs });
-          break;
-        case 'CloseSession':
-        case 'ExpireSession': {
-          this.duties.sessionGone(command.sessionId);
-          if (command.kind === 'ExpireSession') this.env.metrics.expiries.inc();
-          const delayed = (o.delayed ?? []) as { name: string; delayMs: number; delayRevision: number }[];
-          for (const d of delayed) this.duties.lockDelayed(now, { name: d.name, delayMs: d.delayMs, delayRevision: d.delayRevision as never });
-          break;
-        }
-        case 'LiftLockDelay':
-          if (o.lifted) this.duties.lockDelayLifted(command.name);
-          break;
-        default:
-          break;
-      }
-    }
+    this.duties.applied(this.env.clock.monoMs(), command, outcome, events);
+    if (command.kind === 'ExpireSession' && outcome.ok) this.env.metrics.expiries.inc();
     for (const event of events) {
       const requestId = event.requestId;
-      switch (event.type) {
-        case 'QUEUED':
-          if (command.kind === 'Acquire' && requestId) {
-            this.duties.waiterQueued(now, { sessionId: event.sessionId, name: event.name, requestId, waitMs: command.waitMs });
-          }
-          break;
-        case 'ACQUIRED':
-          if (requestId) {
-            this.duties.waiterGone(event.sessionId, requestId);
-            this.waits.resolve(event.sessionId, requestId, { kind: 'granted', token: event.token, revision: event.revision });
-          }
-          break;
-        case 'CANCELED':
-          if (requestId) {
-            this.duties.waiterGone(event.sessionId, requestId);
-            this.waits.resolve(event.sessionId, requestId, { kind: 'cancelled', revision: event.revision });
-          }
-          break;
-        case 'EXPIRED':
-          if (requestId) {
-            this.duties.waiterGone(event.sessionId, requestId);
-            this.waits.resolve(event.sessionId, requestId, { kind: 'session-gone' });
-          }
-          break;
-        default:
-          break;
-      }
+      if (!requestId) continue;
+      if (event.type === 'ACQUIRED') this.waits.resolve(event.sessionId, requestId, { kind: 'granted', token: event.token, revision: event.revision });
+      else if (event.type === 'CANCELED') this.waits.resolve(event.sessionId, requestId, { kind: 'cancelled', revision: event.revision });
+      else if (event.type === 'EXPIRED') this.waits.resolve(event.sessionId, requestId, { kind: 'session-gone' });
     }
   }
 

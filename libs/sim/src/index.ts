@@ -5,7 +5,7 @@ export { Scheduler } from './scheduler.js';
 export { Network, type NetworkProfile, faultyNetwork, quietNetwork } from './network.js';
 export { type Partition, type PartitionShape, PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';
 export { KV_KEYS, KvStateMachine, decodePut, encodePut } from './kv.js';
-export { LOCK_FSM_OPTIONS, LockMachine, PLANTED_BUGS, type PlantedBug, SimDuties } from './lock-machine.js';
+export { LOCK_FSM_OPTIONS, LockMachine, PLANTED_BUGS, type PlantedBug } from './lock-machine.js';
 export { type AckedGrant, type LockReadAnswer, type LockReadBarrier, LockCheckers, lockFingerprint } from './lock-checkers.js';
 export { LOCK_NAMESPACES, type LockClient, type LockOp, lockName, newLockClient, nextLockOp } from './lock-workload.js';
 export { Hasher, digest } from './hash.js';

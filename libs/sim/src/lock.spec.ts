@@ -14,7 +14,7 @@ import { type Entry, EntryType } from '@fencer/raft';
 import { type ApplyResult, type Command, type LockState, LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
 import { Checkers } from './checkers.js';
 import { LockCheckers, lockFingerprint } from './lock-checkers.js';
-import { DUTY_RETRY_MS, LockMachine, SimDuties } from './lock-machine.js';
+import { LockMachine } from './lock-machine.js';
 import { lockName, lockWritten, newLockClient, nextLockOp } from './lock-workload.js';
 
 const n1 = NodeId('n1');
@@ -76,44 +76,6 @@ describe('LockMachine (the cell node FsmAdapter, in the simulator)', () => {
     m.apply(entry(3, acquire(A, 'r1')));
     expect(m.apply(entry(4, acquire(B, 'r2')))).toMatchObject({ status: 'GRANTED', token: 4 });
     expect(m.fsm.getLock(L).waiters.map((w) => w.sessionId)).toEqual([B]);
-  });
-});
-
-describe('SimDuties (the leader duties on virtual time)', () => {
-  it('expires a session only after a full TTL without a heartbeat, and proposes again after the retry period', () => {
-    const fsm = new LockStateMachine({ autoClaim: true });
-    fsm.apply(1, open(A));
-    const d = new SimDuties();
-    expect(d.due(10_000)).toEqual([]); // Not leading: nothing.
-    d.becomeLeader(0, fsm);
-    expect(d.due(3_000)).toEqual([]);
-    expect(d.heartbeat(2_000, A)).toBe(true);
-    expect(d.due(4_999)).toEqual([]);
-    expect(d.due(5_001)).toEqual([{ kind: 'ExpireSession', sessionId: A }]);
-    expect(d.heartbeat(5_002, A)).toBe(false); // Already expiring: no more renewals.
-    expect(d.due(5_002 + DUTY_RETRY_MS - 2)).toEqual([]);
-    expect(d.due(5_001 + DUTY_RETRY_MS)).toEqual([{ kind: 'ExpireSession', sessionId: A }]);
-  });
-
-  it('cancels a wait at its deadline, forgets it once granted, and forgets everything on stepping down', () => {
-    const fsm = new LockStateMachine({ autoClaim: true });
-    const d = new SimDuties();
-    d.becomeLeader(0, fsm);
-    const step = (i: number, c: Command): ApplyResult => {
-      const r = fsm.apply(i, c);
-      d.applied(100, c, r);
-      return r;
-    };
-    step(1, open(A));
-    step(2, open(B));
-    step(3, acquire(A, 'r1'));
-    step(4, acquire(B, 'r2'));
-    expect(d.due(1_099)).toEqual([]);
-    expect(d.due(1_100)).toEqual([{ kind: 'CancelWait', sessionId: B, name: L, requestId: 'r2', reason: 'timed-out' }]);
-    step(5, release(A, 3)); // B is granted: its wait is gone.
-    expect(d.due(1_100 + DUTY_RETRY_MS)).toEqual([]);
-    d.stepDown();
-    expect(d.due(100_000)).toEqual([]);
   });
 });
 

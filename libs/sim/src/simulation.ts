@@ -10,12 +10,12 @@ import { type NodeId, type Random, NodeId as toNodeId, SeededRandom, assert } fr
 import { type ConfChange, type Entry, type HardState, type Message, type SoftState, ConfChangeType } from '@fencer/raft';
 import { type ReplicaEnv, Replica } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
-import { type ApplyResult, type Command, type LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
+import { type ApplyResult, type Command, LeaderDuties, type LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
 import { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers } from './checkers.js';
 import { digest } from './hash.js';
 import { KV_KEYS, KvStateMachine, encodePut } from './kv.js';
 import { type LockReadAnswer, type LockReadBarrier, LockCheckers } from './lock-checkers.js';
-import { LockMachine, SimDuties } from './lock-machine.js';
+import { LockMachine } from './lock-machine.js';
 import { type LockClient, type LockOp, type WaitAnswer, lockClientDied, lockWaitAnswered, lockWritten, newLockClient, nextLockOp } from './lock-workload.js';
 import { type NetworkProfile, Network, faultyNetwork, messageCode, quietNetwork } from './network.js';
 import { type FaultMix, type SimOptions } from './options.js';
@@ -86,7 +86,7 @@ class SimNode {
   store: RaftLogStore | null = null;
   machine: KvStateMachine | LockMachine | null = null;
   /** The lock machine's leader duties (deadlines of sessions and waits), and Acquire calls held open here. */
-  duties: SimDuties | null = null;
+  duties: LeaderDuties | null = null;
   readonly waits = new Map<string, (answer: WaitAnswer) => void>();
   pausedUntilUs = 0;
   deferred: (() => void)[] = [];
@@ -352,7 +352,7 @@ export class Simulation {
    * leader's deadlines, and answers to Acquire calls held open here.
    */
   private lockMachineFor(node: SimNode, life: number): LockMachine {
-    const duties = new SimDuties();
+    const duties = new LeaderDuties();
     node.duties = duties;
     node.waits.clear();
     const planted = this.options.planted === 'staleLockRead' ? null : this.options.planted;
@@ -360,12 +360,12 @@ export class Simulation {
       (command: Command, result: ApplyResult, fsm: LockStateMachine) => {
         if (node.life !== life) return;
         this.lockCheckers.applied(node.id, result.index, command, result, (name) => fsm.getLock(name));
-        duties.applied(node.monoMs(this.scheduler.now), command, result);
+        duties.applied(node.monoMs(this.scheduler.now), command, result.outcome, result.events);
         if (node.waits.size > 0) this.answerWaits(node, result);
       },
       (fsm) => {
         // A snapshot replaced the state (restore at start, or installed from the leader).
-        if (node.life === life && node.role === 'leader') duties.becomeLeader(node.monoMs(this.scheduler.now), fsm);
+        if (node.life === life && node.role === 'leader') duties.becomeLeader(node.monoMs(this.scheduler.now), fsm.sessions(), fsm.waiters(), fsm.delayedLocks());
       },
       planted,
     );
@@ -429,7 +429,10 @@ export class Simulation {
           if (soft.role === 'leader' && was !== 'leader') {
             node.leaderSinceUs = this.scheduler.now;
             // Every session and waiter gets a fresh full period (ARCHITECTURE "Expiry").
-            if (node.duties && node.machine instanceof LockMachine) node.duties.becomeLeader(node.monoMs(this.scheduler.now), node.machine.fsm);
+            if (node.duties && node.machine instanceof LockMachine) {
+              const fsm = node.machine.fsm;
+              node.duties.becomeLeader(node.monoMs(this.scheduler.now), fsm.sessions(), fsm.waiters(), fsm.delayedLocks());
+            }
             if (!this.quiet && (this.infantLeaders > 0 || this.nemesisRandom.chance(this.options.leaderChurnP))) this.killInfant(node);
             const hook = this.leaderHook;
             if (hook && !this.quiet) {
@@ -580,7 +583,7 @@ export class Simulation {
         this.guard(node, () => {
           node.replica?.tick();
           if (node.replica) this.checkers.commitObserved(node.id, node.replica.status().commit);
-          if (node.duties?.active) this.proposeDuties(node);
+          if (node.duties?.isActive) this.proposeDuties(node);
         });
       }
       this.scheduleTick(node, life);
@@ -593,7 +596,7 @@ export class Simulation {
     const duties = node.duties;
     if (!replica || !duties) return;
     for (const command of duties.due(node.monoMs(this.scheduler.now))) {
-      this.note(`${node.id} proposes ${command.kind} ${command.sessionId}`);
+      this.note(`${node.id} proposes ${command.kind} ${"sessionId" in command ? command.sessionId : command.name}`);
       // The outcome does not matter: a duty that did not land is proposed again after DUTY_RETRY_MS.
       replica.propose(encodeCommand(command), () => {});
     }
@@ -886,7 +889,7 @@ export class Simulation {
       const target = node;
       if (session) {
         this.toNode(target, () => {
-          if (target.role === 'leader' && target.duties?.active) {
+          if (target.role === 'leader' && target.duties?.isActive) {
             target.duties.heartbeat(target.monoMs(this.scheduler.now), session.id);
           } else {
             const leader = target.replica?.leader ?? null;

@@ -4,7 +4,7 @@
  * wait deadlines of queued Acquires, and lock-delays; and turn each passed
  * deadline into a command for the log (ExpireSession, CancelWait,
  * LiftLockDelay). Deterministic: time comes in as numbers, commands go out
- * as values; the cell node proposes them.
+ * as values; the cell node (and the simulator, on virtual time) proposes them.
  *
  * Safety of expiry: a deadline is only ever set to now + the full TTL, on
  * becoming leader (every session gets a fresh TTL), on a session opening and
@@ -13,6 +13,9 @@
  * one, it acknowledges no further heartbeat of that session as alive.
  */
 import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
+import type { Command } from './commands.js';
+import type { Outcome } from './state-machine.js';
+import type { LockEvent } from './types.js';
 
 export interface SessionSeed {
   readonly sessionId: SessionId;
@@ -91,6 +94,29 @@ export class LeaderDuties {
     if (!this.active) return;
     assert(s.ttlMs > 0, 'a session TTL is positive');
     this.sessions.set(s.sessionId, { ttlMs: s.ttlMs, deadlineMonoMs: nowMonoMs + s.ttlMs, retryAtMonoMs: 0 });
+  }
+
+  /**
+   * Keeps the deadlines in step with a command every replica applied: opened
+   * and gone sessions, lock-delays begun and lifted, waits queued and ended.
+   */
+  applied(nowMonoMs: number, command: Command, outcome: Outcome, events: readonly LockEvent[]): void {
+    if (outcome.ok) {
+      if (command.kind === 'OpenSession') this.sessionOpened(nowMonoMs, { sessionId: command.sessionId, ttlMs: command.ttlMs });
+      else if (command.kind === 'CloseSession') this.sessionGone(command.sessionId);
+      else if (command.kind === 'ExpireSession') {
+        this.sessionGone(command.sessionId);
+        for (const d of (outcome as { delayed?: readonly DelaySeed[] }).delayed ?? []) this.lockDelayed(nowMonoMs, d);
+      } else if (command.kind === 'LiftLockDelay' && (outcome as { lifted?: boolean }).lifted === true) this.lockDelayLifted(command.name);
+    }
+    for (const e of events) {
+      if (e.requestId === null) continue;
+      if (e.type === 'QUEUED') {
+        if (command.kind === 'Acquire') this.waiterQueued(nowMonoMs, { sessionId: e.sessionId, name: e.name, requestId: e.requestId, waitMs: command.waitMs });
+      } else if (e.type === 'ACQUIRED' || e.type === 'CANCELED' || e.type === 'EXPIRED') {
+        this.waiterGone(e.sessionId, e.requestId);
+      }
+    }
   }
 
   sessionGone(sessionId: SessionId): void {

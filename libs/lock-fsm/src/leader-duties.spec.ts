@@ -2,11 +2,14 @@
  * Goal: the leader proposes ExpireSession only after a full TTL without a
  * heartbeat, never before; waits and lock-delays end on time; a new leader
  * gives everything a fresh full period; failed proposals are retried.
- * Method: drive LeaderDuties with explicit monotonic times.
+ * Method: drive LeaderDuties with explicit monotonic times, and through
+ * `applied` with a real state machine's results.
  */
 import { describe, expect, it } from 'vitest';
 import { RequestId, Revision, SessionId } from '@fencer/base';
-import { DUTY_RETRY_MS, LeaderDuties } from '../src/leader-duties.js';
+import { DUTY_RETRY_MS, LeaderDuties } from './leader-duties.js';
+import { LockStateMachine } from './state-machine.js';
+import type { Command } from './commands.js';
 
 const s1 = SessionId('ns:1');
 const s2 = SessionId('ns:2');
@@ -84,5 +87,33 @@ describe('LeaderDuties', () => {
     expect(d.due(300)).toEqual([{ kind: 'LiftLockDelay', name: '/ls/ns/a', delayRevision: 7 }]);
     d.lockDelayLifted('/ls/ns/a');
     expect(d.due(300 + DUTY_RETRY_MS)).toEqual([]);
+  });
+
+  it('follows applied commands: a queued wait is cancelled at its deadline, forgotten once granted; a session is forgotten once closed', () => {
+    const fsm = new LockStateMachine({ autoClaim: true });
+    const d = new LeaderDuties();
+    d.becomeLeader(0, fsm.sessions(), fsm.waiters(), fsm.delayedLocks());
+    const [a, b] = [SessionId('alpha:a'), SessionId('alpha:b')];
+    const name = '/ls/alpha/l0';
+    let index = 0;
+    const step = (c: Command) => {
+      const r = fsm.apply(++index, c);
+      d.applied(100, c, r.outcome, r.events);
+      return r;
+    };
+    const acquire = (sessionId: SessionId, requestId: string): Command => ({
+      kind: 'Acquire', sessionId, name, mode: 'EXCLUSIVE', requestId: RequestId(requestId), waitMs: 1_000, lockDelayMs: 0, tryLock: false,
+    });
+    step({ kind: 'OpenSession', sessionId: a, clientId: 'a', namespace: 'alpha' as never, ttlMs: 3_000 });
+    step({ kind: 'OpenSession', sessionId: b, clientId: 'b', namespace: 'alpha' as never, ttlMs: 3_000 });
+    const granted = step(acquire(a, 'r1'));
+    step(acquire(b, 'r2'));
+    expect(d.due(1_099)).toEqual([]);
+    expect(d.due(1_100)).toEqual([{ kind: 'CancelWait', sessionId: b, name, requestId: 'r2', reason: 'timed-out' }]);
+    step({ kind: 'Release', sessionId: a, name, token: Revision(granted.revision) }); // b is granted: its wait is gone.
+    expect(d.due(1_100 + DUTY_RETRY_MS)).toEqual([]);
+    step({ kind: 'CloseSession', sessionId: a });
+    expect(d.heartbeat(200, a)).toBeUndefined();
+    expect(d.heartbeat(200, b)).toBe(3_000);
   });
 });
