@@ -8,6 +8,7 @@
  * at once: it is never retried.
  */
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { CommanderError } from 'commander';
@@ -28,10 +29,29 @@ import { adminHandlers } from './admin-service.js';
 
 const logger = createLogger('cell-node');
 
+/**
+ * Writes `text` to `fd` before returning, even when fd is a non-blocking pipe
+ * or socket whose buffer is full (EAGAIN): process.stderr.write would queue it
+ * and process.exit would drop it. Gives up after a second of a stalled reader.
+ */
+function writeBeforeExit(fd: number, text: string): void {
+  const bytes = Buffer.from(text);
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const giveUpAt = performance.now() + 1000;
+  for (let off = 0; off < bytes.length; ) {
+    try {
+      off += fs.writeSync(fd, bytes, off);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || performance.now() > giveUpAt) return;
+      Atomics.wait(nap, 0, 0, 2);
+    }
+  }
+}
+
 function die(message: string, err?: unknown): never {
   logger.fatal({ err: err instanceof Error ? err.stack : err }, message);
   // The log line above may still sit in pino's async buffer: say it synchronously too.
-  process.stderr.write(`fencer-cell-node: ${message}${err instanceof Error ? `: ${err.message}` : ''}\n`);
+  writeBeforeExit(2, `fencer-cell-node: ${message}${err instanceof Error ? `: ${err.message}` : ''}\n`);
   process.exit(1);
 }
 

@@ -40,6 +40,8 @@ afterAll(() => {
 interface Child {
   proc: ChildProcess;
   lines: string[];
+  /** What the child wrote to stderr so far. */
+  stderr(): string;
   /** Resolves with the first line matching, rejects if the child exits first. */
   waitFor(re: RegExp): Promise<string>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -74,6 +76,7 @@ function start(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Ch
   return {
     proc,
     lines,
+    stderr: () => stderr,
     exited,
     waitFor(re) {
       const seen = lines.find((l) => re.test(l));
@@ -144,9 +147,10 @@ describe('real process', () => {
     await child.waitFor(/^synced 500$/);
     execFileSync(fiuCtrl!, ['-c', 'enable name=posix/io/sync/fdatasync,failinfo=5', '-f', ctl, String(pid)]);
     const { code } = await child.exited;
-    expect(code).toBe(1);
+    const story = `stdout tail: ${child.lines.slice(-5).join(' | ')}; stderr: ${child.stderr()}`;
+    expect(code, story).toBe(1);
     const fatalAt = child.lines.findIndex((l) => l.startsWith('fatal '));
-    expect(child.lines[fatalAt]).toBe('fatal EIO');
+    expect(child.lines[fatalAt], story).toBe('fatal EIO');
     // Nothing was reported synced after the failure (the store never retries the fsync).
     expect(child.lines.slice(fatalAt + 1).filter((l) => l.startsWith('synced '))).toEqual([]);
     const synced = syncedIndexes(child.lines);
