@@ -42,24 +42,65 @@ export function encodeFrame(batch: raftpb.RaftBatch): Buffer {
 /**
  * Splits a byte stream into frames. `push` returns the complete payloads it
  * found (possibly none), or an error string when the stream is not ours to
- * read further.
+ * read further. Chunks are kept as they arrive and joined once, when a whole
+ * frame is there: a 64 MiB frame arriving in 64 KiB reads is copied once,
+ * not once per read.
  */
 export class FrameReader {
-  private pending: Buffer | undefined;
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Bytes copied to join chunks so far (each byte at most once). */
+  bytesCopied = 0;
 
   push(chunk: Buffer): { frames: Buffer[]; error?: string } {
-    let buf = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
-    this.pending = undefined;
-    const frames: Buffer[] = [];
-    while (buf.length >= headerBytes) {
-      const length = buf.readUInt32BE(0);
-      if (length > frameBytesMax) return { frames, error: `frame of ${length} bytes is over the ${frameBytesMax}-byte limit` };
-      if (buf.length < headerBytes + length) break;
-      frames.push(buf.subarray(headerBytes, headerBytes + length));
-      buf = buf.subarray(headerBytes + length);
+    if (chunk.length > 0) {
+      this.chunks.push(chunk);
+      this.buffered += chunk.length;
     }
-    if (buf.length > 0) this.pending = buf;
+    const frames: Buffer[] = [];
+    while (this.buffered >= headerBytes) {
+      const length = this.peekLength();
+      if (length > frameBytesMax) return { frames, error: `frame of ${length} bytes is over the ${frameBytesMax}-byte limit` };
+      if (this.buffered < headerBytes + length) break;
+      frames.push(this.take(headerBytes + length).subarray(headerBytes));
+    }
     return { frames };
+  }
+
+  /** The big-endian length prefix, which may straddle chunks. */
+  private peekLength(): number {
+    const first = this.chunks[0]!;
+    if (first.length >= headerBytes) return first.readUInt32BE(0);
+    let value = 0;
+    let got = 0;
+    for (const c of this.chunks) {
+      for (let i = 0; i < c.length && got < headerBytes; i++, got++) value = value * 256 + c[i]!;
+      if (got === headerBytes) break;
+    }
+    return value;
+  }
+
+  /** Removes and returns the next n buffered bytes (a view when they sit in one chunk). */
+  private take(n: number): Buffer {
+    this.buffered -= n;
+    const first = this.chunks[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    while (at < n) {
+      const c = this.chunks[0]!;
+      const k = Math.min(c.length, n - at);
+      out.set(k === c.length ? c : c.subarray(0, k), at);
+      at += k;
+      if (k === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(k);
+    }
+    this.bytesCopied += n;
+    return out;
   }
 }
 

@@ -82,6 +82,19 @@ describe('frame reader', () => {
     }
   });
 
+  it('copies each byte of a big frame once, however many reads it arrives in', () => {
+    // 4 MiB of entries arriving in 16 KiB reads: joining the whole buffer on every read would copy ~512 MiB.
+    const big = encodeFrame({ cellId: 'c', messages: [messageToWire({ ...append(9), entries: [{ index: LogIndex(9), term: Term(3), type: 0, data: new Uint8Array(4 << 20).fill(7) }] })] });
+    const reader = new FrameReader();
+    const out: Buffer[] = [];
+    const wire = Buffer.concat([big, frames[0]!]);
+    for (let at = 0; at < wire.length; at += 16 * 1024) out.push(...reader.push(wire.subarray(at, at + 16 * 1024)).frames);
+    expect(out).toHaveLength(2);
+    expect(raftpb.RaftBatch.decode(out[0]!).messages[0]!.entries[0]!.data.length).toBe(4 << 20);
+    expect(raftpb.RaftBatch.decode(out[1]!).messages[0]!.entries[0]!.index).toBe(1);
+    expect(reader.bytesCopied).toBeLessThanOrEqual(wire.length);
+  });
+
   it('refuses a frame longer than the limit before reading it', () => {
     const header = Buffer.alloc(4);
     header.writeUInt32BE(frameBytesMax + 1, 0);
