@@ -8,8 +8,10 @@
  * (hashicorp/raft's FSM does the same): a replica that skipped an entry it
  * does not understand would silently diverge from the others.
  *
- * A new field or kind takes a new format version; decoders keep reading
- * every version they ever wrote, because old entries stay in the log.
+ * A new field of an existing kind takes a new format version, and a new
+ * kind takes a new kind code; decoders keep reading every version and kind
+ * they ever wrote, because old entries stay in the log. (An older binary
+ * crashes on either, which is the point: it must not skip an entry.)
  */
 import { assert, AssertionError, unreachable, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
@@ -104,6 +106,24 @@ export interface DropNamespaceCommand {
   readonly namespace: Namespace;
 }
 
+/**
+ * Records where a member of the cell listens (its lock-service gRPC address
+ * and its Raft peer address), so every replica, and every future leader,
+ * can reach a member added at runtime. Proposed before the membership change
+ * that adds the member; kept in snapshots.
+ */
+export interface SetMemberAddressCommand {
+  readonly kind: 'SetMemberAddress';
+  readonly id: string;
+  readonly address: string;
+  readonly peerAddress: string;
+}
+/** Forgets a removed member's addresses. */
+export interface ForgetMemberCommand {
+  readonly kind: 'ForgetMember';
+  readonly id: string;
+}
+
 export type Command =
   | OpenSessionCommand
   | CloseSessionCommand
@@ -118,7 +138,9 @@ export type Command =
   | UnfreezeNamespaceCommand
   | ExportNamespaceCommand
   | ImportNamespaceCommand
-  | DropNamespaceCommand;
+  | DropNamespaceCommand
+  | SetMemberAddressCommand
+  | ForgetMemberCommand;
 
 export type CommandKind = Command['kind'];
 
@@ -138,6 +160,8 @@ export const COMMAND_KIND_CODES = {
   ExportNamespace: 12,
   ImportNamespace: 13,
   DropNamespace: 14,
+  SetMemberAddress: 15,
+  ForgetMember: 16,
 } as const satisfies Record<CommandKind, number>;
 
 const MODE_CODES = { EXCLUSIVE: 1, SHARED: 2 } as const satisfies Record<LockMode, number>;
@@ -198,6 +222,12 @@ export function encodeCommand(command: Command): Uint8Array {
       break;
     case 'ImportNamespace':
       w.string(command.namespace).bool(command.activate).bytes(command.data);
+      break;
+    case 'SetMemberAddress':
+      w.string(command.id).string(command.address).string(command.peerAddress);
+      break;
+    case 'ForgetMember':
+      w.string(command.id);
       break;
     default:
       unreachable(command, 'command kind');
@@ -293,6 +323,10 @@ function decodeBody(kind: number, r: ByteReader): Command {
       return { kind: 'ImportNamespace', namespace: r.string() as Namespace, activate: r.bool(), data: r.bytes() };
     case COMMAND_KIND_CODES.DropNamespace:
       return { kind: 'DropNamespace', namespace: r.string() as Namespace };
+    case COMMAND_KIND_CODES.SetMemberAddress:
+      return { kind: 'SetMemberAddress', id: r.string(), address: r.string(), peerAddress: r.string() };
+    case COMMAND_KIND_CODES.ForgetMember:
+      return { kind: 'ForgetMember', id: r.string() };
     default:
       throw new AssertionError(`unknown command kind ${kind}`);
   }

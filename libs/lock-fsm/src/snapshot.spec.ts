@@ -92,7 +92,8 @@ describe('canonical snapshots', () => {
   it('an empty state snapshots to a few bytes and restores', () => {
     const fsm = new LockStateMachine({ autoClaim: false, revisionBase: 7 });
     const bytes = fsm.snapshot();
-    expect([...bytes]).toEqual([SNAPSHOT_FORMAT_VERSION, 0, 7, 0]);
+    // version, applied index 0, revision base 7, no namespaces, no members
+    expect([...bytes]).toEqual([SNAPSHOT_FORMAT_VERSION, 0, 7, 0, 0]);
     expect(LockStateMachine.restore(bytes, { autoClaim: false }).revision).toBe(7);
   });
 });
@@ -112,9 +113,11 @@ describe('corrupt snapshots', () => {
 
   it('trailing bytes or an unknown format version are an AssertionError', () => {
     expect(() => LockStateMachine.restore(new Uint8Array([...bytes, 0]), options)).toThrow(AssertionError);
-    const v2 = bytes.slice();
-    v2[0] = 2;
-    expect(() => LockStateMachine.restore(v2, options)).toThrow(/unknown snapshot format version/);
+    for (const version of [0, SNAPSHOT_FORMAT_VERSION + 1]) {
+      const other = bytes.slice();
+      other[0] = version;
+      expect(() => LockStateMachine.restore(other, options)).toThrow(/unknown snapshot format version/);
+    }
   });
 
   it('a corrupted byte either fails with an AssertionError or restores to a consistent state that snapshots back to itself', () => {

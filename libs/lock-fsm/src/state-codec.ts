@@ -11,10 +11,12 @@
  * namespace export/import, which is how a tenant move carries sessions,
  * locks, queues and dedupe results together.
  *
- * Snapshot, format version 1:
+ * Snapshot, format version 2:
  *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
  *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
- *   and unless moved out, its section.
+ *   and unless moved out, its section; then varuint memberCount, per member
+ *   (sorted by id): string id, string address, string peerAddress.
+ *   Version 1 (still read) is the same without the members.
  * Export, format version 1:
  *   u8 version, string namespace, varuint highestRevision, section.
  * Section:
@@ -42,11 +44,14 @@ import {
   type NamespaceRecord,
   type SessionRecord,
 } from './records.js';
-import type { Holder, NamespaceState, Waiter } from './types.js';
+import type { Holder, MemberAddress, NamespaceState, Waiter } from './types.js';
 import { dedupeHash, REASON_CANCELLED, REASON_NONE, STATUS_QUEUED, type DedupeStatus } from './dedupe.js';
-import { checkClientId, checkLockDelayMs, checkName, checkRequestId, checkSessionId, checkTtlMs, checkWaitMs } from './validate.js';
+import { checkClientId, checkHostPort, checkLockDelayMs, checkMemberId, checkName, checkRequestId, checkSessionId, checkTtlMs, checkWaitMs } from './validate.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 1;
+export const SNAPSHOT_FORMAT_VERSION = 2;
+/** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
+const SNAPSHOT_VERSIONS_READ = [1, 2];
+const MEMBERS_IN_SNAPSHOT_MAX = 1024;
 export const EXPORT_FORMAT_VERSION = 1;
 
 const NAMESPACE_STATE_CODES: Record<NamespaceState, number> = { active: 1, frozen: 2, moved: 3 };
@@ -88,7 +93,12 @@ export function writeSection(w: ByteWriter, ns: NamespaceRecord): void {
   }
 }
 
-export function encodeSnapshot(appliedIndex: number, revisionBase: number, namespaces: ReadonlyMap<string, NamespaceRecord>): Uint8Array {
+export function encodeSnapshot(
+  appliedIndex: number,
+  revisionBase: number,
+  namespaces: ReadonlyMap<string, NamespaceRecord>,
+  members: ReadonlyMap<string, MemberAddress> = new Map(),
+): Uint8Array {
   const w = new ByteWriter(4096);
   w.u8(SNAPSHOT_FORMAT_VERSION).varuint(appliedIndex).varuint(revisionBase);
   const names = sortedKeys(namespaces);
@@ -97,6 +107,12 @@ export function encodeSnapshot(appliedIndex: number, revisionBase: number, names
     const ns = namespaces.get(name) as NamespaceRecord;
     w.string(ns.name).u8(NAMESPACE_STATE_CODES[ns.state]).varuint(ns.lastRevision);
     if (ns.state !== 'moved') writeSection(w, ns);
+  }
+  const ids = sortedKeys(members);
+  w.varuint(ids.length);
+  for (const id of ids) {
+    const m = members.get(id) as MemberAddress;
+    w.string(id).string(m.address).string(m.peerAddress);
   }
   return w.finish();
 }
@@ -247,13 +263,14 @@ export interface DecodedSnapshot {
   readonly revisionBase: number;
   readonly namespaces: Map<string, NamespaceRecord>;
   readonly sessionCount: number;
+  readonly members: Map<string, MemberAddress>;
 }
 
 /** Throws DecodeError on anything malformed or inconsistent. */
 export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSnapshot {
   const r = new ByteReader(bytes);
   const version = r.u8();
-  if (version !== SNAPSHOT_FORMAT_VERSION) invalid(`unknown snapshot format version ${version}`);
+  if (!SNAPSHOT_VERSIONS_READ.includes(version)) invalid(`unknown snapshot format version ${version}`);
   const appliedIndex = r.varuint();
   const revisionBase = r.varuint();
   const revisionMax = appliedIndex + revisionBase;
@@ -276,8 +293,22 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     namespaces.set(name, ns);
   }
   if (sessionCount > limits.sessionsMax) invalid(`snapshot holds ${sessionCount} sessions, more than sessionsMax`);
+  const members = new Map<string, MemberAddress>();
+  if (version >= 2) {
+    const memberCount = r.count(MEMBERS_IN_SNAPSHOT_MAX, 'member count');
+    let previousId = '';
+    for (let i = 0; i < memberCount; i++) {
+      const id = r.string();
+      if (i > 0 && compareStrings(previousId, id) >= 0) invalid(`members out of order: ${previousId} before ${id}`);
+      previousId = id;
+      const address = r.string();
+      const peerAddress = r.string();
+      if (checkMemberId(id) ?? checkHostPort(address, 'address') ?? checkHostPort(peerAddress, 'peer address')) invalid(`invalid member ${id} at ${address} / ${peerAddress}`);
+      members.set(id, { address, peerAddress });
+    }
+  }
   r.end();
-  return { appliedIndex, revisionBase, namespaces, sessionCount };
+  return { appliedIndex, revisionBase, namespaces, sessionCount, members };
 }
 
 export interface DecodedExport {

@@ -34,6 +34,7 @@ import {
   type LiftLockDelayCommand,
   type OpenSessionCommand,
   type ReleaseCommand,
+  type SetMemberAddressCommand,
 } from './commands.js';
 import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, type FsmLimits } from './limits.js';
 import { parseLockName, parseLockPrefix } from './names.js';
@@ -71,6 +72,8 @@ import type {
   LockEventType,
   LockMode,
   LockState,
+  MemberAddress,
+  MemberChangeOutcome,
   NamespaceChangeOutcome,
   NamespaceInfo,
   NoopOutcome,
@@ -91,6 +94,8 @@ import {
   checkToken,
   checkTtlMs,
   checkWaitMs,
+  checkHostPort,
+  checkMemberId,
   fail,
   isFailure,
 } from './validate.js';
@@ -135,6 +140,8 @@ export interface OutcomeOf {
   ExportNamespace: ExportNamespaceOutcome | Failure;
   ImportNamespace: ImportNamespaceOutcome | Failure;
   DropNamespace: DropNamespaceOutcome | Failure;
+  SetMemberAddress: MemberChangeOutcome | Failure;
+  ForgetMember: MemberChangeOutcome | Failure;
 }
 export type Outcome = OutcomeOf[CommandKind];
 
@@ -215,6 +222,9 @@ function without<T>(items: readonly T[], index: number): readonly T[] {
   return out;
 }
 
+/** Most members the directory records: a cell has five replicas, plus learners and replacements in flight. */
+export const MEMBERS_MAX = 64;
+
 export class LockStateMachine {
   readonly limits: FsmLimits;
   readonly autoClaim: boolean;
@@ -222,6 +232,8 @@ export class LockStateMachine {
   /** Every live session by id (the same records as in their namespaces): one lookup on the hot path. */
   private readonly sessionsById = new Map<string, SessionRecord>();
   private sessionCount = 0;
+  /** The cell's member directory (SetMemberAddress / ForgetMember), by member id. */
+  private readonly memberDirectory = new Map<string, MemberAddress>();
   private appliedIndexValue = 0;
   private revisionBaseValue: number;
   /** Revision of the entry being applied (index + base). */
@@ -255,6 +267,7 @@ export class LockStateMachine {
       for (const [id, s] of ns.sessions) fsm.sessionsById.set(id, s);
     }
     fsm.sessionCount = decoded.sessionCount;
+    for (const [id, m] of decoded.members) fsm.memberDirectory.set(id, m);
     fsm.appliedIndexValue = decoded.appliedIndex;
     fsm.revisionBaseValue = decoded.revisionBase;
     fsm.rev = decoded.appliedIndex + decoded.revisionBase;
@@ -327,6 +340,10 @@ export class LockStateMachine {
         return this.importNamespace(command);
       case 'DropNamespace':
         return this.dropNamespace(command.namespace);
+      case 'SetMemberAddress':
+        return this.setMemberAddress(command);
+      case 'ForgetMember':
+        return this.forgetMember(command.id);
       default:
         return unreachable(command, 'command kind');
     }
@@ -919,7 +936,30 @@ export class LockStateMachine {
 
   /** Canonical bytes of the whole state: equal states give equal bytes. */
   snapshot(): Uint8Array {
-    return encodeSnapshot(this.appliedIndexValue, this.revisionBaseValue, this.namespaceRecords);
+    return encodeSnapshot(this.appliedIndexValue, this.revisionBaseValue, this.namespaceRecords, this.memberDirectory);
+  }
+
+  // ---------------------------------------------------------------- members
+
+  /** The member directory: where each member added through SetMemberAddress listens. */
+  members(): ReadonlyMap<string, MemberAddress> {
+    return this.memberDirectory;
+  }
+
+  private setMemberAddress(c: SetMemberAddressCommand): MemberChangeOutcome | Failure {
+    const bad = checkMemberId(c.id) ?? checkHostPort(c.address, 'address') ?? checkHostPort(c.peerAddress, 'peer address');
+    if (bad) return bad;
+    const known = this.memberDirectory.get(c.id);
+    if (known !== undefined && known.address === c.address && known.peerAddress === c.peerAddress) return { ok: true, changed: false };
+    if (known === undefined && this.memberDirectory.size >= MEMBERS_MAX) return fail('QUOTA_EXCEEDED', `the member directory holds ${MEMBERS_MAX} members; forget removed ones first`);
+    this.memberDirectory.set(c.id, { address: c.address, peerAddress: c.peerAddress });
+    return { ok: true, changed: true };
+  }
+
+  private forgetMember(id: string): MemberChangeOutcome | Failure {
+    const bad = checkMemberId(id);
+    if (bad) return bad;
+    return { ok: true, changed: this.memberDirectory.delete(id) };
   }
 
   /** FNV-1a 64 of the snapshot, as 16 hex digits: compares replicas cheaply to the eye and in tests. */

@@ -189,6 +189,20 @@ export interface ImportNamespaceOutcome {
   readonly locks: number;
 }
 
+/** Where a member of the cell listens, as replicated by SetMemberAddress. */
+export interface MemberAddress {
+  /** Lock-service (and admin-routing) gRPC address, host:port. */
+  readonly address: string;
+  /** Raft peer transport address, host:port. */
+  readonly peerAddress: string;
+}
+
+export interface MemberChangeOutcome {
+  readonly ok: true;
+  /** False when the directory already said so. */
+  readonly changed: boolean;
+}
+
 export interface DropNamespaceOutcome {
   readonly ok: true;
   readonly sessions: number;

@@ -111,6 +111,17 @@ export function checkNameIn(name: string, namespace: string): Failure | undefine
   return typeof name === 'string' && isLockNameIn(name, namespace) ? undefined : checkName(name, namespace);
 }
 
+/** Member ids as the cell node accepts them: 1–128 of [A-Za-z0-9._-]. */
+export function checkMemberId(id: string): Failure | undefined {
+  return typeof id === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(id) ? undefined : fail('INVALID_ARGUMENT', 'a member id is 1-128 characters of [A-Za-z0-9._-]');
+}
+
+/** host:port with a non-empty host of at most 253 characters and no spaces, and a port in 1–65535. */
+export function checkHostPort(value: string, what: string): Failure | undefined {
+  const m = typeof value === 'string' ? /^([^\s:]{1,253}):(\d{1,5})$/.exec(value) : null;
+  return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535 ? undefined : fail('INVALID_ARGUMENT', `member ${what} must be host:port, got ${JSON.stringify(String(value).slice(0, 300))}`);
+}
+
 /**
  * The checks that need no state, in the order the state machine applies them.
  * Undefined when the command may be proposed. ImportNamespace data is checked
@@ -152,6 +163,10 @@ export function validateCommand(command: Command): Failure | undefined {
     case 'DropNamespace':
     case 'ImportNamespace':
       return checkNamespaceName(command.namespace);
+    case 'SetMemberAddress':
+      return checkMemberId(command.id) ?? checkHostPort(command.address, 'address') ?? checkHostPort(command.peerAddress, 'peer address');
+    case 'ForgetMember':
+      return checkMemberId(command.id);
     default:
       return unreachable(command, 'command kind');
   }
