@@ -7,6 +7,7 @@ import type { sendUnaryData, ServerUnaryCall, ServiceError } from '@grpc/grpc-js
 import { ConfChangeType } from '@fencer/raft';
 import { FencerError, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
+import type { Outcome } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 
 function handle<Req, Res>(node: CellNode, fn: (req: Req) => Promise<Res>) {
@@ -51,6 +52,7 @@ export function statusOf(node: CellNode): adminpb.StatusResponse {
     members.push({
       id,
       address: node.addresses.get(id) ?? '',
+      peerAddress: node.peerAddressOf(id) ?? '',
       voter: st.voters.includes(id),
       matchIndex: id === node.id && node.isLeader ? st.lastIndex : (p?.match ?? 0),
       lag: p ? Math.max(0, st.lastIndex - p.match) : 0,
@@ -94,13 +96,20 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       requireLeader(node);
       if (!/^[A-Za-z0-9._-]+$/.test(req.id)) throw new FencerError('INVALID_ARGUMENT', 'member id must use [A-Za-z0-9._-]');
       if (!/^[^\s:]+:\d+$/.test(req.address)) throw new FencerError('INVALID_ARGUMENT', 'member address must be host:port');
-      node.addMemberAddress(NodeId(req.id), req.address);
+      const peerAddress = req.peerAddress !== '' ? req.peerAddress : node.defaultPeerAddress(req.address);
+      if (!/^[^\s:]+:\d+$/.test(peerAddress)) throw new FencerError('INVALID_ARGUMENT', 'member peer_address must be host:port');
+      // Replicated first, so that every replica, and whoever leads later, can reach the new member.
+      const recorded = await node.propose({ kind: 'SetMemberAddress', id: req.id, address: req.address, peerAddress });
+      const outcome = recorded.outcome as Outcome;
+      if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
       const index = await node.proposeConfChange({ type: req.learner ? ConfChangeType.AddLearner : ConfChangeType.AddVoter, node: NodeId(req.id) });
       return { index };
     }),
     removeMember: handle(node, async (req: adminpb.RemoveMemberRequest) => {
       requireLeader(node);
       const index = await node.proposeConfChange({ type: ConfChangeType.RemoveNode, node: NodeId(req.id) });
+      // Its addresses go once it is out; if this fails the entry stays, which is harmless.
+      await node.propose({ kind: 'ForgetMember', id: req.id }).catch((err: unknown) => node.env.logger.warn({ member: req.id, err: (err as Error).message }, 'could not forget a removed member\'s addresses'));
       return { index };
     }),
     promoteLearner: handle(node, async (req: adminpb.PromoteLearnerRequest) => {

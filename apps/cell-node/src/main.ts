@@ -105,15 +105,16 @@ const transportOptions: PeerTransportOptions = {
   onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
 };
 transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
-// A member's peer address: --peer-dial's, else (TCP) its gRPC address with the port moved by --peer-port-offset, else (gRPC) its gRPC address.
-const setPeer = (id: NodeId, address: string): void => {
+// A member's peer address: --peer-dial's, else (TCP) the one the replicated member directory gives, else its gRPC
+// address with the port moved by --peer-port-offset; (gRPC transport) its gRPC address.
+const setPeer = (id: NodeId, address: string, peerAddress: string | undefined): void => {
   try {
-    transport?.setPeer(id, config.peerDial.get(id) ?? (config.peerTransport === 'tcp' ? shiftPort(address, config.peerPortOffset) : address));
+    transport?.setPeer(id, config.peerDial.get(id) ?? (config.peerTransport === 'tcp' ? (peerAddress ?? shiftPort(address, config.peerPortOffset)) : address));
   } catch (err) {
     logger.error({ peer: id, address, err: (err as Error).message }, 'no peer address for this member: it gets no Raft messages from here');
   }
 };
-for (const [id, address] of node.addresses) setPeer(id, address);
+for (const [id, address] of node.addresses) setPeer(id, address, node.peerAddresses.get(id));
 node.onAddress = setPeer;
 
 const grpcOptions = {

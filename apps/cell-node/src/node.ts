@@ -7,7 +7,7 @@ import {
   type Clock,
   FencerError,
   type LogIndex,
-  type NodeId,
+  NodeId,
   type Random,
   type RequestId,
   type SessionId,
@@ -34,6 +34,7 @@ import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
 import type { CellNodeConfig } from './config.js';
 import type { Logger } from './logger.js';
 import type { NodeMetrics } from './metrics.js';
+import { shiftPort } from './address.js';
 
 export interface NodeEnv {
   readonly clock: Clock;
@@ -82,11 +83,13 @@ export class CellNode {
    * every follower per CheckToken.
    */
   readonly readRounds: HeartbeatConfirmer;
-  /** Node id → gRPC address of every member this node knows. */
+  /** Node id → gRPC address of every member this node knows: --peers, then the replicated member directory. */
   readonly addresses: Map<NodeId, string>;
+  /** Node id → Raft peer address, for members the replicated directory names (others: derived from --peers). */
+  readonly peerAddresses = new Map<NodeId, string>();
   private readonly log: Logger;
-  /** Told when a member's address becomes known (the peer transport dials it). */
-  onAddress: ((id: NodeId, address: string) => void) | undefined;
+  /** Told when a member's addresses become known or change (the peer transport dials it). */
+  onAddress: ((id: NodeId, address: string, peerAddress: string | undefined) => void) | undefined;
   private wasLeader = false;
   private ticksSinceStats = 0;
   private lastLeader: NodeId | null = null;
@@ -208,6 +211,8 @@ export class CellNode {
     this.hub.publish(revision, events);
     this.duties.applied(this.env.clock.monoMs(), command, outcome, events);
     if (command.kind === 'ExpireSession' && outcome.ok) this.env.metrics.expiries.inc();
+    if (command.kind === 'SetMemberAddress' && outcome.ok) this.learnMember(NodeId(command.id), command.address, command.peerAddress);
+    if (command.kind === 'ForgetMember' && outcome.ok) this.peerAddresses.delete(NodeId(command.id));
     for (const event of events) {
       const requestId = event.requestId;
       if (!requestId) continue;
@@ -220,6 +225,7 @@ export class CellNode {
   /** The state machine was replaced by a snapshot (restart or InstallSnapshot). */
   afterRestore(): void {
     this.hub.reset(this.fsm.revision);
+    for (const [id, m] of this.fsm.members()) this.learnMember(NodeId(id), m.address, m.peerAddress);
     // On a restart the replica restores its snapshot while it is being constructed: there is no
     // replica (and no leadership) yet.
     if (this.replica !== undefined && this.isLeader) this.seedDuties();
@@ -294,9 +300,29 @@ export class CellNode {
     return { revisionBase: this.fsm.revisionBase, sessions, locks, waiters };
   }
 
-  addMemberAddress(id: NodeId, address: string): void {
+  /** Where a member listens for the TCP peer transport: the directory's address, else its gRPC port + the offset. */
+  peerAddressOf(id: NodeId): string | undefined {
+    const known = this.peerAddresses.get(id);
+    if (known !== undefined) return known;
+    const address = this.addresses.get(id);
+    return address === undefined ? undefined : this.defaultPeerAddress(address);
+  }
+
+  /** The peer address a member at `address` has unless told otherwise (--peer-port-offset). */
+  defaultPeerAddress(address: string): string {
+    try {
+      return shiftPort(address, this.config.peerPortOffset);
+    } catch (err) {
+      throw new FencerError('INVALID_ARGUMENT', `no default peer address for ${address}: ${(err as Error).message}; give peer_address`);
+    }
+  }
+
+  /** A member's addresses, from the replicated directory: every replica applies the same ones. */
+  private learnMember(id: NodeId, address: string, peerAddress: string): void {
+    if (this.addresses.get(id) === address && this.peerAddresses.get(id) === peerAddress) return;
     this.addresses.set(id, address);
-    this.onAddress?.(id, address);
+    this.peerAddresses.set(id, peerAddress);
+    this.onAddress?.(id, address, peerAddress);
   }
 
   /** Takes a state-machine snapshot now and compacts the log below it. */

@@ -1,8 +1,11 @@
 /**
  * Goal: the admin API changes membership one server at a time: a new node
  * joins as a learner and catches up, is promoted to voter, and is removed;
- * leadership moves on request; a snapshot can be taken on demand.
- * Method: a real three-replica cell plus a fourth process started with --join.
+ * its addresses are replicated, so every replica knows them and a later
+ * leader still replicates to it; leadership moves on request; a snapshot can
+ * be taken on demand.
+ * Method: a real three-replica cell plus a fourth process started with --join,
+ * listening for peers on a port no one could derive from its gRPC port.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
@@ -42,12 +45,13 @@ beforeAll(async () => {
   set('--listen', grpc);
   set('--admin-listen', `${host}:${port + 100}`);
   set('--metrics-listen', `${host}:${port + 200}`);
-  set('--peer-listen', `${host}:${port + 300}`);
+  // Not the default (gRPC port + 300): only the replicated member directory can tell the others.
+  set('--peer-listen', `${host}:${port + 350}`);
   set('--peers', peers);
   const dataDir = path.join(cell.dataDir, id);
   set('--data-dir', dataDir);
   argv.push('--join');
-  plan = { ...base, id, grpc, admin: `${host}:${port + 100}`, peer: `${host}:${port + 300}`, metrics: `http://${host}:${port + 200}/metrics`, argv, dataDir };
+  plan = { ...base, id, grpc, admin: `${host}:${port + 100}`, peer: `${host}:${port + 350}`, metrics: `http://${host}:${port + 200}/metrics`, argv, dataDir };
   joiner = spawnReplica(plan, { logDir: path.join(cell.dataDir, 'logs') });
 });
 
@@ -64,9 +68,11 @@ describe('membership through the admin API', () => {
     const leaderAdmin = cell.replicas.find((r) => r.id === leader.nodeId)!.admin;
 
     const follower = cell.replicas.find((r) => r.id !== leader.nodeId)!;
-    await expect(admin(follower.admin, 'addMember', { id: plan.id, address: plan.grpc, learner: true })).rejects.toMatchObject({ code: 'NOT_LEADER' });
+    const request: adminpb.AddMemberRequest = { id: plan.id, address: plan.grpc, learner: true, peerAddress: plan.peer };
+    await expect(admin(follower.admin, 'addMember', request)).rejects.toMatchObject({ code: 'NOT_LEADER' });
+    await expect(admin(leaderAdmin, 'addMember', { ...request, peerAddress: 'no port' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
 
-    await admin<adminpb.AddMemberRequest, adminpb.AddMemberResponse>(leaderAdmin, 'addMember', { id: plan.id, address: plan.grpc, learner: true });
+    await admin<adminpb.AddMemberRequest, adminpb.AddMemberResponse>(leaderAdmin, 'addMember', request);
     const caught = await eventually(async () => {
       const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
       return s && s.appliedIndex >= leader.commitIndex && s.locks === 20 ? s : undefined;
@@ -85,14 +91,35 @@ describe('membership through the admin API', () => {
     // Still serving with four voters.
     await cell.client.acquire({ sessionId, name: '/ls/members/after-promotion' });
 
-    await admin(leaderAdmin, 'removeMember', { id: plan.id });
+    // Every original replica learned the new member's addresses from the log.
+    for (const r of cell.replicas) {
+      const seen = await eventually(async () => {
+        const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(r.admin, 'status', {});
+        return s.members.find((m) => m.id === plan.id && m.peerAddress === plan.peer) ? s : undefined;
+      }, 10_000, `${r.id} to know ${plan.id}'s addresses`);
+      expect(seen.members.find((m) => m.id === plan.id)).toMatchObject({ address: plan.grpc, peerAddress: plan.peer });
+    }
+
+    // A new leader, which was never told about the member by AddMember, still replicates to it.
+    const next = cell.replicas.find((r) => r.id !== leader.nodeId)!;
+    const moved = await admin<adminpb.TransferLeadershipRequest, adminpb.TransferLeadershipResponse>(leaderAdmin, 'transferLeadership', { to: next.id });
+    expect(moved.leaderId).toBe(next.id);
+    for (let i = 0; i < 5; i++) await cell.client.acquire({ sessionId, name: `/ls/members/under-${next.id}-${i}` });
+    const nextStatus = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(next.admin, 'status', {});
+    await eventually(async () => {
+      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
+      return s && s.appliedIndex >= nextStatus.commitIndex && s.locks === 26 ? s : undefined;
+    }, 15_000, `${plan.id} to catch up from the new leader ${next.id}`);
+
+    const nextAdmin = next.admin;
+    await admin(nextAdmin, 'removeMember', { id: plan.id });
     st = await eventually(async () => {
-      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
+      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(nextAdmin, 'status', {});
       return s.members.some((m) => m.id === plan.id) ? undefined : s;
     }, 10_000, 'removal');
     expect(st.members.map((m) => m.id).sort()).toEqual(cell.replicas.map((r) => r.id).sort());
     await cell.client.acquire({ sessionId, name: '/ls/members/after-removal' });
-  });
+   }, 90_000);
 
   it('transfers leadership on request and takes a snapshot on demand', async () => {
     const leader = await cell.leader();

@@ -41,6 +41,8 @@ export interface MemberStatus {
   lag: number;
   /** probe | replicate | snapshot | self */
   state: string;
+  /** Raft peer transport address (TCP frames) */
+  peerAddress: string;
 }
 
 export interface StatusRequest {
@@ -75,10 +77,18 @@ export interface TransferLeadershipResponse {
   leaderId: string;
 }
 
+/**
+ * The member's addresses are replicated (the lock state machine's member
+ * directory) before the membership change, so every replica and every later
+ * leader can reach it.
+ */
 export interface AddMemberRequest {
   id: string;
+  /** its lock-service gRPC address, host:port */
   address: string;
   learner: boolean;
+  /** its Raft peer address; default: address's port + the cell's peer port offset */
+  peerAddress: string;
 }
 
 export interface AddMemberResponse {
@@ -112,7 +122,7 @@ export interface TakeSnapshotResponse {
 }
 
 function createBaseMemberStatus(): MemberStatus {
-  return { id: "", address: "", voter: false, matchIndex: 0, lag: 0, state: "" };
+  return { id: "", address: "", voter: false, matchIndex: 0, lag: 0, state: "", peerAddress: "" };
 }
 
 export const MemberStatus: MessageFns<MemberStatus> = {
@@ -134,6 +144,9 @@ export const MemberStatus: MessageFns<MemberStatus> = {
     }
     if (message.state !== "") {
       writer.uint32(50).string(message.state);
+    }
+    if (message.peerAddress !== "") {
+      writer.uint32(58).string(message.peerAddress);
     }
     return writer;
   },
@@ -199,6 +212,14 @@ export const MemberStatus: MessageFns<MemberStatus> = {
             message.state = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.peerAddress = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -223,6 +244,11 @@ export const MemberStatus: MessageFns<MemberStatus> = {
         : 0,
       lag: isSet(object.lag) ? globalThis.Number(object.lag) : 0,
       state: isSet(object.state) ? globalThis.String(object.state) : "",
+      peerAddress: isSet(object.peerAddress)
+        ? globalThis.String(object.peerAddress)
+        : isSet(object.peer_address)
+        ? globalThis.String(object.peer_address)
+        : "",
     };
   },
 
@@ -246,6 +272,9 @@ export const MemberStatus: MessageFns<MemberStatus> = {
     if (message.state !== "") {
       obj.state = message.state;
     }
+    if (message.peerAddress !== "") {
+      obj.peerAddress = message.peerAddress;
+    }
     return obj;
   },
 
@@ -260,6 +289,7 @@ export const MemberStatus: MessageFns<MemberStatus> = {
     message.matchIndex = object.matchIndex ?? 0;
     message.lag = object.lag ?? 0;
     message.state = object.state ?? "";
+    message.peerAddress = object.peerAddress ?? "";
     return message;
   },
 };
@@ -804,7 +834,7 @@ export const TransferLeadershipResponse: MessageFns<TransferLeadershipResponse> 
 };
 
 function createBaseAddMemberRequest(): AddMemberRequest {
-  return { id: "", address: "", learner: false };
+  return { id: "", address: "", learner: false, peerAddress: "" };
 }
 
 export const AddMemberRequest: MessageFns<AddMemberRequest> = {
@@ -817,6 +847,9 @@ export const AddMemberRequest: MessageFns<AddMemberRequest> = {
     }
     if (message.learner !== false) {
       writer.uint32(24).bool(message.learner);
+    }
+    if (message.peerAddress !== "") {
+      writer.uint32(34).string(message.peerAddress);
     }
     return writer;
   },
@@ -858,6 +891,14 @@ export const AddMemberRequest: MessageFns<AddMemberRequest> = {
             message.learner = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.peerAddress = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -875,6 +916,11 @@ export const AddMemberRequest: MessageFns<AddMemberRequest> = {
       id: isSet(object.id) ? globalThis.String(object.id) : "",
       address: isSet(object.address) ? globalThis.String(object.address) : "",
       learner: isSet(object.learner) ? globalThis.Boolean(object.learner) : false,
+      peerAddress: isSet(object.peerAddress)
+        ? globalThis.String(object.peerAddress)
+        : isSet(object.peer_address)
+        ? globalThis.String(object.peer_address)
+        : "",
     };
   },
 
@@ -889,6 +935,9 @@ export const AddMemberRequest: MessageFns<AddMemberRequest> = {
     if (message.learner !== false) {
       obj.learner = message.learner;
     }
+    if (message.peerAddress !== "") {
+      obj.peerAddress = message.peerAddress;
+    }
     return obj;
   },
 
@@ -900,6 +949,7 @@ export const AddMemberRequest: MessageFns<AddMemberRequest> = {
     message.id = object.id ?? "";
     message.address = object.address ?? "";
     message.learner = object.learner ?? false;
+    message.peerAddress = object.peerAddress ?? "";
     return message;
   },
 };
