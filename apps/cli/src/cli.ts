@@ -12,6 +12,7 @@ import { EXIT, EXIT_CODES_HELP, exitCodeFor } from './exit-codes.js';
 import { formatEvent, formatLock, formatLockRow, lockJson } from './format.js';
 import type { CliIo } from './io.js';
 import { runLock } from './commands/lock.js';
+import { addMember, promoteLearner, removeMember, takeSnapshot, transferLeader } from './commands/cell-admin.js';
 
 const duration = (flag: string) => (value: string): number => {
   try {
@@ -178,6 +179,51 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .action(async (o: { admin?: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       exitCode = await cellStatus(resolveAdminEndpoints(o.admin, g, io.env, io.cwd), g, io);
+    });
+  const adminOption = (): Option => new Option('--admin <list>', 'admin endpoints, host:port[,…] (default: $FENCER_ADMIN_ENDPOINTS, then the fleet description)');
+  const adminCtx = (o: { admin?: string }, cmd: Command) => {
+    const g = cmd.optsWithGlobals<GlobalOptions>();
+    return { replicas: resolveAdminEndpoints(o.admin, g, io.env, io.cwd), timeoutMs: g.timeout, json: g.json === true, io };
+  };
+  cell
+    .command('add-member')
+    .description('add a replica to the cell, one at a time: its addresses are replicated first, then the membership change (a learner catches up without voting; promote it after)')
+    .argument('<id>', 'the new member\'s node id (its --id)')
+    .argument('<address>', 'its lock-service gRPC address, host:port (its --listen)')
+    .option('--learner', 'join as a non-voting learner (recommended: promote once it has caught up)')
+    .option('--peer-address <host:port>', 'its Raft peer address (its --peer-listen; default: the gRPC port + the cell\'s peer port offset)')
+    .addOption(adminOption())
+    .action(async (id: string, address: string, o: { learner?: boolean; peerAddress?: string; admin?: string }, cmd: Command) => {
+      exitCode = await addMember(adminCtx(o, cmd), id, address, o);
+    });
+  for (const [name, description, run] of [
+    ['remove-member', 'remove a replica from the cell', removeMember],
+    ['promote', 'make a learner a voter', promoteLearner],
+  ] as const) {
+    cell
+      .command(name)
+      .description(description)
+      .argument('<id>', 'the member\'s node id')
+      .addOption(adminOption())
+      .action(async (id: string, o: { admin?: string }, cmd: Command) => {
+        exitCode = await run(adminCtx(o, cmd), id);
+      });
+  }
+  cell
+    .command('transfer-leader')
+    .description('hand leadership to a voter (default: the most up-to-date one), as before maintenance of the leader')
+    .argument('[id]', 'the voter to lead next')
+    .addOption(adminOption())
+    .action(async (id: string | undefined, o: { admin?: string }, cmd: Command) => {
+      exitCode = await transferLeader(adminCtx(o, cmd), id);
+    });
+  cell
+    .command('snapshot')
+    .description('take a snapshot now and compact the log below it')
+    .option('--replica <id>', 'on this replica (default: the leader)')
+    .addOption(adminOption())
+    .action(async (o: { replica?: string; admin?: string }, cmd: Command) => {
+      exitCode = await takeSnapshot(adminCtx(o, cmd), o.replica);
     });
 
   try {

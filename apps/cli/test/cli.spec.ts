@@ -32,8 +32,8 @@ beforeAll(async () => {
       lastIndex: 121,
       snapshotIndex: 0,
       members: [
-        { id: 'cell-1-r1', address: '', voter: true, matchIndex: 121, lag: 0, state: 'self' },
-        { id: 'cell-1-r2', address: '', voter: true, matchIndex: 118, lag: 3, state: 'replicate' },
+        { id: 'cell-1-r1', address: '', peerAddress: '', voter: true, matchIndex: 121, lag: 0, state: 'self' },
+        { id: 'cell-1-r2', address: '', peerAddress: '', voter: true, matchIndex: 118, lag: 3, state: 'replicate' },
       ],
       revisionBase: 0,
       sessions: 1,
