@@ -1114,9 +1114,19 @@ export class Simulation {
     if (canAdd) {
       const fresh = this.addNode(toNodeId(`n${this.nodes.size + 1}`));
       this.start(fresh);
+      // As the cell node's AddMember does: the member's addresses first, then the change.
+      this.proposeDirectory(leader, { kind: 'SetMemberAddress', id: fresh.id, address: `sim-${fresh.id}:7001`, peerAddress: `sim-${fresh.id}:7301` });
       const type = r.chance(0.7) ? ConfChangeType.AddLearner : ConfChangeType.AddVoter;
       return this.proposeChange(leader, { type, node: fresh.id });
     }
+  }
+
+  /** A member-directory command (lock machine only); its outcome does not matter to the run, the checkers see it applied. */
+  private proposeDirectory(leader: SimNode, command: Command): void {
+    const replica = leader.replica;
+    if (!replica || this.options.machine !== 'lock') return;
+    this.note(`${leader.id} proposes ${command.kind}`);
+    this.guard(leader, () => replica.propose(encodeCommand(command), () => {}));
   }
 
   private proposeChange(leader: SimNode, change: ConfChange): void {
@@ -1128,6 +1138,7 @@ export class Simulation {
     this.guard(leader, () => replica.proposeConfChange(change, (outcome) => {
       this.membershipBusy = false;
       if (outcome.ok && change.type === ConfChangeType.RemoveNode) {
+        if (!replica.stopped && replica.isLeader) this.proposeDirectory(leader, { kind: 'ForgetMember', id: change.node });
         const gone = this.nodes.get(change.node);
         // Let it hear the commit first; then its disk goes away with it.
         if (gone) this.scheduler.after(500 * MS, Tag.nemesis, () => this.decommissionIfOut(gone));
