@@ -122,6 +122,9 @@ const grpcOptions = {
   'grpc.max_send_message_length': 64 * 1024 * 1024,
   'grpc.keepalive_permit_without_calls': 1,
   'grpc.http2.min_ping_interval_without_data_ms': 5_000,
+  // Channelz (grpc-js's introspection service, which nothing here serves) costs bookkeeping on every
+  // call: off. Same-run A/B: 1 client p50 1.75 → 1.71 ms, 64 clients 1,572 → 1,600 cycles/s.
+  'grpc.enable_channelz': 0,
 };
 const service = new LockServiceImpl(node);
 const server = new Server(grpcOptions);
