@@ -23,7 +23,6 @@ import { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { PeerTransport, type PeerTransportOptions, type RaftPeerTransport, raftTransportHandlers } from './peer-transport.js';
 import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
-import { shiftPort } from './address.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -105,16 +104,16 @@ const transportOptions: PeerTransportOptions = {
   onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
 };
 transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
-// A member's peer address: --peer-dial's, else (TCP) the one the replicated member directory gives, else its gRPC
-// address with the port moved by --peer-port-offset; (gRPC transport) its gRPC address.
-const setPeer = (id: NodeId, address: string, peerAddress: string | undefined): void => {
+// A member's peer address: --peer-dial's, else (TCP) the member directory's or its gRPC port + --peer-port-offset
+// (node.peerAddressOf), else (gRPC transport) its gRPC address.
+const setPeer = (id: NodeId, address: string): void => {
   try {
-    transport?.setPeer(id, config.peerDial.get(id) ?? (config.peerTransport === 'tcp' ? (peerAddress ?? shiftPort(address, config.peerPortOffset)) : address));
+    transport?.setPeer(id, config.peerDial.get(id) ?? (config.peerTransport === 'tcp' ? (node.peerAddressOf(id) ?? address) : address));
   } catch (err) {
     logger.error({ peer: id, address, err: (err as Error).message }, 'no peer address for this member: it gets no Raft messages from here');
   }
 };
-for (const [id, address] of node.addresses) setPeer(id, address, node.peerAddresses.get(id));
+for (const [id, address] of node.addresses) setPeer(id, address);
 node.onAddress = setPeer;
 
 const grpcOptions = {

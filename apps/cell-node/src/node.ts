@@ -89,7 +89,7 @@ export class CellNode {
   readonly peerAddresses = new Map<NodeId, string>();
   private readonly log: Logger;
   /** Told when a member's addresses become known or change (the peer transport dials it). */
-  onAddress: ((id: NodeId, address: string, peerAddress: string | undefined) => void) | undefined;
+  onAddress: ((id: NodeId, address: string) => void) | undefined;
   private wasLeader = false;
   private ticksSinceStats = 0;
   private lastLeader: NodeId | null = null;
@@ -322,7 +322,7 @@ export class CellNode {
     if (this.addresses.get(id) === address && this.peerAddresses.get(id) === peerAddress) return;
     this.addresses.set(id, address);
     this.peerAddresses.set(id, peerAddress);
-    this.onAddress?.(id, address, peerAddress);
+    this.onAddress?.(id, address);
   }
 
   /** Takes a state-machine snapshot now and compacts the log below it. */
