@@ -7,7 +7,7 @@ import type { sendUnaryData, ServerUnaryCall, ServiceError } from '@grpc/grpc-js
 import { ConfChangeType } from '@fencer/raft';
 import { FencerError, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
-import type { Outcome } from '@fencer/lock-fsm';
+import { type Outcome, type SetMemberAddressCommand, validateCommand } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 
 function handle<Req, Res>(node: CellNode, fn: (req: Req) => Promise<Res>) {
@@ -94,12 +94,14 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
     }),
     addMember: handle(node, async (req: adminpb.AddMemberRequest) => {
       requireLeader(node);
-      if (!/^[A-Za-z0-9._-]+$/.test(req.id)) throw new FencerError('INVALID_ARGUMENT', 'member id must use [A-Za-z0-9._-]');
-      if (!/^[^\s:]+:\d+$/.test(req.address)) throw new FencerError('INVALID_ARGUMENT', 'member address must be host:port');
-      const peerAddress = req.peerAddress !== '' ? req.peerAddress : node.defaultPeerAddress(req.address);
-      if (!/^[^\s:]+:\d+$/.test(peerAddress)) throw new FencerError('INVALID_ARGUMENT', 'member peer_address must be host:port');
+      // The state machine's own checks, before anything is proposed (an absent peer address is checked as the
+      // address it is derived from).
+      const given: SetMemberAddressCommand = { kind: 'SetMemberAddress', id: req.id, address: req.address, peerAddress: req.peerAddress || req.address };
+      const bad = validateCommand(given);
+      if (bad) throw new FencerError(bad.code, bad.message);
+      const command = req.peerAddress !== '' ? given : { ...given, peerAddress: node.defaultPeerAddress(req.address) };
       // Replicated first, so that every replica, and whoever leads later, can reach the new member.
-      const recorded = await node.propose({ kind: 'SetMemberAddress', id: req.id, address: req.address, peerAddress });
+      const recorded = await node.propose(command);
       const outcome = recorded.outcome as Outcome;
       if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
       const index = await node.proposeConfChange({ type: req.learner ? ConfChangeType.AddLearner : ConfChangeType.AddVoter, node: NodeId(req.id) });

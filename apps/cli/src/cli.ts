@@ -4,7 +4,6 @@
  * code in-process.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { credentials, Metadata } from '@grpc/grpc-js';
 import { FencerClient, parseDuration, type FencerClientOptions, type LockInfo } from '@fencer/client';
 import { adminpb } from '@fencer/protocol';
 import { ConfigError, resolveAdminEndpoints, resolveEndpoints, type EndpointSources } from './config.js';
@@ -12,7 +11,7 @@ import { EXIT, EXIT_CODES_HELP, exitCodeFor } from './exit-codes.js';
 import { formatEvent, formatLock, formatLockRow, lockJson } from './format.js';
 import type { CliIo } from './io.js';
 import { runLock } from './commands/lock.js';
-import { addMember, promoteLearner, removeMember, takeSnapshot, transferLeader } from './commands/cell-admin.js';
+import { addMember, adminCall, leaderAmong, promoteLearner, removeMember, statusTimeoutMs, takeSnapshot, transferLeader } from './commands/cell-admin.js';
 
 const duration = (flag: string) => (value: string): number => {
   try {
@@ -256,25 +255,16 @@ interface ReplicaRow {
   lag?: number;
 }
 
-function statusOf(address: string, timeoutMs: number): Promise<adminpb.StatusResponse | undefined> {
-  const client = new adminpb.CellAdminClient(address, credentials.createInsecure());
-  return new Promise((resolve) => {
-    client.status({}, new Metadata(), { deadline: Date.now() + timeoutMs }, (err: unknown, res: adminpb.StatusResponse) => {
-      client.close();
-      resolve(err ? undefined : res);
-    });
-  });
-}
-
 async function cellStatus(replicas: readonly { id: string; admin: string; cellId: string }[], g: GlobalOptions, io: CliIo): Promise<number> {
-  const answers = await Promise.all(replicas.map((r) => statusOf(r.admin, Math.min(g.timeout, 3_000))));
+  const answers = await Promise.all(
+    replicas.map((r) => adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(g.timeout, statusTimeoutMs)).catch(() => undefined)),
+  );
   const rows: ReplicaRow[] = replicas.map((r, i) => {
     const s = answers[i];
     return { id: s?.nodeId || r.id, cellId: s?.cellId || r.cellId, admin: r.admin, reachable: s !== undefined, ...(s ? { status: s } : {}) };
   });
   // Lag as the leader sees it: its last index minus each member's match index.
-  const leaders = rows.filter((r) => r.status?.role === 'leader');
-  const leader = leaders.sort((a, b) => (b.status?.term ?? 0) - (a.status?.term ?? 0))[0];
+  const leader = leaderAmong(rows);
   for (const r of rows) {
     const m = leader?.status?.members.find((x) => x.id === r.id);
     if (m) r.lag = m.state === 'self' ? 0 : m.lag;

@@ -2,7 +2,7 @@
  * @fencer/lock-fsm: the lock state machine every replica of a cell applies.
  * Pure: imports only @fencer/base; no clock, timer, randomness or I/O.
  */
-export { LockStateMachine, MEMBERS_MAX, validateNamespaceExport, type ApplyResult, type LockStateMachineOptions, type Outcome, type OutcomeOf } from './state-machine.js';
+export { LockStateMachine, validateNamespaceExport, type ApplyResult, type LockStateMachineOptions, type Outcome, type OutcomeOf } from './state-machine.js';
 export {
   COMMAND_FORMAT_VERSION,
   COMMAND_KIND_CODES,
@@ -43,6 +43,7 @@ export {
   WAIT_MS_MAX,
   LIST_LOCKS_LIMIT_DEFAULT,
   LIST_LOCKS_LIMIT_MAX,
+  MEMBERS_MAX,
   type FsmLimits,
 } from './limits.js';
 export { SNAPSHOT_FORMAT_VERSION, EXPORT_FORMAT_VERSION } from './state-codec.js';

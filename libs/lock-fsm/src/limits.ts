@@ -26,6 +26,8 @@ export const LOCK_DELAY_MS_MAX = 60_000;
 export const TTL_MS_MIN = 1;
 export const TTL_MS_MAX = 86_400_000;
 /** Contract: ListLocks limit 0 means the server default (1000). */
+/** Most members the member directory records: five replicas, plus learners and replacements in flight. */
+export const MEMBERS_MAX = 64;
 export const LIST_LOCKS_LIMIT_DEFAULT = 1000;
 export const LIST_LOCKS_LIMIT_MAX = 1000;
 /** waitMs is recorded for the leader's deadline tracker only; bound it so it stays a safe integer in every encoding. */

@@ -32,7 +32,7 @@
 import { isValidNamespace, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import { decodeMode, encodeMode } from './commands.js';
-import type { FsmLimits } from './limits.js';
+import { MEMBERS_MAX, type FsmLimits } from './limits.js';
 import {
   canHold,
   compareStrings,
@@ -51,7 +51,6 @@ import { checkClientId, checkHostPort, checkLockDelayMs, checkMemberId, checkNam
 export const SNAPSHOT_FORMAT_VERSION = 2;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
 const SNAPSHOT_VERSIONS_READ = [1, 2];
-const MEMBERS_IN_SNAPSHOT_MAX = 1024;
 export const EXPORT_FORMAT_VERSION = 1;
 
 const NAMESPACE_STATE_CODES: Record<NamespaceState, number> = { active: 1, frozen: 2, moved: 3 };
@@ -295,7 +294,7 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
   if (sessionCount > limits.sessionsMax) invalid(`snapshot holds ${sessionCount} sessions, more than sessionsMax`);
   const members = new Map<string, MemberAddress>();
   if (version >= 2) {
-    const memberCount = r.count(MEMBERS_IN_SNAPSHOT_MAX, 'member count');
+    const memberCount = r.count(MEMBERS_MAX, 'member count');
     let previousId = '';
     for (let i = 0; i < memberCount; i++) {
       const id = r.string();

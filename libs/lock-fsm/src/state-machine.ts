@@ -36,7 +36,7 @@ import {
   type ReleaseCommand,
   type SetMemberAddressCommand,
 } from './commands.js';
-import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, type FsmLimits } from './limits.js';
+import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, MEMBERS_MAX, type FsmLimits } from './limits.js';
 import { parseLockName, parseLockPrefix } from './names.js';
 import {
   addSessionLock,
@@ -221,9 +221,6 @@ function without<T>(items: readonly T[], index: number): readonly T[] {
   for (let i = index + 1; i < items.length; i++) out.push(items[i] as T);
   return out;
 }
-
-/** Most members the directory records: a cell has five replicas, plus learners and replacements in flight. */
-export const MEMBERS_MAX = 64;
 
 export class LockStateMachine {
   readonly limits: FsmLimits;

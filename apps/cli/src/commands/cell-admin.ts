@@ -26,9 +26,11 @@ interface Ctx {
 }
 
 const retryPauseMs = 200;
-const statusTimeoutMs = 3_000;
+/** How long one Status call may take when looking over the replicas. */
+export const statusTimeoutMs = 3_000;
 
-function call<Res>(address: string, method: string, request: unknown, deadlineMs: number): Promise<Res> {
+/** One admin call to one replica; a refusal arrives as a FencerError. */
+export function adminCall<Res>(address: string, method: string, request: unknown, deadlineMs: number): Promise<Res> {
   const client = new adminpb.CellAdminClient(address, credentials.createInsecure()) as unknown as Record<string, Function> & { close(): void };
   return new Promise((resolve, reject) =>
     client[method]!.call(client, request, new Metadata(), { deadline: Date.now() + deadlineMs }, (err: ServiceError | null, res: Res) => {
@@ -42,14 +44,18 @@ function call<Res>(address: string, method: string, request: unknown, deadlineMs
 /** Every reachable replica's status, with the admin address it came from. */
 async function statuses(ctx: Ctx): Promise<{ replica: AdminReplica; status: adminpb.StatusResponse }[]> {
   const answers = await Promise.all(
-    ctx.replicas.map((r) => call<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(ctx.timeoutMs, statusTimeoutMs)).then((s) => ({ replica: r, status: s }), () => undefined)),
+    ctx.replicas.map((r) => adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(ctx.timeoutMs, statusTimeoutMs)).then((s) => ({ replica: r, status: s }), () => undefined)),
   );
   return answers.filter((a) => a !== undefined);
 }
 
+/** The answer, among replicas' statuses, of the one that says it leads in the highest term. */
+export function leaderAmong<T extends { status?: adminpb.StatusResponse }>(answers: readonly T[]): T | undefined {
+  return answers.filter((a) => a.status?.role === 'leader').sort((a, b) => b.status!.term - a.status!.term)[0];
+}
+
 async function findLeader(ctx: Ctx): Promise<{ replica: AdminReplica; status: adminpb.StatusResponse } | undefined> {
-  const leaders = (await statuses(ctx)).filter((a) => a.status.role === 'leader');
-  return leaders.sort((a, b) => b.status.term - a.status.term)[0];
+  return leaderAmong(await statuses(ctx));
 }
 
 /** Sends `method` to the leader, looking for it again while leadership moves, until the timeout. */
@@ -59,7 +65,7 @@ async function onLeader<Res>(ctx: Ctx, method: string, request: unknown): Promis
     const leader = await findLeader(ctx);
     try {
       if (leader === undefined) throw new FencerError('NO_LEADER', `no replica among ${ctx.replicas.map((r) => r.admin).join(', ')} says it leads`);
-      const response = await call<Res>(leader.replica.admin, method, request, Math.max(1_000, until - Date.now()));
+      const response = await adminCall<Res>(leader.replica.admin, method, request, Math.max(1_000, until - Date.now()));
       return { leader: leader.status.nodeId, response };
     } catch (e) {
       const code = e instanceof FencerError ? e.code : '';
@@ -113,6 +119,6 @@ export async function takeSnapshot(ctx: Ctx, replicaId: string | undefined): Pro
     if (target === undefined) throw new FencerError('INVALID_ARGUMENT', `no replica ${replicaId} among the admin endpoints (${ctx.replicas.map((r) => r.id).join(', ')})`);
   }
   if (target === undefined) throw new FencerError('NO_LEADER', 'no leader reachable; name a replica with --replica');
-  const r = await call<adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {}, ctx.timeoutMs);
+  const r = await adminCall<adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {}, ctx.timeoutMs);
   return report(ctx, { replica: name ?? target.id, index: r.index, bytes: r.bytes }, `snapshot of ${name ?? target.id} at index ${r.index} (${r.bytes} bytes)`);
 }

@@ -80,7 +80,7 @@ describe('fencer cell admin operations', () => {
   it('refuses bad input with the reason and exit 1', async () => {
     const r = await fencer(['cell', 'add-member', 'has space', '127.0.0.1:9']);
     expect(r.code).toBe(EXIT.ERROR);
-    expect(r.err).toMatch(/member id must use \[A-Za-z0-9._-\] \(INVALID_ARGUMENT\)/);
+    expect(r.err).toMatch(/a member id is 1-128 characters of \[A-Za-z0-9._-\] \(INVALID_ARGUMENT\)/);
     const promote = await fencer(['cell', 'promote', 'nobody']);
     expect(promote.code).toBe(EXIT.ERROR);
     expect(promote.err).toMatch(/nobody is not a learner of this cell/);
