@@ -5,6 +5,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { NodeId } from '@fencer/base';
 import { shiftPort } from './address.js';
+import { WAL_SYNC_ON_LOOP_MODES, type WalSyncOnLoop } from './wal-sync-policy.js';
 
 export interface CellNodeConfig {
   readonly id: NodeId;
@@ -31,6 +32,12 @@ export interface CellNodeConfig {
   readonly peerPortOffset: number;
   /** Send each commit advance to followers at once (etcd's way) instead of with the next append or heartbeat. */
   readonly broadcastCommit: boolean;
+  /**
+   * When this node runs a WAL fdatasync on its own thread instead of libuv's
+   * thread pool: 'idle-follower' (default) while it follows and its last
+   * sync ended a while ago, 'never' always the pool (see wal-sync-policy.ts).
+   */
+  readonly walSyncOnLoop: WalSyncOnLoop;
   /** Start without bootstrapping: wait to be added to an existing cell. */
   readonly join: boolean;
   readonly tickMs: number;
@@ -94,6 +101,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--peer-listen <host:port>', 'TCP peer transport address (default: the --listen host, its port + --peer-port-offset)', e('peer-listen'))
     .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
     .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', e('broadcast-commit') === '1')
+    .option('--wal-sync-on-loop <when>', `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`, e('wal-sync-on-loop') ?? 'idle-follower')
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
@@ -125,6 +133,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     peerListen: o.peerListen ?? shiftPortOrFail(o.listen, o.peerPortOffset),
     peerPortOffset: o.peerPortOffset,
     broadcastCommit: Boolean(o.broadcastCommit),
+    walSyncOnLoop: o.walSyncOnLoop,
     join: Boolean(o.join),
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
@@ -153,6 +162,7 @@ export function validateConfig(c: CellNodeConfig): void {
   if (!/^[A-Za-z0-9._-]+$/.test(c.id)) fail(`--id "${c.id}" may use only [A-Za-z0-9._-]`);
   if (!c.join && !c.peers.has(c.id)) fail(`--peers must list this node (${c.id}) unless --join is given`);
   if (c.peerTransport !== 'tcp' && c.peerTransport !== 'grpc') fail(`--peer-transport "${c.peerTransport}" must be tcp or grpc`);
+  if (!(WAL_SYNC_ON_LOOP_MODES as readonly string[]).includes(c.walSyncOnLoop)) fail(`--wal-sync-on-loop "${c.walSyncOnLoop}" must be ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`);
   if (c.tickMs < 1) fail('--tick-ms must be at least 1');
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs)) fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');

@@ -15,6 +15,7 @@ import { CommanderError } from 'commander';
 import { type Clock, type NodeId, SeededRandom } from '@fencer/base';
 import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
+import { walSyncOnLoop } from './wal-sync-policy.js';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { timedDisk } from './timed-disk.js';
 import { parseConfig, type CellNodeConfig } from './config.js';
@@ -73,7 +74,10 @@ const metrics = new NodeMetrics();
 
 logger.info({ config: { ...config, peers: Object.fromEntries(config.peers) } }, 'starting with this configuration');
 
-const disk = timedDisk(new NodeDisk(), (kind, seconds) => metrics.walFsync.observe({ kind }, seconds), () => performance.now());
+// The WAL opens before the node exists; until then (recovery), syncs count as a follower's.
+let isLeader = (): boolean => false;
+const nodeDisk = new NodeDisk({ syncOnLoop: walSyncOnLoop(config.walSyncOnLoop, () => isLeader()) });
+const disk = timedDisk(nodeDisk, (kind, seconds) => metrics.walFsync.observe({ kind }, seconds), () => performance.now());
 const store: WalStore = await new Promise((resolve) =>
   openRaftLogStore(disk, config.dataDir, {}, (err, s) => {
     if (err || !s) die(`cannot open the log in ${config.dataDir}`, err);
@@ -81,7 +85,7 @@ const store: WalStore = await new Promise((resolve) =>
   }),
 );
 
-metrics.watchWal(() => store.stats);
+metrics.watchWal(() => store.stats, () => nodeDisk.stats);
 if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
 let transport: RaftPeerTransport | undefined;
@@ -93,6 +97,7 @@ const node = new CellNode(config, store, {
   send: (messages) => transport?.send(messages),
   onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
 });
+isLeader = () => node.isLeader;
 const transportOptions: PeerTransportOptions = {
   selfId: config.id,
   cellId: config.cellId,

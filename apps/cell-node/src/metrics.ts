@@ -60,7 +60,18 @@ export class NodeMetrics {
    * WAL counters read at scrape time: saves (Raft readies written) and fsyncs,
    * whose ratio is the group-commit batch size.
    */
-  watchWal(stats: () => { saves: number; fsyncs: number; batches: number }): void {
+  watchWal(stats: () => { saves: number; fsyncs: number; batches: number }, syncs: () => { syncsOnLoop: number; syncsInPool: number }): void {
+    new Gauge({
+      name: 'fencer_wal_fdatasyncs',
+      help: 'WAL file fdatasyncs since start, by where they ran: on the event loop, or on the thread pool (--wal-sync-on-loop)',
+      labelNames: ['thread'],
+      registers: [this.registry],
+      collect() {
+        const s = syncs();
+        this.set({ thread: 'loop' }, s.syncsOnLoop);
+        this.set({ thread: 'pool' }, s.syncsInPool);
+      },
+    });
     new Gauge({ name: 'fencer_wal_saves', help: 'WAL save calls since start', registers: [this.registry], collect() { this.set(stats().saves); } });
     new Gauge({ name: 'fencer_wal_fsyncs', help: 'WAL fsyncs since start', registers: [this.registry], collect() { this.set(stats().fsyncs); } });
     new Gauge({

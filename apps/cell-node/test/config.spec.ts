@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig, parsePeers } from '../src/config.js';
+import { WAL_SYNC_ON_LOOP_IDLE_MS, walSyncOnLoop } from '../src/wal-sync-policy.js';
 
 const base = ['--id', 'r1', '--peers', 'r1=127.0.0.1:7001,r2=127.0.0.1:7002,r3=127.0.0.1:7003'];
 
@@ -67,5 +68,28 @@ describe('peer dial overrides', () => {
     [['--listen', '127.0.0.1:65400'], /--listen \/ --peer-port-offset: .* give --peer-listen and --peer-dial/],
   ])('refuses peer transport settings %j', (extra, message) => {
     expect(() => parseConfig([...base, ...extra], {})).toThrow(message);
+  });
+});
+
+describe('where WAL syncs run', () => {
+  it('syncs on the event loop while an idle follower by default, and never when told', () => {
+    expect(parseConfig(base, {}).walSyncOnLoop).toBe('idle-follower');
+    expect(parseConfig([...base, '--wal-sync-on-loop', 'never'], {}).walSyncOnLoop).toBe('never');
+    expect(parseConfig(base, { FENCER_WAL_SYNC_ON_LOOP: 'never' }).walSyncOnLoop).toBe('never');
+  });
+
+  it('rejects an unknown mode, naming the flag and the choices', () => {
+    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(/--wal-sync-on-loop "always" must be idle-follower or never/);
+  });
+
+  it('the idle-follower policy: the loop only for a follower whose last sync ended over 0.5 ms ago', () => {
+    let leader = false;
+    const onLoop = walSyncOnLoop('idle-follower', () => leader)!;
+    expect(WAL_SYNC_ON_LOOP_IDLE_MS).toBe(0.5);
+    expect(onLoop(5)).toBe(true);
+    expect(onLoop(0.2)).toBe(false);
+    leader = true;
+    expect(onLoop(5)).toBe(false);
+    expect(walSyncOnLoop('never', () => false)).toBeUndefined();
   });
 });

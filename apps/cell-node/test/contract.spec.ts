@@ -385,8 +385,28 @@ describe('metrics', () => {
       'fencer_keepalives_total',
       'fencer_peer_send_queue_depth',
       'fencer_rpcs_total{method="acquire",code="OK"}',
+      'fencer_wal_fdatasyncs{thread="pool"}',
     ]) {
       expect(body, metric).toContain(metric);
     }
+  });
+
+  it('followers sync their WAL on the event loop when idle (--wal-sync-on-loop idle-follower)', async () => {
+    const leader = await cell.leader();
+    const followers = cell.replicas.filter((x) => x.id !== leader.nodeId);
+    const onLoop = async (): Promise<number> => {
+      let sum = 0;
+      for (const f of followers) {
+        const m = /^fencer_wal_fdatasyncs\{thread="loop"\} (\d+)/m.exec(await (await fetch(f.metrics)).text());
+        sum += Number(m?.[1] ?? 0);
+      }
+      return sum;
+    };
+    const before = await onLoop();
+    const n = freshNs();
+    const a = await session(n);
+    // One write at a time: each reaches followers that have been idle since the last.
+    for (let i = 0; i < 5; i++) await cell.client.acquire({ sessionId: a, name: `/ls/${n}/sync-${i}` });
+    expect(await onLoop()).toBeGreaterThan(before);
   });
 });

@@ -27,12 +27,40 @@ const zeros = new Uint8Array(allocateChunkBytes);
  */
 const inlineWriteBytesMax = 64 * 1024;
 
+export interface NodeDiskOptions {
+  /**
+   * Asked before each fdatasync that would start while no other sync of the
+   * same file is out, with the milliseconds since that file's last sync
+   * ended: true runs the fdatasync on the calling thread (still completing
+   * `done` later, in a microtask), false sends it to libuv's thread pool.
+   *
+   * The pool's round trip costs two wake-ups (the loop wakes a worker, the
+   * worker wakes the loop), each about 65 µs on the VMs we measured, while a
+   * small fdatasync there takes about 57 µs: a replica that is idle between
+   * small writes answers sooner syncing on its own thread. Under steady load
+   * the pool wins, because the loop keeps reading sockets and can start the
+   * next write while a sync runs. Default: always the pool.
+   */
+  syncOnLoop?: (idleMs: number) => boolean;
+}
+
+/** Syncs run so far, by where they ran (see `NodeDiskOptions.syncOnLoop`). */
+export interface NodeDiskStats {
+  syncsOnLoop: number;
+  syncsInPool: number;
+}
+
 class NodeFile implements DiskFile {
   private closed = false;
+  /** Syncs of this file started and not yet completed. */
+  private syncsOut = 0;
+  private lastSyncEndMs = 0;
 
   constructor(
     readonly path: string,
     private readonly fd: number,
+    private readonly syncOnLoop: ((idleMs: number) => boolean) | undefined,
+    private readonly stats: NodeDiskStats,
   ) {}
 
   write(position: number, data: Uint8Array, done: Done): void {
@@ -80,7 +108,33 @@ class NodeFile implements DiskFile {
 
   sync(done: Done): void {
     assert(!this.closed, `sync after close: ${this.path}`);
-    fs.fdatasync(this.fd, (err) => done(err));
+    this.syncsOut++;
+    if (this.syncsOut === 1 && this.syncOnLoop !== undefined && this.syncOnLoop(performance.now() - this.lastSyncEndMs)) {
+      this.stats.syncsOnLoop++;
+      // In a microtask, not inside the call: the caller finishes what it was doing (queuing
+      // messages that leave before this sync, for one) and done still never runs inside sync().
+      queueMicrotask(() => {
+        let error: Error | null = null;
+        try {
+          fs.fdatasyncSync(this.fd);
+        } catch (err) {
+          error = err as Error;
+        }
+        this.synced();
+        done(error);
+      });
+      return;
+    }
+    this.stats.syncsInPool++;
+    fs.fdatasync(this.fd, (err) => {
+      this.synced();
+      done(err);
+    });
+  }
+
+  private synced(): void {
+    this.syncsOut--;
+    this.lastSyncEndMs = performance.now();
   }
 
   close(done: Done): void {
@@ -91,6 +145,10 @@ class NodeFile implements DiskFile {
 }
 
 export class NodeDisk implements Disk {
+  readonly stats: NodeDiskStats = { syncsOnLoop: 0, syncsInPool: 0 };
+
+  constructor(private readonly options: NodeDiskOptions = {}) {}
+
   mkdirp(dir: string): void {
     fs.mkdirSync(dir, { recursive: true });
   }
@@ -110,7 +168,7 @@ export class NodeDisk implements Disk {
   }
 
   open(path: string, mode: 'create' | 'existing', done: (err: Error | null, file?: DiskFile) => void): void {
-    fs.open(path, mode === 'create' ? 'w' : 'r+', 0o644, (err, fd) => (err !== null ? done(err) : done(null, new NodeFile(path, fd))));
+    fs.open(path, mode === 'create' ? 'w' : 'r+', 0o644, (err, fd) => (err !== null ? done(err) : done(null, new NodeFile(path, fd, this.options.syncOnLoop, this.stats))));
   }
 
   rename(from: string, to: string, done: Done): void {

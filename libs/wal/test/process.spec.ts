@@ -7,6 +7,9 @@
  * 2. Under Debian's `fiu-run`, fdatasync starts failing (EIO) mid-run: the
  *    child exits non-zero, reports nothing synced after the failure, and
  *    everything it reported is on disk.
+ * Both run with fdatasync on libuv's thread pool, and again with it on the
+ * event loop (NodeDiskOptions.syncOnLoop: mixed with the pool under kills,
+ * always on the loop under fiu), the two ways a cell node syncs.
  * Method: spawn `node test/fixtures/appender.mjs` over the built library
  * (built in beforeAll with `tsc -b`, as Node 20 cannot run .ts), read its
  * stdout line by line, kill or fault it, restart it on the same directory.
@@ -104,14 +107,27 @@ async function startAppender(dir: string, mustHave: number, wrap: string[] = [],
   return { child, last: last! };
 }
 
-describe('real process', () => {
-  it('loses nothing it reported synced across 24 SIGKILLs at random moments', async () => {
-    const dir = path.join(tmp, 'sigkill');
+/** The last "syncs <loop> <pool>" line: how many fdatasyncs ran where. */
+function syncCounts(lines: readonly string[]): { loop: number; pool: number } {
+  const last = lines.findLast((l) => l.startsWith('syncs '));
+  const [, loop, pool] = (last ?? 'syncs 0 0').split(' ').map(Number);
+  return { loop: loop!, pool: pool! };
+}
+
+describe.each([
+  { syncs: 'pool', kills: 'pool', fiu: 'pool' },
+  { syncs: 'loop', kills: 'mixed', fiu: 'loop' },
+])('real process, fdatasync on the $syncs', ({ kills, fiu }) => {
+  it(`loses nothing it reported synced across 24 SIGKILLs at random moments (syncs: ${kills})`, async () => {
+    const dir = path.join(tmp, `sigkill-${kills}`);
+    const env = { APPENDER_SYNCS: kills };
     const random = new SeededRandom(Number(process.env.WAL_KILL_SEED ?? 20261130));
     let mustHave = 0;
     let totalSynced = 0;
+    let syncsOnLoop = 0;
+    let syncsInPool = 0;
     for (let cycle = 0; cycle < 24; cycle++) {
-      const { child } = await startAppender(dir, mustHave);
+      const { child } = await startAppender(dir, mustHave, [], env);
       await child.waitFor(/^synced /);
       // A random moment: after 0-120 ms of appending, the kill lands mid-batch, mid-roll or mid-snapshot.
       await new Promise((r) => setTimeout(r, random.int(120)));
@@ -124,11 +140,18 @@ describe('real process', () => {
       for (let k = 1; k < synced.length; k++) expect(synced[k]).toBe(synced[k - 1]! + 1);
       mustHave = Math.max(mustHave, synced.at(-1)!);
       totalSynced += synced.length;
+      const counts = syncCounts(child.lines);
+      syncsOnLoop += counts.loop;
+      syncsInPool += counts.pool;
     }
     const { child } = await startAppender(dir, mustHave);
     child.proc.kill('SIGKILL');
     await child.exited;
     expect(totalSynced).toBeGreaterThan(24);
+    // The fdatasyncs ran where this case says.
+    expect(syncsInPool).toBeGreaterThan(0);
+    if (kills === 'mixed') expect(syncsOnLoop).toBeGreaterThan(0);
+    else expect(syncsOnLoop).toBe(0);
     // Segments rolled and were compacted along the way, and snapshots were taken.
     const names = fs.readdirSync(dir);
     expect(names.some((n) => n.startsWith('snap-'))).toBe(true);
@@ -137,14 +160,18 @@ describe('real process', () => {
     expect(Math.min(...seqs)).toBeGreaterThan(1);
   }, 120_000);
 
-  it.skipIf(fiuRun === undefined)('fiu-run: an fdatasync error makes the child exit non-zero having acknowledged only what was persisted', async () => {
-    const dir = path.join(tmp, 'fiu');
-    const ctl = path.join(tmp, 'fiu-ctl');
-    const env = { UV_USE_IO_URING: '0' }; // else libuv's io_uring path bypasses the preloaded fault points
+  it.skipIf(fiuRun === undefined)(`fiu-run: an fdatasync error makes the child exit non-zero having acknowledged only what was persisted (syncs: ${fiu})`, async () => {
+    const dir = path.join(tmp, `fiu-${fiu}`);
+    const ctl = path.join(tmp, `fiu-ctl-${fiu}`);
+    const env = { UV_USE_IO_URING: '0', APPENDER_SYNCS: fiu }; // else libuv's io_uring path bypasses the preloaded fault points
     const { child } = await startAppender(dir, 0, [fiuRun!, '-x', '-f', ctl], env);
     const pid = Number((await child.waitFor(/^pid /)).slice(4));
     // Let it acknowledge a good number of saves, then make every fdatasync fail with EIO (errno 5).
     await child.waitFor(/^synced 500$/);
+    const counts = syncCounts(child.lines);
+    // On the loop whenever no other sync is out (a second cycle in flight still goes to the pool).
+    expect(fiu === 'loop' ? counts.loop : counts.pool).toBeGreaterThan(0);
+    if (fiu === 'pool') expect(counts.loop).toBe(0);
     execFileSync(fiuCtrl!, ['-c', 'enable name=posix/io/sync/fdatasync,failinfo=5', '-f', ctl, String(pid)]);
     const { code } = await child.exited;
     const story = `stdout tail: ${child.lines.slice(-5).join(' | ')}; stderr: ${child.stderr()}`;

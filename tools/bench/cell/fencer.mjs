@@ -46,8 +46,16 @@ export class FencerSystem {
     return `Raft messages ${grpc ? 'on gRPC streams' : 'in TCP frames'}, commit index sent ${eager ? 'at once in appends of its own' : 'with the next append or heartbeat'}`;
   }
 
+  /** Where the replicas run their WAL fdatasync (--wal-sync-on-loop, or FENCER_WAL_SYNC_ON_LOOP). */
+  get syncSetting() {
+    const args = this.opts.extraArgs ?? [];
+    const at = args.indexOf('--wal-sync-on-loop');
+    const mode = at >= 0 ? args[at + 1] : (this.opts.env?.FENCER_WAL_SYNC_ON_LOOP ?? process.env.FENCER_WAL_SYNC_ON_LOOP ?? 'idle-follower');
+    return mode === 'never' ? 'on the thread pool' : 'on the event loop for a follower idle 0.5 ms, else on the thread pool';
+  }
+
   get settings() {
-    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, pre-vote and check-quorum on, ${this.transportSetting}, fdatasync before any ready with entries, a vote or a term is acknowledged (a commit-only hard state rides with the next one), WAL in ${tmpdir()}; clients talk to the leader (following leader hints), watchers spread over all replicas`;
+    return `${this.replicasN} replicas, tick 100 ms, election 10 ticks (1–2 s randomised), heartbeat 1 tick, pre-vote and check-quorum on, ${this.transportSetting}, fdatasync (${this.syncSetting}) before any ready with entries, a vote or a term is acknowledged (a commit-only hard state rides with the next one), WAL in ${tmpdir()}; clients talk to the leader (following leader hints), watchers spread over all replicas`;
   }
 
   async start() {
