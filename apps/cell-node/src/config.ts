@@ -34,8 +34,8 @@ export interface CellNodeConfig {
   readonly broadcastCommit: boolean;
   /**
    * When this node runs a WAL fdatasync on its own thread instead of libuv's
-   * thread pool: 'idle-follower' (default) while it follows and its last
-   * sync ended a while ago, 'never' always the pool (see wal-sync-policy.ts).
+   * thread pool: 'when-idle' (default) when nothing else waits on its event
+   * loop, 'never' always the pool (see wal-sync-policy.ts).
    */
   readonly walSyncOnLoop: WalSyncOnLoop;
   /** Start without bootstrapping: wait to be added to an existing cell. */
@@ -101,7 +101,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--peer-listen <host:port>', 'TCP peer transport address (default: the --listen host, its port + --peer-port-offset)', e('peer-listen'))
     .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
     .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', e('broadcast-commit') === '1')
-    .option('--wal-sync-on-loop <when>', `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`, e('wal-sync-on-loop') ?? 'idle-follower')
+    .option('--wal-sync-on-loop <when>', `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`, e('wal-sync-on-loop') ?? 'when-idle')
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))

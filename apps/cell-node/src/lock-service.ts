@@ -72,6 +72,9 @@ export class LockServiceImpl {
   private readonly forwardClients = new Map<string, InstanceType<typeof lockservice.LockServiceClient>>();
   private readonly internalClients = new Map<string, InstanceType<typeof internalpb.CellInternalClient>>();
 
+  /** Unary calls received and not yet answered (held-open Acquires included), forwarded ones too. */
+  callsInFlight = 0;
+
   constructor(private readonly node: CellNode) {}
 
   close(): void {
@@ -118,7 +121,17 @@ export class LockServiceImpl {
     local: (req: Req) => Promise<Res>,
     forwardTimeoutMs = FORWARD_TIMEOUT_MS,
   ): void {
+    this.callsInFlight++;
+    let inFlight = true;
+    const finished = (): void => {
+      if (!inFlight) return;
+      inFlight = false;
+      this.callsInFlight--;
+    };
+    // A call the client gives up on may never be answered.
+    call.on('cancelled', finished);
     const answer = (err: ServiceError | Partial<ServiceError> | null, res?: Res): void => {
+      finished();
       this.node.env.metrics.rpcs.inc({ method, code: err ? status[err.code ?? status.UNKNOWN] ?? 'UNKNOWN' : 'OK' });
       if (err) callback(err as ServiceError);
       else callback(null, res);

@@ -15,7 +15,7 @@ import { CommanderError } from 'commander';
 import { type Clock, type NodeId, SeededRandom } from '@fencer/base';
 import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
-import { walSyncOnLoop } from './wal-sync-policy.js';
+import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { timedDisk } from './timed-disk.js';
 import { parseConfig, type CellNodeConfig } from './config.js';
@@ -74,9 +74,9 @@ const metrics = new NodeMetrics();
 
 logger.info({ config: { ...config, peers: Object.fromEntries(config.peers) } }, 'starting with this configuration');
 
-// The WAL opens before the node exists; until then (recovery), syncs count as a follower's.
-let isLeader = (): boolean => false;
-const nodeDisk = new NodeDisk({ syncOnLoop: walSyncOnLoop(config.walSyncOnLoop, () => isLeader()) });
+// The WAL opens before the node exists; until then (recovery) the node counts as an idle follower.
+const syncView: SyncPolicyView = { isLeader: () => false, callsInFlight: () => 0 };
+const nodeDisk = new NodeDisk({ syncOnLoop: walSyncOnLoop(config.walSyncOnLoop, syncView) });
 const disk = timedDisk(nodeDisk, (kind, seconds) => metrics.walFsync.observe({ kind }, seconds), () => performance.now());
 const store: WalStore = await new Promise((resolve) =>
   openRaftLogStore(disk, config.dataDir, {}, (err, s) => {
@@ -97,7 +97,7 @@ const node = new CellNode(config, store, {
   send: (messages) => transport?.send(messages),
   onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
 });
-isLeader = () => node.isLeader;
+syncView.isLeader = () => node.isLeader;
 const transportOptions: PeerTransportOptions = {
   selfId: config.id,
   cellId: config.cellId,
@@ -131,6 +131,7 @@ const grpcOptions = {
   'grpc.enable_channelz': 0,
 };
 const service = new LockServiceImpl(node);
+syncView.callsInFlight = () => service.callsInFlight;
 const server = new Server(grpcOptions);
 server.addService(lockservice.LockServiceService, lockServiceHandlers(service));
 server.addService(internalpb.CellInternalService, internalHandlers(service));

@@ -2,28 +2,41 @@
  * Where a replica runs its WAL fdatasync: on its own event loop, or on
  * libuv's thread pool (`NodeDiskOptions.syncOnLoop` in `@fencer/wal/node`).
  *
- * A follower's sync is on the commit path of every write: the leader counts
- * the follower's answer, sent only once the sync is done. Through the pool
- * that sync costs two extra wake-ups (loop to worker, worker to loop); on
- * the loop it costs only the fdatasync. So an idle follower syncs on its
- * loop, as etcd's raft goroutine does. Two cases stay on the pool:
- * - a busy follower (its last sync ended less than `WAL_SYNC_ON_LOOP_IDLE_MS`
- *   ago): the pool lets it keep reading appends and start the next write
- *   while a sync runs;
- * - the leader: its AppendEntries leave before its own sync, and its loop
- *   must stay free to read the answers and serve clients meanwhile; its own
- *   sync is rarely the last of the majority to finish.
+ * Through the pool a sync costs two extra wake-ups (loop to worker, worker
+ * to loop), each about as long as a small fdatasync on the VMs we measured;
+ * on the loop it costs only the fdatasync, but nothing else runs meanwhile.
+ * So a replica syncs on its loop when nothing else is waiting on that loop:
+ * - a follower whose last sync ended over `WAL_SYNC_ON_LOOP_IDLE_MS` ago.
+ *   Its sync is on the commit path of every write (the leader counts its
+ *   answer, sent once the sync is done), as with etcd's raft goroutine.
+ * - a leader as idle, and serving at most one client call: it syncs after
+ *   polling for I/O (its AppendEntries have left by then), so its own sync
+ *   stops being the last of the majority to finish.
+ * A busy replica stays on the pool, so it keeps reading appends and serving
+ * calls, and starts the next write while a sync runs.
  * Figures: docs/benchmarks.md, "Fourth session".
  */
+import type { SyncPlace } from '@fencer/wal/node';
 
-export const WAL_SYNC_ON_LOOP_MODES = ['idle-follower', 'never'] as const;
+export const WAL_SYNC_ON_LOOP_MODES = ['when-idle', 'never'] as const;
 export type WalSyncOnLoop = (typeof WAL_SYNC_ON_LOOP_MODES)[number];
 
-/** A follower whose last sync ended longer ago than this counts as idle. */
+/** A replica whose last sync ended longer ago than this counts as idle. */
 export const WAL_SYNC_ON_LOOP_IDLE_MS = 0.5;
 
-/** The `syncOnLoop` predicate for a node in `mode`; `isLeader` is read at each sync. */
-export function walSyncOnLoop(mode: WalSyncOnLoop, isLeader: () => boolean): ((idleMs: number) => boolean) | undefined {
+/** What the policy reads of the node, at each sync. */
+export interface SyncPolicyView {
+  isLeader(): boolean;
+  /** Client calls this node is serving (received, not yet answered). */
+  callsInFlight(): number;
+}
+
+/** The `syncOnLoop` choice for a node in `mode`; undefined means always the pool. */
+export function walSyncOnLoop(mode: WalSyncOnLoop, node: SyncPolicyView): ((idleMs: number) => SyncPlace) | undefined {
   if (mode === 'never') return undefined;
-  return (idleMs) => idleMs > WAL_SYNC_ON_LOOP_IDLE_MS && !isLeader();
+  return (idleMs) => {
+    if (idleMs <= WAL_SYNC_ON_LOOP_IDLE_MS) return 'pool';
+    if (!node.isLeader()) return 'loop';
+    return node.callsInFlight() <= 1 ? 'loop-after-io' : 'pool';
+  };
 }

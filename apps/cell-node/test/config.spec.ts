@@ -72,24 +72,29 @@ describe('peer dial overrides', () => {
 });
 
 describe('where WAL syncs run', () => {
-  it('syncs on the event loop while an idle follower by default, and never when told', () => {
-    expect(parseConfig(base, {}).walSyncOnLoop).toBe('idle-follower');
+  it('syncs on the event loop when idle by default, and never when told', () => {
+    expect(parseConfig(base, {}).walSyncOnLoop).toBe('when-idle');
     expect(parseConfig([...base, '--wal-sync-on-loop', 'never'], {}).walSyncOnLoop).toBe('never');
     expect(parseConfig(base, { FENCER_WAL_SYNC_ON_LOOP: 'never' }).walSyncOnLoop).toBe('never');
   });
 
   it('rejects an unknown mode, naming the flag and the choices', () => {
-    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(/--wal-sync-on-loop "always" must be idle-follower or never/);
+    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(/--wal-sync-on-loop "always" must be when-idle or never/);
   });
 
-  it('the idle-follower policy: the loop only for a follower whose last sync ended over 0.5 ms ago', () => {
-    let leader = false;
-    const onLoop = walSyncOnLoop('idle-follower', () => leader)!;
+  it('when-idle: a follower idle 0.5 ms syncs on its loop; a leader too, after polling for I/O, while it serves at most one call', () => {
+    const view = { leader: false, calls: 0 };
+    const place = walSyncOnLoop('when-idle', { isLeader: () => view.leader, callsInFlight: () => view.calls })!;
     expect(WAL_SYNC_ON_LOOP_IDLE_MS).toBe(0.5);
-    expect(onLoop(5)).toBe(true);
-    expect(onLoop(0.2)).toBe(false);
-    leader = true;
-    expect(onLoop(5)).toBe(false);
-    expect(walSyncOnLoop('never', () => false)).toBeUndefined();
+    expect(place(5)).toBe('loop');
+    expect(place(0.2)).toBe('pool');
+    view.calls = 7; // a follower's sync is not held back by calls it forwards
+    expect(place(5)).toBe('loop');
+    view.leader = true;
+    expect(place(5)).toBe('pool');
+    view.calls = 1;
+    expect(place(5)).toBe('loop-after-io');
+    expect(place(0.2)).toBe('pool');
+    expect(walSyncOnLoop('never', { isLeader: () => false, callsInFlight: () => 0 })).toBeUndefined();
   });
 });

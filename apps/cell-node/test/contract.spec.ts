@@ -391,22 +391,23 @@ describe('metrics', () => {
     }
   });
 
-  it('followers sync their WAL on the event loop when idle (--wal-sync-on-loop idle-follower)', async () => {
+  it('an idle cell syncs its WAL on the event loop: followers, and the leader serving one call at a time (--wal-sync-on-loop when-idle)', async () => {
     const leader = await cell.leader();
-    const followers = cell.replicas.filter((x) => x.id !== leader.nodeId);
-    const onLoop = async (): Promise<number> => {
+    const onLoop = async (ids: (id: string) => boolean): Promise<number> => {
       let sum = 0;
-      for (const f of followers) {
-        const m = /^fencer_wal_fdatasyncs\{thread="loop"\} (\d+)/m.exec(await (await fetch(f.metrics)).text());
+      for (const r of cell.replicas.filter((x) => ids(x.id))) {
+        const m = /^fencer_wal_fdatasyncs\{thread="loop"\} (\d+)/m.exec(await (await fetch(r.metrics)).text());
         sum += Number(m?.[1] ?? 0);
       }
       return sum;
     };
-    const before = await onLoop();
+    const isLeader = (id: string): boolean => id === leader.nodeId;
+    const [followersBefore, leaderBefore] = [await onLoop((id) => !isLeader(id)), await onLoop(isLeader)];
     const n = freshNs();
     const a = await session(n);
-    // One write at a time: each reaches followers that have been idle since the last.
+    // One write at a time: each reaches replicas that have been idle since the last.
     for (let i = 0; i < 5; i++) await cell.client.acquire({ sessionId: a, name: `/ls/${n}/sync-${i}` });
-    expect(await onLoop()).toBeGreaterThan(before);
+    expect(await onLoop((id) => !isLeader(id))).toBeGreaterThan(followersBefore);
+    expect(await onLoop(isLeader)).toBeGreaterThan(leaderBefore);
   });
 });

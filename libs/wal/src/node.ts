@@ -27,12 +27,19 @@ const zeros = new Uint8Array(allocateChunkBytes);
  */
 const inlineWriteBytesMax = 64 * 1024;
 
+/**
+ * Where one fdatasync runs: 'pool' on libuv's thread pool; 'loop' on the
+ * calling thread in a microtask (after what the caller queues in the same
+ * run, before any I/O callback); 'loop-after-io' on the calling thread in a
+ * `setImmediate`, once the loop has polled for I/O.
+ */
+export type SyncPlace = 'pool' | 'loop' | 'loop-after-io';
+
 export interface NodeDiskOptions {
   /**
    * Asked before each fdatasync that would start while no other sync of the
    * same file is out, with the milliseconds since that file's last sync
-   * ended: true runs the fdatasync on the calling thread (still completing
-   * `done` later, in a microtask), false sends it to libuv's thread pool.
+   * ended. Not asked (the pool) while another sync of the file is out.
    *
    * The pool's round trip costs two wake-ups (the loop wakes a worker, the
    * worker wakes the loop), each about 65 µs on the VMs we measured, while a
@@ -41,7 +48,7 @@ export interface NodeDiskOptions {
    * the pool wins, because the loop keeps reading sockets and can start the
    * next write while a sync runs. Default: always the pool.
    */
-  syncOnLoop?: (idleMs: number) => boolean;
+  syncOnLoop?: (idleMs: number) => SyncPlace;
 }
 
 /** Syncs run so far, by where they ran (see `NodeDiskOptions.syncOnLoop`). */
@@ -59,7 +66,7 @@ class NodeFile implements DiskFile {
   constructor(
     readonly path: string,
     private readonly fd: number,
-    private readonly syncOnLoop: ((idleMs: number) => boolean) | undefined,
+    private readonly syncOnLoop: ((idleMs: number) => SyncPlace) | undefined,
     private readonly stats: NodeDiskStats,
   ) {}
 
@@ -109,11 +116,12 @@ class NodeFile implements DiskFile {
   sync(done: Done): void {
     assert(!this.closed, `sync after close: ${this.path}`);
     this.syncsOut++;
-    if (this.syncsOut === 1 && this.syncOnLoop !== undefined && this.syncOnLoop(performance.now() - this.lastSyncEndMs)) {
+    const place = this.syncsOut === 1 && this.syncOnLoop !== undefined ? this.syncOnLoop(performance.now() - this.lastSyncEndMs) : 'pool';
+    if (place !== 'pool') {
       this.stats.syncsOnLoop++;
-      // In a microtask, not inside the call: the caller finishes what it was doing (queuing
-      // messages that leave before this sync, for one) and done still never runs inside sync().
-      queueMicrotask(() => {
+      // Never inside the call: the caller finishes what it was doing (queuing messages that
+      // leave before this sync, for one), and done never runs inside sync().
+      const run = (): void => {
         let error: Error | null = null;
         try {
           fs.fdatasyncSync(this.fd);
@@ -122,7 +130,9 @@ class NodeFile implements DiskFile {
         }
         this.synced();
         done(error);
-      });
+      };
+      if (place === 'loop') queueMicrotask(run);
+      else setImmediate(run);
       return;
     }
     this.stats.syncsInPool++;

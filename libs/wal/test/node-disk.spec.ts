@@ -1,7 +1,8 @@
 /**
  * NodeDisk's fdatasync placement (NodeDiskOptions.syncOnLoop): on the event
- * loop when the predicate says so and no other sync of the file is out,
- * else on libuv's thread pool; `done` never runs inside the call either way.
+ * loop (in a microtask, or after the loop polls for I/O) when the policy
+ * says so and no other sync of the file is out, else on libuv's thread
+ * pool; `done` never runs inside the call either way.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,7 +35,7 @@ describe('NodeDisk sync placement', () => {
 
   it('syncs on the loop when asked, completing after the call returns, and the bytes are in the file', async () => {
     const asked: number[] = [];
-    const disk = new NodeDisk({ syncOnLoop: (idleMs) => (asked.push(idleMs), true) });
+    const disk = new NodeDisk({ syncOnLoop: (idleMs) => (asked.push(idleMs), 'loop') });
     const f = await open(disk, 'loop');
     await call((d) => f.write(0, new Uint8Array([7, 8, 9]), d));
     let doneInside = true;
@@ -57,7 +58,7 @@ describe('NodeDisk sync placement', () => {
 
   it('a sync started while another is out goes to the pool without asking, and both complete in call order', async () => {
     let asks = 0;
-    const disk = new NodeDisk({ syncOnLoop: () => (asks++, true) });
+    const disk = new NodeDisk({ syncOnLoop: () => (asks++, 'loop') });
     const f = await open(disk, 'overlap');
     await call((d) => f.write(0, new Uint8Array(100), d));
     const order: string[] = [];
@@ -70,7 +71,7 @@ describe('NodeDisk sync placement', () => {
 
   it('passes the time since the file\'s last sync ended', async () => {
     const asked: number[] = [];
-    const disk = new NodeDisk({ syncOnLoop: (idleMs) => (asked.push(idleMs), false) });
+    const disk = new NodeDisk({ syncOnLoop: (idleMs) => (asked.push(idleMs), 'pool') });
     const f = await open(disk, 'idle');
     await call((d) => f.sync(d));
     const ended = performance.now();
@@ -81,5 +82,18 @@ describe('NodeDisk sync placement', () => {
     expect(asked[1]).toBeGreaterThanOrEqual(waited);
     expect(asked[1]).toBeLessThan(waited + 1000);
     await call((d) => f.close(d));
+  });
+
+  it('loop runs before the next turn of the event loop, loop-after-io only after it', async () => {
+    for (const place of ['loop', 'loop-after-io'] as const) {
+      const disk = new NodeDisk({ syncOnLoop: () => place });
+      const f = await open(disk, `order-${place}`);
+      const order: string[] = [];
+      const turn = new Promise<void>((resolve) => setImmediate(() => (order.push('turn'), resolve())));
+      await Promise.all([call((d) => f.sync(d)).then(() => order.push('synced')), turn]);
+      expect(order).toEqual(place === 'loop' ? ['synced', 'turn'] : ['turn', 'synced']);
+      expect(disk.stats).toEqual({ syncsOnLoop: 1, syncsInPool: 0 });
+      await call((d) => f.close(d));
+    }
   });
 });

@@ -50,8 +50,8 @@ export class FencerSystem {
   get syncSetting() {
     const args = this.opts.extraArgs ?? [];
     const at = args.indexOf('--wal-sync-on-loop');
-    const mode = at >= 0 ? args[at + 1] : (this.opts.env?.FENCER_WAL_SYNC_ON_LOOP ?? process.env.FENCER_WAL_SYNC_ON_LOOP ?? 'idle-follower');
-    return mode === 'never' ? 'on the thread pool' : 'on the event loop for a follower idle 0.5 ms, else on the thread pool';
+    const mode = at >= 0 ? args[at + 1] : (this.opts.env?.FENCER_WAL_SYNC_ON_LOOP ?? process.env.FENCER_WAL_SYNC_ON_LOOP ?? 'when-idle');
+    return mode === 'never' ? 'on the thread pool' : 'on the event loop when idle 0.5 ms (a follower; the leader only while it serves one call, after polling for I/O), else on the thread pool';
   }
 
   get settings() {
@@ -80,6 +80,9 @@ export class FencerSystem {
         if (!knowsPeerListen && at >= 0) r.argv.splice(at, 2);
       }
     }
+    // NODE_FLAGS (comma-separated, from --compare-args or the environment): flags for node itself, which NODE_OPTIONS does not all accept.
+    const nodeFlags = (this.opts.env?.NODE_FLAGS ?? '').split(',').filter(Boolean);
+    if (nodeFlags.length > 0) for (const r of this.replicas) r.argv.splice(1, 0, ...nodeFlags);
     if (this.opts.cpuProfDir) {
       for (const r of this.replicas) r.argv.splice(1, 0, '--cpu-prof', '--cpu-prof-interval', String(this.opts.cpuProfIntervalUs ?? 250), '--cpu-prof-dir', path.join(this.opts.cpuProfDir, r.id));
     }
