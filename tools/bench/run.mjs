@@ -17,7 +17,9 @@
 // --baseline adds a second five-replica cell started from another build of
 // the cell node (e.g. a worktree before a change), measured in the same run.
 // --compare-args adds a second five-replica cell from this build, started with
-// these extra cell-node flags (e.g. the gRPC peer transport against the TCP one).
+// these extra cell-node flags (e.g. the gRPC peer transport against the TCP one);
+// NAME=value words set its environment, and NODE_FLAGS=--a,--b passes flags to
+// node itself (e.g. V8 flags that NODE_OPTIONS refuses).
 //
 // Needs the cell node built (`npx nx run-many -t build`; `npm run bench` does
 // it) and, for the peers, Debian's etcd-server and zookeeper packages.
