@@ -13,7 +13,9 @@
  *   polling for I/O (its AppendEntries have left by then), so its own sync
  *   stops being the last of the majority to finish.
  * A busy replica stays on the pool, so it keeps reading appends and serving
- * calls, and starts the next write while a sync runs.
+ * calls, and starts the next write while a sync runs. So does a replica
+ * whose last sync took over `WAL_SYNC_ON_LOOP_SLOW_MS`: on a slow or
+ * contended disk, a sync on the loop would stall heartbeats and votes too.
  * Figures: docs/benchmarks.md, "Fourth session".
  */
 import type { SyncPlace } from '@fencer/wal/node';
@@ -24,6 +26,9 @@ export type WalSyncOnLoop = (typeof WAL_SYNC_ON_LOOP_MODES)[number];
 /** A replica whose last sync ended longer ago than this counts as idle. */
 export const WAL_SYNC_ON_LOOP_IDLE_MS = 0.5;
 
+/** A last sync slower than this sends the next one to the pool, whatever else holds. */
+export const WAL_SYNC_ON_LOOP_SLOW_MS = 5;
+
 /** What the policy reads of the node, at each sync. */
 export interface SyncPolicyView {
   isLeader(): boolean;
@@ -32,10 +37,10 @@ export interface SyncPolicyView {
 }
 
 /** The `syncOnLoop` choice for a node in `mode`; undefined means always the pool. */
-export function walSyncOnLoop(mode: WalSyncOnLoop, node: SyncPolicyView): ((idleMs: number) => SyncPlace) | undefined {
+export function walSyncOnLoop(mode: WalSyncOnLoop, node: SyncPolicyView): ((idleMs: number, lastSyncMs: number) => SyncPlace) | undefined {
   if (mode === 'never') return undefined;
-  return (idleMs) => {
-    if (idleMs <= WAL_SYNC_ON_LOOP_IDLE_MS) return 'pool';
+  return (idleMs, lastSyncMs) => {
+    if (idleMs <= WAL_SYNC_ON_LOOP_IDLE_MS || lastSyncMs > WAL_SYNC_ON_LOOP_SLOW_MS) return 'pool';
     if (!node.isLeader()) return 'loop';
     return node.callsInFlight() <= 1 ? 'loop-after-io' : 'pool';
   };

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig, parsePeers } from '../src/config.js';
-import { WAL_SYNC_ON_LOOP_IDLE_MS, walSyncOnLoop } from '../src/wal-sync-policy.js';
+import { WAL_SYNC_ON_LOOP_IDLE_MS, WAL_SYNC_ON_LOOP_SLOW_MS, walSyncOnLoop } from '../src/wal-sync-policy.js';
 
 const base = ['--id', 'r1', '--peers', 'r1=127.0.0.1:7001,r2=127.0.0.1:7002,r3=127.0.0.1:7003'];
 
@@ -82,19 +82,21 @@ describe('where WAL syncs run', () => {
     expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(/--wal-sync-on-loop "always" must be when-idle or never/);
   });
 
-  it('when-idle: a follower idle 0.5 ms syncs on its loop; a leader too, after polling for I/O, while it serves at most one call', () => {
+  it('when-idle: a follower idle 0.5 ms syncs on its loop; a leader too, after polling for I/O, while it serves at most one call; never after a slow sync', () => {
     const view = { leader: false, calls: 0 };
     const place = walSyncOnLoop('when-idle', { isLeader: () => view.leader, callsInFlight: () => view.calls })!;
     expect(WAL_SYNC_ON_LOOP_IDLE_MS).toBe(0.5);
-    expect(place(5)).toBe('loop');
-    expect(place(0.2)).toBe('pool');
+    expect(place(5, 0.1)).toBe('loop');
+    expect(place(0.2, 0.1)).toBe('pool');
+    expect(place(5, WAL_SYNC_ON_LOOP_SLOW_MS + 1)).toBe('pool'); // a slow disk: keep the loop free
     view.calls = 7; // a follower's sync is not held back by calls it forwards
-    expect(place(5)).toBe('loop');
+    expect(place(5, 0.1)).toBe('loop');
     view.leader = true;
-    expect(place(5)).toBe('pool');
+    expect(place(5, 0.1)).toBe('pool');
     view.calls = 1;
-    expect(place(5)).toBe('loop-after-io');
-    expect(place(0.2)).toBe('pool');
+    expect(place(5, 0.1)).toBe('loop-after-io');
+    expect(place(0.2, 0.1)).toBe('pool');
+    expect(place(5, WAL_SYNC_ON_LOOP_SLOW_MS + 1)).toBe('pool');
     expect(walSyncOnLoop('never', { isLeader: () => false, callsInFlight: () => 0 })).toBeUndefined();
   });
 });

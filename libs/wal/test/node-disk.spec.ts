@@ -69,18 +69,22 @@ describe('NodeDisk sync placement', () => {
     await call((d) => f.close(d));
   });
 
-  it('passes the time since the file\'s last sync ended', async () => {
-    const asked: number[] = [];
-    const disk = new NodeDisk({ syncOnLoop: (idleMs) => (asked.push(idleMs), 'pool') });
+  it('passes the time since the file\'s last sync ended, and how long that sync took', async () => {
+    const asked: Array<[number, number]> = [];
+    const disk = new NodeDisk({ syncOnLoop: (idleMs, lastSyncMs) => (asked.push([idleMs, lastSyncMs]), 'pool') });
     const f = await open(disk, 'idle');
+    const started = performance.now();
     await call((d) => f.sync(d));
     const ended = performance.now();
     await new Promise((r) => setTimeout(r, 30));
     const waited = performance.now() - ended;
     await call((d) => f.sync(d));
     expect(asked).toHaveLength(2);
-    expect(asked[1]).toBeGreaterThanOrEqual(waited);
-    expect(asked[1]).toBeLessThan(waited + 1000);
+    expect(asked[0]![1]).toBe(0);
+    expect(asked[1]![0]).toBeGreaterThanOrEqual(waited);
+    expect(asked[1]![0]).toBeLessThan(waited + 1000);
+    expect(asked[1]![1]).toBeGreaterThan(0);
+    expect(asked[1]![1]).toBeLessThanOrEqual(ended - started);
     await call((d) => f.close(d));
   });
 
