@@ -2,10 +2,9 @@
  * Where a replica runs its WAL fdatasync: on its own event loop, or on
  * libuv's thread pool (`NodeDiskOptions.syncOnLoop` in `@fencer/wal/node`).
  *
- * Through the pool a sync costs two extra wake-ups (loop to worker, worker
- * to loop), each about as long as a small fdatasync on the VMs we measured;
- * on the loop it costs only the fdatasync, but nothing else runs meanwhile.
- * So a replica syncs on its loop when nothing else is waiting on that loop:
+ * On the loop a sync saves the pool's two wake-ups (see NodeDiskOptions),
+ * but nothing else runs meanwhile. So a replica syncs on its loop when
+ * nothing else is waiting on that loop:
  * - a follower whose last sync ended over `WAL_SYNC_ON_LOOP_IDLE_MS` ago.
  *   Its sync is on the commit path of every write (the leader counts its
  *   answer, sent once the sync is done), as with etcd's raft goroutine.

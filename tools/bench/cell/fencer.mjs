@@ -80,7 +80,7 @@ export class FencerSystem {
         if (!knowsPeerListen && at >= 0) r.argv.splice(at, 2);
       }
     }
-    // NODE_FLAGS (comma-separated, from --compare-args or the environment): flags for node itself, which NODE_OPTIONS does not all accept.
+    // NODE_FLAGS=--a,--b in this cell's env (from --compare-args): flags for node itself, which NODE_OPTIONS does not all accept.
     const nodeFlags = (this.opts.env?.NODE_FLAGS ?? '').split(',').filter(Boolean);
     if (nodeFlags.length > 0) for (const r of this.replicas) r.argv.splice(1, 0, ...nodeFlags);
     if (this.opts.cpuProfDir) {
