@@ -98,7 +98,7 @@ if (compareArgs) {
   const words = compareArgs.split(/\s+/).filter(Boolean);
   const env = Object.fromEntries(words.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
   const extraArgs = words.filter((w) => !/^[A-Z_][A-Z0-9_]*=/.test(w));
-  systems.push(new FencerSystem({ extraArgs, env, key: 'fencer-compare', label: option('--compare-label', `Fencer, ${compareArgs}`), portBase: 39_000, keepData: flag('--keep-data') }));
+  systems.push(new FencerSystem({ extraArgs, env, key: 'fencer-compare', label: option('--compare-label', `Fencer, ${compareArgs}`), portBase: 13_000, keepData: flag('--keep-data') }));
 }
 const baselineMain = option('--baseline', undefined);
 if (baselineMain) {

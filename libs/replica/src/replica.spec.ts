@@ -172,6 +172,38 @@ describe('ready handling: persist, then send, then apply, then advance', () => {
   });
 });
 
+describe('a follower answers before it applies', () => {
+  it('sends its answer to an append before applying the committed entries that came with it', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    cell.propose('r1', 'a');
+    cell.pump();
+    const r2 = cell.get('r2');
+    // The commit of 'a' reaches r2 with the next append (no ticks: no heartbeat carried it).
+    expect(r2.machine.items).not.toContain('a');
+    const applyAt: number[] = [];
+    const apply = r2.machine.apply.bind(r2.machine);
+    r2.machine.apply = (entry) => {
+      applyAt.push(r2.sent.length);
+      return apply(entry);
+    };
+    cell.propose('r1', 'b');
+    const appends = cell.inbox.splice(0).filter((m) => m.to === 'r2' && m.type === MessageType.AppendEntries);
+    expect(appends.length).toBeGreaterThan(0);
+    const sentBefore = r2.sent.length;
+    for (const m of appends) r2.replica.receive(m);
+    // 'a' was durable here before this ready, but r2 is a follower: nothing applied, nothing sent before the fsync of 'b'.
+    expect(r2.machine.items).not.toContain('a');
+    expect(r2.sent.length).toBe(sentBefore);
+    (cell.disks.get('r2') as MemDisk).runPending();
+    expect(r2.machine.items).toEqual(['a']);
+    const answer = r2.sent.findIndex((m, i) => i >= sentBefore && m.type === MessageType.AppendEntriesResponse);
+    expect(answer).toBeGreaterThanOrEqual(sentBefore);
+    // When 'a' was applied, the answer had already been handed to the transport.
+    expect(applyAt[0]).toBeGreaterThan(answer);
+  });
+});
+
 describe('proposals', () => {
   it('resolve with the state machine result, index and term', async () => {
     const cell = new Cell(3);

@@ -21,10 +21,13 @@
  *   copies. Every other message (responses, votes) still waits for the fsync,
  *   and so does everything when the ready changes term or vote or carries a
  *   snapshot.
- * - Committed entries that were already on disk here before the ready (all
- *   of them below its new entries) are applied while its fsync runs: each
- *   entry is still applied only after it is durable. A leader's answers to
- *   clients then wait for one fsync, not two.
+ * - On a leader, committed entries that were already on disk here before the
+ *   ready (all of them below its new entries) are applied while its fsync
+ *   runs: each entry is still applied only after it is durable. Its answers
+ *   to clients then wait for one fsync, not two. A follower applies them
+ *   after its answer to the leader has left: the commit waits for that
+ *   answer, and an idle follower syncs on its own thread, where applying
+ *   first would delay the sync.
  * - A ready whose only durable change is the commit index costs no write and
  *   no fsync (etcd's MustSync): its hard state goes to disk with the next
  *   ready that must be synced. The commit index needs no fsync for safety: a
@@ -420,9 +423,9 @@ export class Replica {
         }
 
         // Committed entries that were durable here before this ready (none of its own entries, no
-        // snapshot) are applied at once: waiting for this ready's fsync would protect nothing.
+        // snapshot): a leader applies them at once, a follower after its answer has left (the header).
         let applyAfterSync = rd.committedEntries;
-        if (mustSync && !ackEarly && rd.snapshot === undefined && rd.committedEntries.length > 0 && this.committedAlreadyDurable(rd)) {
+        if (mustSync && !ackEarly && rd.snapshot === undefined && rd.committedEntries.length > 0 && this.committedAlreadyDurable(rd) && this.leadsThrough(rd)) {
           this.applyEntries(rd.committedEntries);
           applyAfterSync = [];
         }

@@ -121,9 +121,16 @@ export function portFree(port) {
   });
 }
 
-/** Picks a base so that base+0 .. base+span-1 are all free. */
+/** Linux's ephemeral ports (ip_local_port_range) start here: outgoing connections take ports from 32768 up. */
+const EPHEMERAL_PORTS_FROM = 32_768;
+
+/**
+ * Picks a base so that base+0 .. base+span-1 are all free, from `preferred`
+ * up to the ephemeral range: a server restarted there (the failover
+ * scenario) could find its port taken by some process's outgoing connection.
+ */
 export async function freePortBase(preferred, span) {
-  for (let base = preferred; base < preferred + 20_000; base += span + 7) {
+  for (let base = preferred; base + span <= EPHEMERAL_PORTS_FROM; base += span + 7) {
     let free = true;
     for (let p = base; p < base + span && free; p++) free = await portFree(p);
     if (free) return base;

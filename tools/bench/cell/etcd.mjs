@@ -76,7 +76,7 @@ export class EtcdSystem {
 
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), `fencer-bench-${this.key}-`));
-    const base = await freePortBase(this.members === 5 ? 32_000 : 33_000, 120);
+    const base = await freePortBase(this.members === 5 ? 14_000 : 15_000, 120);
     this.nodes = [];
     for (let i = 1; i <= this.members; i++) {
       this.nodes.push({ name: `e${i}`, client: base + i, peer: base + 100 + i, dir: path.join(this.dataDir, `e${i}`) });

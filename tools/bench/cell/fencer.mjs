@@ -60,7 +60,7 @@ export class FencerSystem {
 
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-bench-cell-'));
-    const portBase = await freePortBase(this.opts.portBase ?? (this.opts.main ? 35_000 : 31_000), 306);
+    const portBase = await freePortBase(this.opts.portBase ?? (this.opts.main ? 12_000 : 11_000), 306);
     const [plan] = planFleet({
       replicas: this.replicasN,
       portBase,

@@ -82,7 +82,7 @@ export class ZkSystem {
 
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), `fencer-bench-${this.key}-`));
-    const base = await freePortBase(34_000, 330);
+    const base = await freePortBase(16_000, 330);
     this.nodes = [];
     for (let i = 1; i <= this.servers; i++) this.nodes.push({ id: i, client: base + i, quorum: base + 100 + i, election: base + 200 + i, dir: path.join(this.dataDir, `zk${i}`) });
     const ensemble = this.nodes.map((n) => `server.${n.id}=127.0.0.1:${n.quorum}:${n.election}`).join('\n');
