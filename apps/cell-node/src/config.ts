@@ -38,6 +38,8 @@ export interface CellNodeConfig {
    * loop, 'never' always the pool (see wal-sync-policy.ts).
    */
   readonly walSyncOnLoop: WalSyncOnLoop;
+  /** Least time between the starts of two leadership confirmations for heartbeats (HeartbeatConfirmer). */
+  readonly heartbeatRoundSpacingMs: number;
   /** Start without bootstrapping: wait to be added to an existing cell. */
   readonly join: boolean;
   readonly tickMs: number;
@@ -102,6 +104,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
     .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', e('broadcast-commit') === '1')
     .option('--wal-sync-on-loop <when>', `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`, e('wal-sync-on-loop') ?? 'when-idle')
+    .option('--heartbeat-round-spacing-ms <ms>', 'least time between the starts of two leadership confirmations that answer heartbeats', int('heartbeat-round-spacing-ms'), Number(e('heartbeat-round-spacing-ms') ?? 5))
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
@@ -134,6 +137,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     peerPortOffset: o.peerPortOffset,
     broadcastCommit: Boolean(o.broadcastCommit),
     walSyncOnLoop: o.walSyncOnLoop,
+    heartbeatRoundSpacingMs: o.heartbeatRoundSpacingMs,
     join: Boolean(o.join),
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
@@ -167,6 +171,7 @@ export function validateConfig(c: CellNodeConfig): void {
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs)) fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');
   // A session must survive a leader election: its TTL must exceed the worst election timeout.
+  if (c.heartbeatRoundSpacingMs * 10 > c.ttlMinMs) fail(`--heartbeat-round-spacing-ms (${c.heartbeatRoundSpacingMs}) must be at most a tenth of --ttl-min-ms (${c.ttlMinMs})`);
   if (c.ttlMinMs < 2 * c.electionTicks * c.tickMs) fail(`--ttl-min-ms (${c.ttlMinMs}) must be at least twice the election timeout (${2 * c.electionTicks * c.tickMs} ms)`);
   if (c.snapshotEveryEntries < 1) fail('--snapshot-every-entries must be at least 1');
 }

@@ -96,6 +96,7 @@ const node = new CellNode(config, store, {
   metrics,
   send: (messages) => transport?.send(messages),
   onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
+  after: (ms, run) => void setTimeout(run, ms),
 });
 syncView.isLeader = () => node.isLeader;
 const transportOptions: PeerTransportOptions = {

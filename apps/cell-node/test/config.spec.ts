@@ -17,6 +17,7 @@ describe('cell-node configuration', () => {
     expect(c.ttlDefaultMs).toBe(12_000);
     expect(c.tickMs * c.electionTicks).toBe(1000);
     expect(c.tickMs * c.heartbeatTicks).toBe(100);
+    expect(c.heartbeatRoundSpacingMs).toBe(5);
     expect(c.peers.get('r2' as never)).toBe('127.0.0.1:7002');
   });
 
@@ -31,6 +32,7 @@ describe('cell-node configuration', () => {
     [['--ttl-min-ms', '500'], /ttl-min-ms .* must be at least twice the election timeout/],
     [['--election-ticks', '1', '--heartbeat-ticks', '1'], /election-ticks must exceed/],
     [['--ttl-default-ms', '99999999'], /ttl-min-ms <= ttl-default-ms <= ttl-max-ms/],
+    [['--heartbeat-round-spacing-ms', '300'], /heartbeat-round-spacing-ms \(300\) must be at most a tenth of --ttl-min-ms \(2000\)/],
   ])('refuses %j', (extra, message) => {
     expect(() => parseConfig([...base, ...(extra as string[])], {})).toThrow(message as RegExp);
   });
