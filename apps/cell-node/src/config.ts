@@ -170,8 +170,8 @@ export function validateConfig(c: CellNodeConfig): void {
   if (c.tickMs < 1) fail('--tick-ms must be at least 1');
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs)) fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');
-  // A session must survive a leader election: its TTL must exceed the worst election timeout.
   if (c.heartbeatRoundSpacingMs * 10 > c.ttlMinMs) fail(`--heartbeat-round-spacing-ms (${c.heartbeatRoundSpacingMs}) must be at most a tenth of --ttl-min-ms (${c.ttlMinMs})`);
+  // A session must survive a leader election: its TTL must exceed the worst election timeout.
   if (c.ttlMinMs < 2 * c.electionTicks * c.tickMs) fail(`--ttl-min-ms (${c.ttlMinMs}) must be at least twice the election timeout (${2 * c.electionTicks * c.tickMs} ms)`);
   if (c.snapshotEveryEntries < 1) fail('--snapshot-every-entries must be at least 1');
 }

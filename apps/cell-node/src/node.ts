@@ -111,8 +111,8 @@ export class CellNode {
     });
     this.waits = new WaitingCalls(config.waitingCallsMax);
     const readIndexRound = (done: (error: Error | null) => void): void => this.replica.readIndex((r) => done(r.ok ? null : r.error));
-    // Heartbeat rounds are spaced (see HeartbeatConfirmer); read rounds are not: a spacing of 2 ms
-    // changed nothing at 64 readers (3,012 against 3,045 reads/s), whose rounds already carry ~23 reads.
+    // Heartbeat rounds are spaced (see HeartbeatConfirmer); read rounds are not, since spacing them
+    // gained nothing (docs/benchmarks.md, fifth session).
     const heartbeatTiming: ConfirmerTiming = { spacingMs: config.heartbeatRoundSpacingMs, nowMs: () => env.clock.monoMs(), after: env.after };
     this.heartbeats = new HeartbeatConfirmer(readIndexRound, 1_000_000, heartbeatTiming);
     this.readRounds = new HeartbeatConfirmer(readIndexRound, config.waitingCallsMax);
