@@ -6,6 +6,7 @@
  * `applied` with a real state machine's results.
  */
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { RequestId, Revision, SessionId } from '@fencer/base';
 import { DUTY_RETRY_MS, LeaderDuties } from './leader-duties.js';
 import { LockStateMachine } from './state-machine.js';
@@ -115,5 +116,54 @@ describe('LeaderDuties', () => {
     step({ kind: 'CloseSession', sessionId: a });
     expect(d.heartbeat(200, a)).toBeUndefined();
     expect(d.heartbeat(200, b)).toBe(3_000);
+  });
+
+  it('expires exactly the sessions a scan of every deadline would, whatever the heartbeats (deadline heap against a model)', () => {
+    type Op = { kind: 'open'; id: number; ttl: number } | { kind: 'beat'; id: number } | { kind: 'gone'; id: number } | { kind: 'lead' };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ kind: fc.constant('open' as const), id: fc.integer({ min: 0, max: 7 }), ttl: fc.integer({ min: 1, max: 60 }) }),
+      fc.record({ kind: fc.constant('beat' as const), id: fc.integer({ min: 0, max: 7 }) }),
+      fc.record({ kind: fc.constant('gone' as const), id: fc.integer({ min: 0, max: 7 }) }),
+      fc.constant({ kind: 'lead' as const }),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), op), { maxLength: 120 }), (steps) => {
+        const d = new LeaderDuties();
+        d.becomeLeader(0, [], [], []);
+        // The model: every session's deadline and retry time, scanned in full at each step.
+        const model = new Map<string, { ttl: number; deadline: number; retryAt: number }>();
+        let now = 0;
+        for (const [dt, o] of steps) {
+          now += dt;
+          const id = SessionId(`ns:${'id' in o ? o.id : 0}`);
+          if (o.kind === 'open') {
+            d.sessionOpened(now, { sessionId: id, ttlMs: o.ttl });
+            model.set(id, { ttl: o.ttl, deadline: now + o.ttl, retryAt: 0 });
+          } else if (o.kind === 'beat') {
+            const m = model.get(id);
+            const expected = m === undefined ? undefined : m.retryAt > 0 ? 0 : m.ttl;
+            if (m !== undefined && m.retryAt === 0) m.deadline = now + m.ttl;
+            expect(d.heartbeat(now, id)).toBe(expected);
+          } else if (o.kind === 'gone') {
+            d.sessionGone(id);
+            model.delete(id);
+          } else {
+            const seeds = [...model].map(([sessionId, m]) => ({ sessionId: SessionId(sessionId), ttlMs: m.ttl }));
+            d.becomeLeader(now, seeds, [], []);
+            for (const m of model.values()) Object.assign(m, { deadline: now + m.ttl, retryAt: 0 });
+          }
+          const want: string[] = [];
+          for (const [sessionId, m] of model) {
+            if (now > m.deadline && now >= m.retryAt) {
+              m.retryAt = now + DUTY_RETRY_MS;
+              want.push(sessionId);
+            }
+          }
+          const got = d.due(now).map((c) => (c.kind === 'ExpireSession' ? c.sessionId : `${c.kind}?`));
+          expect([...got].sort()).toEqual(want.sort());
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -11,9 +11,15 @@
  * on a heartbeat. So the leader proposes ExpireSession only after a full TTL
  * without a heartbeat it received, never before. And once it has proposed
  * one, it acknowledges no further heartbeat of that session as alive.
+ *
+ * Session deadlines are kept in a heap that a heartbeat does not touch (it
+ * only moves the deadline): `due()` looks at a session when its heap entry
+ * surfaces, and queues it again at its new deadline if a heartbeat moved it.
+ * Each session is looked at about once per TTL, not on every tick.
  */
 import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
 import type { Command } from './commands.js';
+import { type DeadlineEntry, DeadlineHeap } from './deadline-heap.js';
 import type { Outcome } from './state-machine.js';
 import type { LockEvent } from './types.js';
 
@@ -41,10 +47,13 @@ export type DutyCommand =
   | { readonly kind: 'LiftLockDelay'; readonly name: string; readonly delayRevision: Revision };
 
 interface SessionDeadline {
+  readonly sessionId: SessionId;
   ttlMs: number;
   deadlineMonoMs: number;
   /** An ExpireSession is in flight; not proposed again until retryAtMonoMs. */
   retryAtMonoMs: number;
+  /** Its one live entry in the deadline heap (older entries of it are stale). */
+  queued: DeadlineEntry<SessionDeadline> | null;
 }
 
 interface WaitDeadline {
@@ -67,6 +76,8 @@ const waitKey = (sessionId: string, requestId: string): string => `${sessionId}\
 export class LeaderDuties {
   private active = false;
   private readonly sessions = new Map<SessionId, SessionDeadline>();
+  /** Every tracked session, by the time due() must next look at it (at or before its deadline). */
+  private readonly sessionQueue = new DeadlineHeap<SessionDeadline>();
   private readonly waits = new Map<string, WaitDeadline>();
   private readonly delays = new Map<string, DelayDeadline>();
 
@@ -86,6 +97,7 @@ export class LeaderDuties {
   stepDown(): void {
     this.active = false;
     this.sessions.clear();
+    this.sessionQueue.clear();
     this.waits.clear();
     this.delays.clear();
   }
@@ -93,7 +105,9 @@ export class LeaderDuties {
   sessionOpened(nowMonoMs: number, s: SessionSeed): void {
     if (!this.active) return;
     assert(s.ttlMs > 0, 'a session TTL is positive');
-    this.sessions.set(s.sessionId, { ttlMs: s.ttlMs, deadlineMonoMs: nowMonoMs + s.ttlMs, retryAtMonoMs: 0 });
+    const rec: SessionDeadline = { sessionId: s.sessionId, ttlMs: s.ttlMs, deadlineMonoMs: nowMonoMs + s.ttlMs, retryAtMonoMs: 0, queued: null };
+    this.sessions.set(s.sessionId, rec);
+    rec.queued = this.sessionQueue.push(rec.deadlineMonoMs, rec);
   }
 
   /**
@@ -178,12 +192,19 @@ export class LeaderDuties {
   due(nowMonoMs: number): DutyCommand[] {
     if (!this.active) return [];
     const out: DutyCommand[] = [];
-    for (const [sessionId, s] of this.sessions) {
+    // Sessions whose heap entry is due: expire those past their deadline, re-queue the others
+    // (a heartbeat moved their deadline) after the loop, so none is looked at twice in one call.
+    const requeue: SessionDeadline[] = [];
+    for (let e = this.sessionQueue.popDue(nowMonoMs); e !== undefined; e = this.sessionQueue.popDue(nowMonoMs)) {
+      const s = e.item;
+      if (s.queued !== e || this.sessions.get(s.sessionId) !== s) continue;
       if (nowMonoMs > s.deadlineMonoMs && nowMonoMs >= s.retryAtMonoMs) {
         s.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
-        out.push({ kind: 'ExpireSession', sessionId });
+        out.push({ kind: 'ExpireSession', sessionId: s.sessionId });
       }
+      requeue.push(s);
     }
+    for (const s of requeue) s.queued = this.sessionQueue.push(Math.max(s.deadlineMonoMs, s.retryAtMonoMs), s);
     for (const w of this.waits.values()) {
       if (nowMonoMs >= w.deadlineMonoMs && nowMonoMs >= w.retryAtMonoMs) {
         w.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
