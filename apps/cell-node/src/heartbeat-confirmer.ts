@@ -51,7 +51,8 @@ export class HeartbeatConfirmer {
     if (this.inFlight || this.timerSet || this.waiting.length === 0) return;
     const { spacingMs, nowMs, after } = this.timing;
     if (spacingMs > 0) {
-      const wait = this.lastStartMs + spacingMs - nowMs();
+      const now = nowMs();
+      const wait = this.lastStartMs + spacingMs - now;
       if (wait > 0) {
         this.timerSet = true;
         after(wait, () => {
@@ -60,7 +61,7 @@ export class HeartbeatConfirmer {
         });
         return;
       }
-      this.lastStartMs = nowMs();
+      this.lastStartMs = now;
     }
     this.inFlight = true;
     const batch = this.waiting;

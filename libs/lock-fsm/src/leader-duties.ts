@@ -19,7 +19,7 @@
  */
 import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
 import type { Command } from './commands.js';
-import { type DeadlineEntry, DeadlineHeap } from './deadline-heap.js';
+import { DeadlineHeap } from './deadline-heap.js';
 import type { Outcome } from './state-machine.js';
 import type { LockEvent } from './types.js';
 
@@ -52,8 +52,6 @@ interface SessionDeadline {
   deadlineMonoMs: number;
   /** An ExpireSession is in flight; not proposed again until retryAtMonoMs. */
   retryAtMonoMs: number;
-  /** Its one live entry in the deadline heap (older entries of it are stale). */
-  queued: DeadlineEntry<SessionDeadline> | null;
 }
 
 interface WaitDeadline {
@@ -76,7 +74,12 @@ const waitKey = (sessionId: string, requestId: string): string => `${sessionId}\
 export class LeaderDuties {
   private active = false;
   private readonly sessions = new Map<SessionId, SessionDeadline>();
-  /** Every tracked session, by the time due() must next look at it (at or before its deadline). */
+  /**
+   * Every tracked session, by the time due() must next look at it (at or
+   * before its deadline): one entry per record, pushed when it opens and
+   * again each time its entry is popped. An entry whose record is no longer
+   * the one in `sessions` (closed, expired, replaced, or a new term) is stale.
+   */
   private readonly sessionQueue = new DeadlineHeap<SessionDeadline>();
   private readonly waits = new Map<string, WaitDeadline>();
   private readonly delays = new Map<string, DelayDeadline>();
@@ -105,9 +108,9 @@ export class LeaderDuties {
   sessionOpened(nowMonoMs: number, s: SessionSeed): void {
     if (!this.active) return;
     assert(s.ttlMs > 0, 'a session TTL is positive');
-    const rec: SessionDeadline = { sessionId: s.sessionId, ttlMs: s.ttlMs, deadlineMonoMs: nowMonoMs + s.ttlMs, retryAtMonoMs: 0, queued: null };
+    const rec: SessionDeadline = { sessionId: s.sessionId, ttlMs: s.ttlMs, deadlineMonoMs: nowMonoMs + s.ttlMs, retryAtMonoMs: 0 };
     this.sessions.set(s.sessionId, rec);
-    rec.queued = this.sessionQueue.push(rec.deadlineMonoMs, rec);
+    this.sessionQueue.push(rec.deadlineMonoMs, rec);
   }
 
   /**
@@ -197,14 +200,14 @@ export class LeaderDuties {
     const requeue: SessionDeadline[] = [];
     for (let e = this.sessionQueue.popDue(nowMonoMs); e !== undefined; e = this.sessionQueue.popDue(nowMonoMs)) {
       const s = e.item;
-      if (s.queued !== e || this.sessions.get(s.sessionId) !== s) continue;
+      if (this.sessions.get(s.sessionId) !== s) continue;
       if (nowMonoMs > s.deadlineMonoMs && nowMonoMs >= s.retryAtMonoMs) {
         s.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
         out.push({ kind: 'ExpireSession', sessionId: s.sessionId });
       }
       requeue.push(s);
     }
-    for (const s of requeue) s.queued = this.sessionQueue.push(Math.max(s.deadlineMonoMs, s.retryAtMonoMs), s);
+    for (const s of requeue) this.sessionQueue.push(Math.max(s.deadlineMonoMs, s.retryAtMonoMs), s);
     for (const w of this.waits.values()) {
       if (nowMonoMs >= w.deadlineMonoMs && nowMonoMs >= w.retryAtMonoMs) {
         w.retryAtMonoMs = nowMonoMs + DUTY_RETRY_MS;
