@@ -20,7 +20,7 @@ export class DeadlineHeap<T> {
     return this.heap.length;
   }
 
-  push(atMs: number, item: T): DeadlineEntry<T> {
+  push(atMs: number, item: T): void {
     const entry: DeadlineEntry<T> = { atMs, seq: this.seq++, item };
     const h = this.heap;
     h.push(entry);
@@ -31,7 +31,6 @@ export class DeadlineHeap<T> {
       [h[i], h[parent]] = [h[parent]!, h[i]!];
       i = parent;
     }
-    return entry;
   }
 
   /** The earliest entry if it is due at `nowMs` (atMs <= nowMs), removed; undefined otherwise. */
