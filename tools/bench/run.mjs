@@ -12,6 +12,7 @@
 //                            [--seconds N] [--warmup N] [--system-warmup N] [--quick] [--no-write] [--json FILE]
 //                            [--cpu-prof DIR] [--keep-data] [--baseline PATH/apps/cell-node/dist/main.js]
 //                            [--compare-args "--peer-transport grpc NAME=value ..."] [--compare-label TEXT]
+//                            [--rounds N]   (every scenario but failover N times, systems alternating; tables show medians)
 //   node tools/bench/run.mjs --render FILE.json   (rewrite the docs section from a saved --json run)
 //
 // --baseline adds a second five-replica cell started from another build of
@@ -62,6 +63,9 @@ const opts = {
   // first tens of seconds (the first 1-client window measured 52 cycles/s, the fifth 145), which a
   // server that has been up for a day does not; etcd (compiled ahead of time) gets the same load.
   systemWarmupS: Number(option('--system-warmup', quick ? '3' : '15')),
+  // Rounds of every scenario but failover (which has its trials), the systems' order alternating
+  // between rounds; the tables show each system's median round, and the notes every round.
+  rounds: Math.max(1, Math.floor(Number(option('--rounds', '1'))) || 1),
 };
 const peerKeys = option('--peers', 'etcd5').split(',').map((s) => s.trim()).filter(Boolean);
 const scenarioSpec = option('--scenarios', 'all');
@@ -166,17 +170,22 @@ try {
   for (const key of scenarioKeys) {
     const sc = SCENARIOS[key];
     console.log(`\n${sc.title}`);
-    for (const s of systems) {
-      if (sc.skip?.(s)) continue;
-      if (typeof s.supports === 'function' && !s.supports(key)) {
-        results.push({ scenario: key, system: s.key, skipped: s.supportNote?.(key) ?? 'not applicable' });
-        console.log(`  ${s.label.padEnd(22)} — ${s.supportNote?.(key) ?? 'not applicable'}`);
-        continue;
+    const rounds = key.startsWith('failover') ? 1 : opts.rounds;
+    for (let round = 0; round < rounds; round++) {
+      for (const s of round % 2 === 0 ? systems : [...systems].reverse()) {
+        if (sc.skip?.(s)) continue;
+        if (typeof s.supports === 'function' && !s.supports(key)) {
+          if (round === 0) {
+            results.push({ scenario: key, system: s.key, skipped: s.supportNote?.(key) ?? 'not applicable' });
+            console.log(`  ${s.label.padEnd(22)} — ${s.supportNote?.(key) ?? 'not applicable'}`);
+          }
+          continue;
+        }
+        const r = await sc.run(s, opts).catch((e) => ({ error: e?.stack ?? String(e) }));
+        results.push({ scenario: key, system: s.key, round, ...r });
+        console.log(`  ${rounds > 1 ? `round ${round + 1}: ` : ''}${renderTerminal.row(s, sc, r)}`);
+        await sleep(500);
       }
-      const r = await sc.run(s, opts).catch((e) => ({ error: e?.stack ?? String(e) }));
-      results.push({ scenario: key, system: s.key, ...r });
-      console.log(`  ${renderTerminal.row(s, sc, r)}`);
-      await sleep(500);
     }
   }
 } finally {
