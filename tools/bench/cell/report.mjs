@@ -54,12 +54,13 @@ function find(results, scenario, system) {
   const measured = all.filter((r) => !r.error && !r.skipped);
   if (all.length <= 1 || measured.length === 0) return all[0];
   // The 1-client row is judged on its p50, every other row on its rate; of two middle rounds, the worse.
-  const badness = scenario === 'uncontended-1' ? (r) => r.p50 : (r) => -r.rate;
+  const byP50 = scenario === 'uncontended-1';
+  const badness = (r) => (byP50 ? r.p50 : -r.rate);
   const sorted = [...measured].sort((a, b) => badness(a) - badness(b));
   const median = sorted[sorted.length >> 1];
   const failedRounds = all.length - measured.length;
   const each = measured.map((r) => `${int(r.rate)}/s p50 ${ms(r.p50)}`).join('; ');
-  const note = `median of ${measured.length} rounds by ${scenario === 'uncontended-1' ? 'p50' : 'rate'} (${each})${failedRounds ? `; ${failedRounds} round${failedRounds > 1 ? 's' : ''} failed` : ''}`;
+  const note = `median of ${measured.length} rounds by ${byP50 ? 'p50' : 'rate'} (${each})${failedRounds ? `; ${failedRounds} round${failedRounds > 1 ? 's' : ''} failed` : ''}`;
   return { ...median, note: median.note ? `${median.note}; ${note}` : note };
 }
 
