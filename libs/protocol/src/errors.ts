@@ -25,6 +25,7 @@ export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
   WRONG_NAMESPACE: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
   INVALID_ARGUMENT: { grpc: status.INVALID_ARGUMENT, http: 400, retryable: false },
   SESSION_NOT_FOUND: { grpc: status.NOT_FOUND, http: 404, retryable: false },
+  NAMESPACE_NOT_FOUND: { grpc: status.NOT_FOUND, http: 404, retryable: false },
   NOT_FOUND: { grpc: status.NOT_FOUND, http: 404, retryable: false },
   NOT_LEADER: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
   NO_LEADER: { grpc: status.UNAVAILABLE, http: 503, retryable: true },

@@ -47,6 +47,7 @@ export const protobufFileName = "lockservice/v1/lockservice.proto";
  *   current leader where one is known:
  *     INVALID_ARGUMENT   reason INVALID_NAME | INVALID_MODE | INVALID_TTL | MISSING_REQUEST_ID | WRONG_NAMESPACE
  *     NOT_FOUND          reason SESSION_NOT_FOUND (unknown, closed or expired session)
+ *                        | NAMESPACE_NOT_FOUND (no tenant has this namespace: create it through the control plane)
  *     UNAVAILABLE        reason NOT_LEADER | NO_LEADER | NAMESPACE_MOVING (retry with the same request_id)
  *     FAILED_PRECONDITION reason NAMESPACE_NOT_HERE (this cell does not own the namespace; refresh routing)
  *     RESOURCE_EXHAUSTED reason QUOTA_EXCEEDED (tenant or per-session limits)
