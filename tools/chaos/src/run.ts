@@ -176,6 +176,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   let resource: ChildProcess | undefined;
   /** When the workload starts (the nemesis runs `seconds` from here; the fault schedule counts from here). */
   let t0 = Date.now();
+  if (!faketimeAvailable() && process.env['CI'] === 'true') {
+    throw new Error('chaos: faketime is not installed (Debian package faketime); CI=true requires its clock-shift restarts');
+  }
   log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`);
   let resourceState: ResourceState | undefined;
   let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
