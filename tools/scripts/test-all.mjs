@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The whole test suite, as `npm test` runs it: typecheck, `nx sync:check`,
-// the project-graph check (no cycles), the generated-code check, then every project's tests through nx. Each
+// the project-graph check (no cycles), the generated-code check, format and lint, then every project's tests through nx. Each
 // project's Vitest writes a JSON report to .reports/vitest/; the last line
 // printed is the plain sum over all of them: `N passed, N failed, N skipped`.
 // With CI=true a skipped test fails the run: a test skips itself only when a
@@ -40,6 +40,8 @@ check('typecheck', nx, ['run-many', '-t', 'typecheck', '--output-style=static', 
 check('nx sync:check', nx, ['sync:check']);
 check('project graph', process.execPath, [path.join(root, 'tools/scripts/check-graph.mjs')]);
 check('generated protocol code', process.execPath, [path.join(root, 'tools/scripts/gen-proto.mjs'), '--check']);
+check('format (prettier --check)', path.join(root, 'node_modules/.bin/prettier'), ['--check', '--log-level=warn', '.']);
+check('lint (eslint, type-aware)', path.join(root, 'node_modules/.bin/eslint'), ['--max-warnings=0', '.']);
 
 rmSync(reports, { recursive: true, force: true });
 const projectsJson = spawnSync(nx, ['show', 'projects', '--with-target', 'test', '--json'], { cwd: root, encoding: 'utf8' });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { alive, freePortBase, killHard, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
+import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ETCD_BIN = process.env.ETCD_BIN ?? '/usr/bin/etcd';

@@ -9,7 +9,7 @@ import { Metadata, credentials } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, internalpb, isRetryable, lockservice } from '@fencer/protocol';
 import { planFleet, spawnReplica, waitForLeader, status as adminStatus, adminClient, CELL_NODE_MAIN } from '../../fleet/fleet.mjs';
-import { alive, freePortBase, killHard, killLeaderOf, nowMs, pool, sleep, stopChildren } from './common.mjs';
+import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren } from './common.mjs';
 
 const GRANTED = 1;
 const QUEUED = 2;

@@ -13,7 +13,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zookeeper from 'node-zookeeper-client';
-import { alive, freePortBase, killHard, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
+import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
 
 const JAVA = process.env.JAVA_BIN ?? '/usr/bin/java';
 const ZK_JAR = '/usr/share/java/zookeeper.jar';

@@ -31,7 +31,7 @@ export const statusTimeoutMs = 3_000;
 
 /** One admin call to one replica; a refusal arrives as a FencerError. */
 export function adminCall<Res>(address: string, method: string, request: unknown, deadlineMs: number): Promise<Res> {
-  const client = new adminpb.CellAdminClient(address, credentials.createInsecure()) as unknown as Record<string, Function> & { close(): void };
+  const client = new adminpb.CellAdminClient(address, credentials.createInsecure()) as unknown as Record<string, (...args: unknown[]) => unknown> & { close(): void };
   return new Promise((resolve, reject) =>
     client[method]!.call(client, request, new Metadata(), { deadline: Date.now() + deadlineMs }, (err: ServiceError | null, res: Res) => {
       client.close();
