@@ -24,7 +24,7 @@ import { LogIndex, Term, assert } from '@fencer/base';
 import type { Entry, HardState, Snapshot } from '@fencer/raft';
 import { ByteReader, DecodeError, readU32 } from './bytes.js';
 import { type Disk, joinPath } from './disk.js';
-import { unsyncedBytesMax } from './limits.js';
+import { sectorBytes, unsyncedBytesMax } from './limits.js';
 import {
   RECORD_HEADER_BYTES,
   RecordKind,
@@ -400,24 +400,50 @@ function cutTail(scan: SegmentScan, seg: SegmentFile, end: Extract<SegmentEnd, {
 
 /**
  * A valid record after the bad one. With one cycle in flight, bytes land in
- * order (short of a torn write, which leaves no valid record behind it), so
- * it means damage to written data. With more, a later cycle may have landed
- * without an earlier one, which inside the unsynced window is a tear; unless
- * the bad record is whole but for its own content (its successor sits right
- * after it and links to its stored checksum): then it was written, and
- * damaged since. Returns the reason for the cut, or throws.
+ * write order, short of a torn write: so it means damage to written data,
+ * unless a sector of the bad stretch was never written (a write torn by
+ * sectors, which may land in any order). With more cycles, a later cycle may
+ * have landed without an earlier one, which inside the unsynced window is a
+ * tear; unless the bad record is whole but for its own content (its
+ * successor sits right after it and links to its stored checksum): then it
+ * was written, and damaged since, again short of an unwritten sector.
+ * Returns the reason for the cut, or throws.
  */
 function judgeLaterRecord(writerSyncs: number, seg: SegmentFile, end: Extract<SegmentEnd, { sealed: false }>, later: number): string {
   const { buf, file } = seg;
   const pos = end.pos;
   assert(later > pos, 'the later record starts after the bad one');
-  if (writerSyncs === 1) throw new WalCorruptionError(file, pos, `${end.reason}; a valid record follows at offset ${later}`);
+  const tornBySectors = `${end.reason}; part of it is a sector the write never reached, so records from offset ${later} are discarded as a torn write`;
+  if (writerSyncs === 1) {
+    if (hasUnwrittenSector(buf, pos, later)) return tornBySectors;
+    throw new WalCorruptionError(file, pos, `${end.reason}; a valid record follows at offset ${later}`);
+  }
   const stored = readU32(buf, pos);
   const recordEnd = pos + RECORD_HEADER_BYTES + readU32(buf, pos + 4);
   if (!end.zero && later === recordEnd && readU32(buf, later + 12) === stored) {
+    if (hasUnwrittenSector(buf, pos, later)) return tornBySectors;
     throw new WalCorruptionError(file, pos, `${end.reason}; the next record follows it in place`);
   }
   return `${end.reason}; discarded records from offset ${later} written by a later cycle in flight at the crash`;
+}
+
+/**
+ * Whether [from, to) holds a sector the last write never reached: a piece
+ * of it that ends on a sector boundary and reads as zeros (segments are
+ * zero-filled before any record is written). Only pieces ending on a
+ * boundary count: a sector holding the valid record at `to` did land.
+ * Written records are never zero across a whole sector's piece, as each
+ * starts with a nonzero header, except entry data that is itself a zero
+ * sector; such an entry, damaged besides, is cut as torn rather than refused.
+ */
+function hasUnwrittenSector(buf: Uint8Array, from: number, to: number): boolean {
+  for (let at = from; at < to; ) {
+    const sectorEnd = (Math.floor(at / sectorBytes) + 1) * sectorBytes;
+    if (sectorEnd > to) return false;
+    if (isZero(buf, at, sectorEnd)) return true;
+    at = sectorEnd;
+  }
+  return false;
 }
 
 /** After the active segment only the preallocated spare may follow: adopted when its header is whole, else deleted. */
