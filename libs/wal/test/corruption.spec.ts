@@ -248,7 +248,7 @@ describe('offline corruption', () => {
       outcomes.kept.add(again.lastIndex());
       if (again.recovery.truncatedAt?.reason.includes('never reached') === true) outcomes.cutAtUnwrittenSector++;
     }
-    // The case that used to refuse to start was reached, and the outcomes vary.
+    // Some outcome cut at a sector the write never reached, and the outcomes vary.
     expect(outcomes.cutAtUnwrittenSector).toBeGreaterThan(0);
     expect(outcomes.kept.size).toBeGreaterThan(1);
   });
