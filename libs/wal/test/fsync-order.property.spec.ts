@@ -29,6 +29,8 @@ import { DIR, allEntries, entry, text } from './helpers.js';
 
 const seed = Number(process.env.WAL_FSYNC_SEED ?? 20261201);
 const numRuns = Number(process.env.WAL_FSYNC_RUNS ?? 200);
+/** A scenario takes a few milliseconds, several times that on a loaded machine. */
+const timeoutMs = 30_000 + numRuns * 100;
 
 type Op =
   | { k: 'append'; n: number; size: number }
@@ -200,7 +202,7 @@ describe('fsync ordering (property over a disk that drops unsynced writes at a c
     // Most crashes strike between cycles, with nothing torn: about one scenario in ten cuts a tail.
     expect(coverage.tornTails, 'tornTails').toBeGreaterThan(numRuns / 20);
     for (const [k, n] of coverage.byPolicy.entries()) expect(n, policies[k]!.name).toBeGreaterThan(numRuns / 10);
-  });
+  }, timeoutMs);
 
   it.each<DiskLie>(['sync', 'syncDir'])(`fails over a disk whose %s lies (negative control, seed ${seed})`, (lie) => {
     const result = fc.check(
@@ -209,5 +211,5 @@ describe('fsync ordering (property over a disk that drops unsynced writes at a c
     );
     expect(result.failed, `the property held over a disk whose ${lie} lies: it cannot see lost writes`).toBe(true);
     console.log(`fsync-order negative control (${lie} lies): failed after ${result.numRuns} runs, seed ${result.seed}: ${String(result.errorInstance).split('\n')[0]}`);
-  });
+  }, timeoutMs);
 });
