@@ -9,7 +9,8 @@
  *    everything it reported is on disk. The fault fires once only, so a store
  *    that retried the fsync would succeed and carry on instead of exiting.
  * 3. Under `fiu-run`, one write-path pwrite (EIO, ENOSPC), one fdatasync
- *    (ENOSPC), or one rename (a new segment's, a snapshot's) fails: the child
+ *    (ENOSPC), one rename (a new segment's, a snapshot's), one directory
+ *    fsync or one unlink (compaction) fails: the child
  *    logs the failed call, exits 1, acknowledges nothing after it, and a
  *    restart without faults recovers everything acknowledged, intact, and
  *    removes the half-made file.
@@ -267,6 +268,10 @@ const faultCases: readonly FaultCase[] = [
   { name: 'an fdatasync fails with ENOSPC', points: ['posix/io/sync/fdatasync'], errno: 28, code: 'ENOSPC', syscall: 'fdatasync', file: /^-$/ },
   // No snapshots: the next rename is the one that names the segment after the spare.
   { name: 'the rename of a new segment fails with EIO', points: ['posix/io/dir/rename'], errno: 5, code: 'EIO', syscall: 'rename', file: /^[0-9a-f]{16}\.wal\.tmp$/, env: { APPENDER_SNAPSHOTS: 'off' } },
+  // The next directory fsync names a new segment, installs a snapshot or makes a compaction's deletes durable.
+  { name: 'a directory fsync fails with EIO', points: ['posix/io/sync/fsync'], errno: 5, code: 'EIO', syscall: 'fsync', file: /^-$/ },
+  // The next unlink drops a snapshot beyond the two kept, or a compacted segment.
+  { name: 'an unlink during compaction fails with EIO', points: ['posix/io/dir/unlink'], errno: 5, code: 'EIO', syscall: 'unlink', file: /^(snap-[0-9a-f]{16}\.snap|[0-9a-f]{16}\.wal)$/ },
   // Segments of 4 MiB: no roll before the next snapshot, so its install is the next rename.
   { name: 'the rename installing a snapshot fails with ENOSPC', points: ['posix/io/dir/rename'], errno: 28, code: 'ENOSPC', syscall: 'rename', file: /^snap-[0-9a-f]{16}\.snap\.tmp$/, segmentBytes: 4 * 1024 * 1024 },
 ];
