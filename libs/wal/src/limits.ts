@@ -19,6 +19,14 @@ export const segmentBytesMax = 1024 * 1024 * 1024;
  */
 export const unsyncedBytesMax = 1024 * 1024;
 
+/**
+ * The unit a disk writes atomically at best (a sector). A write interrupted
+ * by a power cut may keep any subset of its sectors, in any order; recovery
+ * reads an all-zero sector of a zero-filled segment as one the write never
+ * reached. A constant because it must hold for logs written by earlier runs.
+ */
+export const sectorBytes = 512;
+
 /** Write+fdatasync cycles in flight at once: default, and most (each holds a file handle of the active segment). */
 export const syncsInFlightDefault = 2;
 export const syncsInFlightMax = 4;

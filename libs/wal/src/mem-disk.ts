@@ -34,8 +34,15 @@ export interface CrashPolicy {
    */
   mode?: 'lose' | 'random';
   random?: Random;
-  /** In 'random' mode, chance that the first lost write is torn (a prefix of it lands). Default 0.5. */
+  /** In 'random' mode, chance that the first lost write is torn (part of it lands). Default 0.5. */
   tearChance?: number;
+  /**
+   * How a torn write tears. Absent: a prefix lands, cut at a random byte.
+   * A number of bytes (512 for sectors, 4096 for pages): each aligned unit
+   * of the write lands whole or not at all, independently, as when the
+   * kernel writes back a multi-page write's pages in any order.
+   */
+  tearUnitBytes?: number;
   /**
    * In 'random' mode, keep a random subset of each file's unsynced writes
    * instead of a prefix: the disk persisted them out of order (a later
@@ -140,6 +147,17 @@ function applyDirOp(names: Map<string, Inode>, op: DirOp): void {
       names.set(op.to, inode);
       return;
     }
+  }
+}
+
+/** Lands each `unitBytes`-aligned piece of a write with even odds (a write torn at sector or page granularity). */
+function applySomeUnits(durable: Bytes, op: WriteOp & { kind: 'write' }, unitBytes: number, random: Random): void {
+  assert(Number.isInteger(unitBytes) && unitBytes > 0, 'tearUnitBytes is a positive integer');
+  const end = op.position + op.data.length;
+  for (let from = op.position; from < end; ) {
+    const to = Math.min(end, (Math.floor(from / unitBytes) + 1) * unitBytes);
+    if (random.chance(0.5)) durable.apply({ kind: 'write', position: from, data: op.data.subarray(from - op.position, to - op.position) });
+    from = to;
   }
 }
 
@@ -277,7 +295,8 @@ export class MemDisk implements Disk {
         for (let i = 0; i < keep; i++) inode.durable.apply(ops[i]!);
         const torn = ops[keep];
         if (torn !== undefined && torn.kind === 'write' && random.chance(policy.tearChance ?? 0.5)) {
-          inode.durable.apply(torn, random.int(torn.data.length + 1));
+          if (policy.tearUnitBytes === undefined) inode.durable.apply(torn, random.int(torn.data.length + 1));
+          else applySomeUnits(inode.durable, torn, policy.tearUnitBytes, random);
         }
       }
       inode.unsynced = [];

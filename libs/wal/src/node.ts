@@ -19,11 +19,10 @@ const zeros = new Uint8Array(allocateChunkBytes);
 /**
  * Writes up to this size go straight into the page cache with pwrite on the
  * calling thread; `done` still runs later (a microtask), never inside the
- * call. A group-commit batch is usually a few KiB: copying it costs
- * microseconds, while the thread pool's round trip (wake a worker, wake the
- * loop back) costs two context switches before the fdatasync can even start
- * (measured in docs/benchmarks.md, cell section). Bigger writes
- * (preallocation, snapshots) stay on the thread pool.
+ * call. A group-commit batch is usually a few KiB: copying it is cheap,
+ * while the thread pool's round trip (wake a worker, wake the loop back)
+ * costs two context switches before the fdatasync can even start. Bigger
+ * writes (preallocation, snapshots) stay on the thread pool.
  */
 const inlineWriteBytesMax = 64 * 1024;
 
@@ -43,11 +42,11 @@ export interface NodeDiskOptions {
    * pool) while another sync of the file is out.
    *
    * The pool's round trip costs two wake-ups (the loop wakes a worker, the
-   * worker wakes the loop), each about 65 µs on the VMs we measured, while a
-   * small fdatasync there takes about 57 µs: a replica that is idle between
-   * small writes answers sooner syncing on its own thread. Under steady load
-   * the pool wins, because the loop keeps reading sockets and can start the
-   * next write while a sync runs. Default: always the pool.
+   * worker wakes the loop), each comparable to a small fdatasync on a fast
+   * disk: a replica that is idle between small writes answers sooner
+   * syncing on its own thread. Under steady load the pool wins, because the
+   * loop keeps reading sockets and can start the next write while a sync
+   * runs. Default: always the pool. docs/benchmarks.md has the figures.
    */
   syncOnLoop?: (idleMs: number, lastSyncMs: number) => SyncPlace;
 }

@@ -224,77 +224,85 @@ class Store implements WalStore {
   /** Repairs what recovery found, opens or creates the active segment, and starts preparing the next. */
   start(done: Done): void {
     const rec = this.rec;
-    // Snapshot files newer than the chosen one are the corrupt or disconnected ones: delete them so a
-    // later snapshot with the same name is not confused with them.
+    const steps: Array<(next: Done) => void> = [];
+    const deletes = this.leftoversToDelete();
+    if (deletes.length > 0) steps.push((next) => this.unlinkAll(deletes, next));
+    // Torn tails are zeroed before anything is written after them, so a later crash cannot mistake them for damage.
+    for (const z of rec.zeroRanges) steps.push((next) => this.zeroRange(z, next));
+    const active = rec.active;
+    steps.push(active === null ? (next) => this.createFirstSegment(next) : (next) => this.reopenActive(active, next));
+    const spare = rec.spare;
+    if (spare !== null) steps.push((next) => this.reopenSpare(spare, next));
+    runInOrder(steps, (err) => {
+      if (err !== null) return done(err);
+      this.prepareSpare();
+      this.pump();
+      done(null);
+    });
+  }
+
+  /**
+   * What recovery found to delete, and snapshot files newer than the chosen
+   * one (the corrupt or disconnected ones), so a later snapshot with the
+   * same name is not confused with them.
+   */
+  private leftoversToDelete(): string[] {
+    const rec = this.rec;
     const deletes = [...rec.deletes, ...rec.snapshots.filter((s) => s.index > this.snap.meta.index).map((s) => s.name)];
     for (const skipped of rec.skippedSnapshots) if (skipped.name.endsWith('.snap')) deletes.push(skipped.name);
-    const steps: Array<(next: Done) => void> = [];
-    if (deletes.length > 0) {
-      steps.push((next) => this.unlinkAll(deletes, next));
-    }
-    for (const z of rec.zeroRanges) {
-      steps.push((next) =>
-        this.disk.open(this.path(z.name), 'existing', (err, file) => {
-          if (err !== null || file === undefined) return next(err);
-          // Zero the torn tail before anything is written after it, so a later crash cannot mistake it for damage.
-          file.write(z.from, new Uint8Array(z.to - z.from), (e1) => {
-            if (e1 !== null) return next(e1);
-            file.sync((e2) => {
-              this.stats.fsyncs++;
-              file.close((e3) => next(e2 ?? e3));
-            });
-          });
-        }),
-      );
-    }
-    if (rec.active === null) {
-      steps.push((next) =>
-        this.prepareSegment(1, this.segmentBytes, (err, files) => {
-          if (err !== null || files === undefined) return next(err);
-          this.active = { seq: 1, files };
-          this.segments.push({ seq: 1, maxIndex: 0 });
-          this.beginSegment(1, this.segmentBytes, 0);
-          next(null);
-        }),
-      );
-    } else {
-      const a = rec.active;
-      steps.push((next) =>
-        this.openHandles(segmentFileName(a.seq), [], (err, files) => {
-          if (err !== null || files === undefined) return next(err);
-          this.active = { seq: a.seq, files };
-          this.encSeq = a.seq;
-          this.encPos = a.position;
-          this.encCrc = a.crc;
-          this.encSegmentBytes = a.segmentBytes;
-          if (a.needsStart) this.writeStart(a.prevCrc);
-          else this.startEnds.set(a.seq, 0); // its start record was read back, so it is durable
-          this.writeWriter();
-          if (rec.needsMarker) this.writeMarker(this.snap);
-          next(null);
-        }),
-      );
-    }
-    if (rec.spare !== null) {
-      const s = rec.spare;
-      steps.push((next) =>
-        this.openHandles(segmentFileName(s.seq), [], (err, files) => {
-          if (err !== null || files === undefined) return next(err);
-          this.spare = { seq: s.seq, files, segmentBytes: s.segmentBytes };
-          this.nextSegmentBytes = s.segmentBytes;
-          next(null);
-        }),
-      );
-    }
-    const run = (i: number): void => {
-      if (i === steps.length) {
-        this.prepareSpare();
-        this.pump();
-        return done(null);
-      }
-      steps[i]!((err) => (err !== null ? done(err) : run(i + 1)));
-    };
-    run(0);
+    return deletes;
+  }
+
+  private zeroRange(z: Recovered['zeroRanges'][number], done: Done): void {
+    assert(z.to > z.from, 'a torn tail to zero is not empty');
+    this.disk.open(this.path(z.name), 'existing', (err, file) => {
+      if (err !== null || file === undefined) return done(err);
+      file.write(z.from, new Uint8Array(z.to - z.from), (e1) => {
+        if (e1 !== null) return done(e1);
+        file.sync((e2) => {
+          this.stats.fsyncs++;
+          file.close((e3) => done(e2 ?? e3));
+        });
+      });
+    });
+  }
+
+  /** An empty directory: segment 1, durable with its header before anything is written into it. */
+  private createFirstSegment(done: Done): void {
+    this.prepareSegment(1, this.segmentBytes, (err, files) => {
+      if (err !== null || files === undefined) return done(err);
+      this.active = { seq: 1, files };
+      this.segments.push({ seq: 1, maxIndex: 0 });
+      this.beginSegment(1, this.segmentBytes, 0);
+      done(null);
+    });
+  }
+
+  /** Appending continues where recovery found the end of the log. */
+  private reopenActive(a: NonNullable<Recovered['active']>, done: Done): void {
+    this.openHandles(segmentFileName(a.seq), [], (err, files) => {
+      if (err !== null || files === undefined) return done(err);
+      this.active = { seq: a.seq, files };
+      this.encSeq = a.seq;
+      this.encPos = a.position;
+      this.encCrc = a.crc;
+      this.encSegmentBytes = a.segmentBytes;
+      if (a.needsStart) this.writeStart(a.prevCrc);
+      else this.startEnds.set(a.seq, 0); // its start record was read back, so it is durable
+      this.writeWriter();
+      // A replacing snapshot whose marker was not durable: the marker goes before any new entry.
+      if (this.rec.needsMarker) this.writeMarker(this.snap);
+      done(null);
+    });
+  }
+
+  private reopenSpare(s: NonNullable<Recovered['spare']>, done: Done): void {
+    this.openHandles(segmentFileName(s.seq), [], (err, files) => {
+      if (err !== null || files === undefined) return done(err);
+      this.spare = { seq: s.seq, files, segmentBytes: s.segmentBytes };
+      this.nextSegmentBytes = s.segmentBytes;
+      done(null);
+    });
   }
 
   // ---- RaftStorage: the read view ----
@@ -383,42 +391,50 @@ class Store implements WalStore {
     const callPos = this.streamPos;
     this.log = matches ? this.log.slice(at - this.snap.meta.index) : [];
     this.snap = snapshot;
-    const name = snapshotFileName(at);
     const latch = { released: false };
     if (!matches) {
       // The snapshot replaces the log. Its marker tells recovery to drop the old entries; nothing
-      // after it may reach the disk before the snapshot file is durable.
+      // after it may reach the disk before the snapshot file is durable. The marker's place in the
+      // stream acknowledges the call.
       this.closeOpenChunk();
       this.writeMarker(snapshot);
       this.chunks[this.chunks.length - 1]!.latch = latch;
       this.queueAck(done);
     }
+    this.installSnapshotFile(snapshot, callPos, latch, matches ? done : null);
+  }
+
+  /**
+   * Writes the snapshot file, durably named, then releases the marker held
+   * by `latch` and compacts. Not before the stream is durable up to
+   * `before`: recovery adopts the newest valid snapshot file, and must never
+   * combine it with a log missing records that preceded it.
+   */
+  private installSnapshotFile(snapshot: Snapshot, before: number, latch: { released: boolean }, done: Done | null): void {
+    const at = snapshot.meta.index;
+    const name = snapshotFileName(at);
     const bytes = encodeSnapshot(snapshot);
-    // Not before everything saved ahead of this call is durable: recovery adopts the newest valid
-    // snapshot file, and must never combine it with a log missing records that preceded it.
-    const before = callPos;
     this.enqueueMaintenance((next) =>
       this.whenSynced(before, (failed) => {
         if (failed !== null) {
-          if (matches) done(failed);
+          done?.(failed);
           return next();
         }
         this.writeFileAtomically(name, bytes, (err) => {
           if (err !== null) {
             this.fail(err);
-            if (matches) done(err);
+            done?.(err);
             return next();
           }
           latch.released = true;
           this.snapshots.push({ index: at, name });
-          if (matches) done(null);
+          done?.(null);
           this.pump();
           this.compact(next);
         });
       }),
     );
   }
-
 
   close(done: Done): void {
     assert(!this.closed && this.closing === null, 'double close');
@@ -551,11 +567,7 @@ class Store implements WalStore {
 
   /** Starts the next write+fsync cycle if one is due and allowed; returns whether it did. */
   private startCycle(): boolean {
-    let head = this.chunks[0];
-    while (head !== undefined && head.closed && head.issued === head.w.length) {
-      this.chunks.shift();
-      head = this.chunks[0];
-    }
+    const head = this.headChunk();
     if (head === undefined || head.issued === head.w.length) {
       // Nothing to write. A callback queued after the last cycle started (an empty save) still
       // waits for a cycle of its own, so that no callback fires inside the call that queued it.
@@ -569,19 +581,7 @@ class Store implements WalStore {
     if (head.latch !== null && !head.latch.released) return false;
     const active = this.active;
     assert(active !== null, 'an active segment while writing');
-    if (head.seq !== active.seq) {
-      assert(head.seq === active.seq + 1, 'segments are written in order');
-      // Never write into a segment before the previous one (and its seal) is durable.
-      if (this.inFlight.length > 0) return false;
-      if (this.spare === null) return false; // prepareSpare's completion pumps again
-      assert(this.spare.seq === head.seq, 'the spare is the next segment');
-      const old = active.files;
-      this.active = { seq: this.spare.seq, files: this.spare.files };
-      this.spare = null;
-      this.stats.segmentsRolled++;
-      for (const f of old) f.close(() => {});
-      this.prepareSpare();
-    }
+    if (head.seq !== active.seq && !this.switchToSpare(head.seq)) return false;
     if (head.hasSeal && this.spare === null) return false; // never seal before the next segment is durable
     head.closed = true;
     // Bytes past the last fsync stay within unsyncedBytesMax in all, which recovery's torn-tail rule relies on.
@@ -593,6 +593,36 @@ class Store implements WalStore {
     if (free > 1 && to - from >= 2 * splitBytesMin) to = from + Math.max(splitBytesMin, Math.ceil((to - from) / free));
     head.issued = to;
     this.cycle(head, from, to);
+    return true;
+  }
+
+  /** The oldest chunk with bytes not yet handed to a cycle, dropping those fully handed out. */
+  private headChunk(): Chunk | undefined {
+    let head = this.chunks[0];
+    while (head !== undefined && head.closed && head.issued === head.w.length) {
+      this.chunks.shift();
+      head = this.chunks[0];
+    }
+    return head;
+  }
+
+  /**
+   * Makes the spare the active segment, for the first write into segment
+   * `seq`; returns false while that must wait. Never writes into a segment
+   * before the previous one (and its seal) is durable.
+   */
+  private switchToSpare(seq: number): boolean {
+    const active = this.active;
+    assert(active !== null && seq === active.seq + 1, 'segments are written in order');
+    if (this.inFlight.length > 0) return false;
+    if (this.spare === null) return false; // prepareSpare's completion pumps again
+    assert(this.spare.seq === seq, 'the spare is the next segment');
+    const old = active.files;
+    this.active = { seq: this.spare.seq, files: this.spare.files };
+    this.spare = null;
+    this.stats.segmentsRolled++;
+    for (const f of old) f.close(() => {});
+    this.prepareSpare();
     return true;
   }
 
@@ -807,6 +837,15 @@ class Store implements WalStore {
   private path(name: string): string {
     return joinPath(this.dir, name);
   }
+}
+
+/** Runs callback steps one after another; stops at the first error. */
+function runInOrder(steps: ReadonlyArray<(next: Done) => void>, done: Done): void {
+  const run = (i: number): void => {
+    if (i === steps.length) return done(null);
+    steps[i]!((err) => (err !== null ? done(err) : run(i + 1)));
+  };
+  run(0);
 }
 
 function sameHardState(a: HardState, b: HardState): boolean {

@@ -1,11 +1,14 @@
 /**
- * Goal: MemDisk loses exactly what a power cut may lose, so tests built on
- * it mean something. Method: write, sync or not, crash, and read back; one
- * case per fault the simulator relies on.
+ * Goal: MemDisk loses exactly what a power cut may lose (torn at a byte, or
+ * sector by sector in any order), and lyingDisk makes nothing durable while
+ * completing like an honest disk, so tests built on them mean something.
+ * Method: write, sync or not, crash, and read back; one case per fault the
+ * simulator and the property tests rely on.
  */
 import { SeededRandom } from '@fencer/base';
 import { describe, expect, it } from 'vitest';
-import { type DiskFile, MemDisk } from '../src/index.js';
+import { type DiskFile } from '../src/index.js';
+import { MemDisk, lyingDisk } from '../src/testing.js';
 
 const bytes = (...v: number[]): Uint8Array => Uint8Array.from(v);
 
@@ -108,6 +111,62 @@ describe('MemDisk', () => {
       seen.add(got.length);
     }
     expect(seen.size).toBeGreaterThan(4);
+  });
+
+  it('tears by sectors with tearUnitBytes: each aligned sector of the lost write lands whole or not, in any order', () => {
+    const patterns = new Set<string>();
+    for (let seed = 1; seed <= 60; seed++) {
+      const disk = new MemDisk();
+      disk.mkdirp('/d');
+      const f = openFile(disk, '/d/a');
+      call(disk, (d) => f.allocate(2048, d));
+      call(disk, (d) => f.sync(d));
+      call(disk, (d) => disk.syncDir('/d', d));
+      // Starts mid-sector: the first piece is the rest of sector 0, then sectors 1 and 2 whole, then part of 3.
+      f.write(300, new Uint8Array(1500).fill(7), () => {});
+      disk.runPending();
+      disk.crash({ mode: 'random', random: new SeededRandom(seed), tearUnitBytes: 512, tearChance: 1 });
+      const got = disk.read('/d/a');
+      expect(got.length).toBe(2048);
+      const pieces = [
+        [300, 512],
+        [512, 1024],
+        [1024, 1536],
+        [1536, 1800],
+      ];
+      const landed = pieces.map(([from, to]) => {
+        const piece = got.subarray(from, to);
+        // Each piece is all written or all as before: never cut inside a sector.
+        expect(piece.every((b) => b === 7) || piece.every((b) => b === 0)).toBe(true);
+        return piece[0] === 7 ? '1' : '0';
+      });
+      expect(got.subarray(0, 300).every((b) => b === 0) && got.subarray(1800).every((b) => b === 0)).toBe(true);
+      patterns.add(landed.join(''));
+    }
+    // Later sectors land without earlier ones.
+    expect([...patterns].some((p) => /0.*1/.test(p))).toBe(true);
+    expect(patterns.size).toBeGreaterThan(6);
+  });
+
+  it('lyingDisk: a lying sync or syncDir completes like an honest one and makes nothing durable', () => {
+    for (const lie of ['sync', 'syncDir'] as const) {
+      const disk = new MemDisk();
+      disk.mkdirp('/d');
+      const liar = lyingDisk(disk, lie);
+      let file: DiskFile | undefined;
+      liar.open('/d/a', 'create', (_e, f) => (file = f));
+      disk.runPending();
+      let synced = false;
+      call(disk, (d) => file!.write(0, bytes(1, 2), d));
+      file!.sync((err) => (synced = err === null));
+      expect(synced).toBe(false); // never inside the call
+      disk.runPending();
+      expect(synced).toBe(true);
+      call(disk, (d) => liar.syncDir('/d', d));
+      disk.crash();
+      if (lie === 'sync') expect(disk.read('/d/a')).toEqual(new Uint8Array(0));
+      else expect(disk.exists('/d/a')).toBe(false);
+    }
   });
 
   it('a failed fsync drops the writes it covered for good (fsyncgate)', () => {
