@@ -9,7 +9,7 @@
  * for PreVote, CheckQuorum, leadership transfer, ReadIndex and membership,
  * to Ongaro's dissertation (2014) and its 2015 erratum on membership change.
  */
-import { assert, assertUint, LogIndex, Term } from '@fencer/base';
+import { assert, LogIndex, Term } from '@fencer/base';
 import type { NodeId, Random } from '@fencer/base';
 import { MessageType } from './api.js';
 import type { Message, RaftBug, RaftConfig, ReadState, Role, SoftState } from './api.js';
@@ -22,8 +22,26 @@ import { applyConfChange, encodeConfChange } from './conf-change.js';
 import { ReadIndexQueue } from './read-index.js';
 import { validateRaftConfig } from './config.js';
 import { pendingReadIndexMax, snapshotBytesMax, startupScanBytes, uncommittedEntriesMax } from './limits.js';
+import { checkMessage, DropReason } from './message-check.js';
 
 const emptyData = new Uint8Array(0);
+
+const responseTypes: ReadonlySet<MessageType> = new Set([
+  MessageType.PreVoteResponse,
+  MessageType.RequestVoteResponse,
+  MessageType.AppendEntriesResponse,
+  MessageType.HeartbeatResponse,
+  MessageType.InstallSnapshotResponse,
+]);
+
+function isResponse(type: MessageType): boolean {
+  return responseTypes.has(type);
+}
+
+/** What only a leader sends to its followers in its term. */
+function isLeaderRequest(type: MessageType): boolean {
+  return type === MessageType.AppendEntries || type === MessageType.Heartbeat || type === MessageType.InstallSnapshot;
+}
 
 type CampaignKind = 'pre-vote' | 'election' | 'transfer';
 
@@ -112,11 +130,20 @@ export class Raft {
     else this.tickElection();
   }
 
-  step(m: Message): void {
-    assert(m.to === this.id, `message for ${m.to} delivered to ${this.id}`);
-    assert(m.from !== this.id, 'a node never sends itself messages');
-    assertUint(m.term, 'message term');
-
+  /**
+   * Handles a message from a peer. Returns null when handled (a stale one
+   * is handled by answering or ignoring it, as the paper says), or why it
+   * was dropped untouched: nothing a peer sends reaches an assertion.
+   */
+  step(m: Message): DropReason | null {
+    const malformed = checkMessage(m, this.id);
+    if (malformed !== null) return malformed;
+    if (m.term < this.term && !this.bug('acceptStaleTerm')) {
+      this.answerStale(m);
+      return null;
+    }
+    const refused = this.checkSender(m);
+    if (refused !== null) return refused;
     if (m.term > this.term) {
       if (m.type === MessageType.PreVote || m.type === MessageType.RequestVote) {
         // Dissertation §4.2.3: a server that heard from a leader within the
@@ -124,35 +151,62 @@ export class Raft {
         // partitioned server cannot depose a healthy leader. A transfer
         // (TimeoutNow) is deliberate and passes.
         const inLease = this.config.checkQuorum && this.lead !== null && this.electionElapsed < this.electionTimeout;
-        if (inLease && m.transfer !== true) return;
+        if (inLease && m.transfer !== true) return null;
       }
       if (m.type === MessageType.PreVote) {
         // A pre-vote never changes our term: the pre-candidate has not started a real election.
       } else if (m.type === MessageType.PreVoteResponse && m.reject !== true) {
         // A granted pre-vote carries the term we would campaign at; we move to it when we win.
       } else {
-        const fromLeader =
-          m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat || m.type === MessageType.InstallSnapshot;
-        this.becomeFollower(m.term, fromLeader ? m.from : null);
+        this.becomeFollower(m.term, isLeaderRequest(m.type) ? m.from : null);
       }
-    } else if (m.term < this.term && !this.bug('acceptStaleTerm')) {
-      // §5.1: "If a server receives a request with a stale term number, it rejects the request."
-      if ((this.config.checkQuorum || this.config.preVote) && (m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat)) {
-        // Tell the stale leader our term so it steps down. Without this, a
-        // leader cut off by check-quorum or pre-vote could go on believing.
-        this.send({ type: MessageType.AppendEntriesResponse, to: m.from, index: LogIndex(0) });
-      } else if (m.type === MessageType.PreVote) {
-        this.send({ type: MessageType.PreVoteResponse, to: m.from, reject: true });
-      } else if (m.type === MessageType.RequestVote) {
-        // Figure 2: the reply carries currentTerm "for candidate to update
-        // itself". Staying silent can deadlock: a candidate that the voters
-        // no longer contact (they think it a learner, say) would never learn
-        // the term it has to exceed.
-        this.send({ type: MessageType.RequestVoteResponse, to: m.from, reject: true });
-      }
-      return;
     }
+    this.dispatch(m);
+    return null;
+  }
 
+  /**
+   * Who may send what, for messages of our term or above. Requests are
+   * taken from any node, members or not (dissertation §4.1: "servers
+   * process incoming RPC requests without consulting their current
+   * configurations"): a joining node knows no configuration until the
+   * leader's appends bring it, and a candidate or leader may be a member
+   * only of a configuration this node has not appended yet. Responses are
+   * different: this node sent requests only to members of its own
+   * configuration, so a response from anyone else answers nothing (etcd's
+   * leader likewise ignores a response from a node without progress).
+   */
+  private checkSender(m: Message): DropReason | null {
+    if (isResponse(m.type) && !this.voters.has(m.from) && !this.learners.has(m.from)) return DropReason.NotMember;
+    if (m.type === MessageType.TimeoutNow) {
+      // Only the leader we follow may tell us to campaign at once, past every lease.
+      return m.term === this.term && this.lead === m.from ? null : DropReason.NotLeader;
+    }
+    if (isLeaderRequest(m.type) && m.term === this.term && this.lead !== null && this.lead !== m.from) {
+      // §5.2 Election Safety: at most one leader per term, and we already know this term's.
+      return DropReason.NotLeader;
+    }
+    return null;
+  }
+
+  /** §5.1: "If a server receives a request with a stale term number, it rejects the request." */
+  private answerStale(m: Message): void {
+    if ((this.config.checkQuorum || this.config.preVote) && (m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat)) {
+      // Tell the stale leader our term so it steps down. Without this, a
+      // leader cut off by check-quorum or pre-vote could go on believing.
+      this.send({ type: MessageType.AppendEntriesResponse, to: m.from, index: LogIndex(0) });
+    } else if (m.type === MessageType.PreVote) {
+      this.send({ type: MessageType.PreVoteResponse, to: m.from, reject: true });
+    } else if (m.type === MessageType.RequestVote) {
+      // Figure 2: the reply carries currentTerm "for candidate to update
+      // itself". Staying silent can deadlock: a candidate that the voters
+      // no longer contact (they think it a learner, say) would never learn
+      // the term it has to exceed.
+      this.send({ type: MessageType.RequestVoteResponse, to: m.from, reject: true });
+    }
+  }
+
+  private dispatch(m: Message): void {
     if (m.type === MessageType.PreVote || m.type === MessageType.RequestVote) {
       this.handleVoteRequest(m);
       return;
@@ -489,8 +543,12 @@ export class Raft {
   }
 
   private handleHeartbeat(m: Message): void {
-    // The leader sends min(our match, its commit), so this never passes our log.
-    this.log.commitTo(m.commit ?? 0);
+    // The leader sends min(our match, its commit), so this never passes our
+    // log unless our log was lost (a wiped disk) or the message is forged.
+    // Then nothing is known to match: commit nothing and let the leader's
+    // next append find where our logs agree.
+    const commit = m.commit ?? 0;
+    if (commit <= this.log.lastIndex()) this.log.commitTo(commit);
     this.send({ type: MessageType.HeartbeatResponse, to: m.from, ...(m.context !== undefined ? { context: m.context } : {}) });
   }
 

@@ -12,6 +12,7 @@ import { ErrorCode, FencerError, ManualClock, NodeId, SeededRandom, type LogInde
 import { MessageType, type Entry, type Message } from '@fencer/raft';
 import { MemDisk, openRaftLogStore, type RaftLogStore } from '@fencer/wal';
 import { Replica, proposeAsync, readIndexAsync, type Applied, type ReplicaConfig } from './index.js';
+import { createReplica } from './testing.js';
 import type { StateMachine } from './state-machine.js';
 import { pendingProposalsMax } from './limits.js';
 
@@ -71,7 +72,7 @@ class Cell {
     if (!store) throw new Error('store did not open');
     const machine = new ListMachine();
     const sent: Message[] = [];
-    const replica = new Replica({ id, peers: this.ids, ...this.config }, store, machine, {
+    const replica = createReplica({ id, peers: this.ids, ...this.config }, store, machine, {
       clock: new ManualClock(),
       random: new SeededRandom(this.ids.indexOf(id) + 1),
       transport: {
