@@ -552,52 +552,64 @@ export class Raft {
     this.send({ type: MessageType.HeartbeatResponse, to: m.from, ...(m.context !== undefined ? { context: m.context } : {}) });
   }
 
+  /** §7 InstallSnapshot, in chunks: assemble them in order, then install and answer with where our log ends. */
   private handleSnapshotChunk(m: Message): void {
+    const meta = m.snapshotMeta;
+    const respond = (fields: Partial<Message>): void =>
+      this.send({ type: MessageType.InstallSnapshotResponse, to: m.from, ...(meta !== undefined ? { snapshotMeta: meta } : {}), ...fields });
+    const step = this.assembleSnapshot(m);
+    switch (step.kind) {
+      case 'reject':
+        respond({ reject: true });
+        return;
+      case 'resume':
+        respond({ snapshotOffset: step.offset });
+        return;
+      case 'complete': {
+        const restored = this.restore(step.snapshot);
+        respond({
+          snapshotDone: true,
+          snapshotOffset: step.snapshot.data.byteLength,
+          index: LogIndex(restored ? this.log.lastIndex() : this.log.committed),
+        });
+        return;
+      }
+    }
+  }
+
+  /**
+   * Adds one chunk to the transfer being received. Answers 'resume' with
+   * the offset we expect next (after a good chunk, or for a lost,
+   * duplicated or reordered one), 'reject' for a transfer that cannot
+   * complete, and 'complete' once the last chunk filled the buffer.
+   */
+  private assembleSnapshot(
+    m: Message,
+  ): { kind: 'reject' } | { kind: 'resume'; offset: number } | { kind: 'complete'; snapshot: Snapshot } {
     const meta = m.snapshotMeta;
     const offset = m.snapshotOffset ?? 0;
     const total = m.snapshotTotalBytes ?? 0;
     const chunk = m.snapshotChunk ?? emptyData;
-    const respond = (fields: Partial<Message>): void =>
-      this.send({ type: MessageType.InstallSnapshotResponse, to: m.from, ...(meta !== undefined ? { snapshotMeta: meta } : {}), ...fields });
-    if (meta === undefined || !(total >= 0 && total <= snapshotBytesMax) || offset < 0 || offset + chunk.byteLength > total) {
+    if (meta === undefined || total > snapshotBytesMax || offset + chunk.byteLength > total) {
       this.snapshotReceive = null;
-      respond({ reject: true });
-      return;
+      return { kind: 'reject' };
     }
     let rx = this.snapshotReceive;
     const same =
       rx !== null && rx.from === m.from && rx.meta.index === meta.index && rx.meta.term === meta.term && rx.buffer.byteLength === total;
-    if (offset === 0 && (!same || rx === null)) {
+    if (!same || rx === null) {
+      // A chunk of a transfer we do not hold (we restarted, or it was replaced): start over.
+      if (offset !== 0) return { kind: 'resume', offset: 0 };
       rx = { from: m.from, meta, buffer: new Uint8Array(total), received: 0 };
       this.snapshotReceive = rx;
-    } else if (!same || rx === null) {
-      // A chunk of a transfer we do not hold (we restarted, or it was
-      // replaced): ask for the start.
-      respond({ snapshotOffset: 0 });
-      return;
     }
-    if (offset !== rx.received) {
-      // Lost, duplicated or reordered chunk: say where we are.
-      respond({ snapshotOffset: rx.received });
-      return;
-    }
+    if (offset !== rx.received) return { kind: 'resume', offset: rx.received };
     rx.buffer.set(chunk, offset);
     rx.received += chunk.byteLength;
-    if (m.snapshotDone !== true) {
-      respond({ snapshotOffset: rx.received });
-      return;
-    }
+    if (m.snapshotDone !== true) return { kind: 'resume', offset: rx.received };
     this.snapshotReceive = null;
-    if (rx.received !== total) {
-      respond({ reject: true });
-      return;
-    }
-    const restored = this.restore({ meta, data: rx.buffer });
-    respond({
-      snapshotDone: true,
-      snapshotOffset: total,
-      index: LogIndex(restored ? this.log.lastIndex() : this.log.committed),
-    });
+    if (rx.received !== total) return { kind: 'reject' };
+    return { kind: 'complete', snapshot: { meta, data: rx.buffer } };
   }
 
   /** §7: install a snapshot from the leader. Returns false when our log already covers it. */

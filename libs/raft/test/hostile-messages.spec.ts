@@ -198,6 +198,21 @@ describe('§4.1 "servers process incoming RPC requests without consulting their 
     expect(ofType(drain(h).messages, MessageType.HeartbeatResponse)).toHaveLength(1);
   });
 
+  it('an answer to a read round whose heartbeat has not gone out is ignored: no follower can have seen it', () => {
+    const h = newNode({ id: '1', voters: three, term: 1 });
+    electLeader(h, three);
+    h.node.step(msg(MessageType.AppendEntriesResponse, '2', '1', 2, { index: LogIndex(1) }));
+    drain(h);
+    expect(h.node.readIndex('r')).toBe(true);
+    // The round's id is guessable (1); its heartbeat leaves only with the next ready.
+    h.node.step(msg(MessageType.HeartbeatResponse, '2', '1', 2, { context: '1' }));
+    const out = drain(h);
+    expect(out.readStates).toEqual([]);
+    const beat = ofType(out.messages, MessageType.Heartbeat).find((m) => m.context !== undefined);
+    h.node.step(msg(MessageType.HeartbeatResponse, '2', '1', 2, { context: beat?.context as string }));
+    expect(drain(h).readStates.map((r) => r.requestCtx)).toEqual(['r']);
+  });
+
   it('what the checks cannot catch: a well-formed AppendEntries from a real member with a higher term is obeyed (authentication is the transport\'s job)', () => {
     const h = follower();
     expect(h.node.step(msg(MessageType.AppendEntries, '3', '2', 9, { index: LogIndex(2), logTerm: Term(2), entries: [ent(3, 9, 'forged')], commit: LogIndex(3) }))).toBeNull();
