@@ -39,7 +39,7 @@ export const DropReason = {
   BadSnapshot: 'bad-snapshot',
   /** A response from a node outside the configuration: it answers nothing this node asked. */
   NotMember: 'not-member',
-  /** A leader's message for this node's term from a node other than the leader it follows in that term. */
+  /** A leader's message (or TimeoutNow) in this node's term from another node than the leader it knows for that term; TimeoutNow for another term. */
   NotLeader: 'not-leader',
 } as const;
 export type DropReason = (typeof DropReason)[keyof typeof DropReason];

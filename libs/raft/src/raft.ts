@@ -178,14 +178,16 @@ export class Raft {
    */
   private checkSender(m: Message): DropReason | null {
     if (isResponse(m.type) && !this.voters.has(m.from) && !this.learners.has(m.from)) return DropReason.NotMember;
+    // §5.2 Election Safety: at most one leader per term, so once we know this
+    // term's leader, a leader's message in it from anyone else is not one.
+    const otherLeads = this.lead !== null && this.lead !== m.from;
     if (m.type === MessageType.TimeoutNow) {
-      // Only the leader we follow may tell us to campaign at once, past every lease.
-      return m.term === this.term && this.lead === m.from ? null : DropReason.NotLeader;
+      // It starts an election past every lease, so only this term's leader may
+      // send it: the transferee has acknowledged the leader's log, so it is in
+      // the leader's term (a restart may have made it forget who leads).
+      return m.term === this.term && !otherLeads ? null : DropReason.NotLeader;
     }
-    if (isLeaderRequest(m.type) && m.term === this.term && this.lead !== null && this.lead !== m.from) {
-      // §5.2 Election Safety: at most one leader per term, and we already know this term's.
-      return DropReason.NotLeader;
-    }
+    if (isLeaderRequest(m.type) && m.term === this.term && otherLeads) return DropReason.NotLeader;
     return null;
   }
 

@@ -160,12 +160,16 @@ describe('Messages from the network are checked, never asserted on', () => {
     expect(h.node.status().leader).toBe('1');
   });
 
-  it('TimeoutNow from anyone but the leader we follow is dropped as not-leader: it would start an election past every lease', () => {
+  it('TimeoutNow from another node than this term\'s leader, or for another term, is dropped as not-leader: it would start an election past every lease', () => {
     expectDropped(follower(), msg(MessageType.TimeoutNow, '3', '2', 2), DropReason.NotLeader);
     expectDropped(follower(), msg(MessageType.TimeoutNow, '1', '2', 3), DropReason.NotLeader);
     const h = follower();
     expect(h.node.step(msg(MessageType.TimeoutNow, '1', '2', 2))).toBeNull();
     expect(h.node.status().role).toBe('candidate');
+    // Restarted in the leader's term, not knowing the leader yet: the transfer still goes through.
+    const restarted = newNode({ id: '2', voters: three, logTerms: [1, 2], term: 2, commit: 1 });
+    expect(restarted.node.step(msg(MessageType.TimeoutNow, '1', '2', 2))).toBeNull();
+    expect(restarted.node.status().role).toBe('candidate');
   });
 });
 
