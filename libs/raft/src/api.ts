@@ -10,6 +10,7 @@
  */
 import type { LogIndex, NodeId, Random, Term } from '@fencer/base';
 import type { ConfChange, ConfState, Entry, HardState, RaftStorage, Snapshot } from './types.js';
+import type { DropReason } from './message-check.js';
 
 export const MessageType = {
   PreVote: 'PreVote',
@@ -94,9 +95,9 @@ export interface RaftConfig {
   /** Voters and learners at bootstrap when storage is empty; ignored once storage holds a membership. */
   readonly peers?: readonly NodeId[];
   readonly learners?: readonly NodeId[];
-  /** Election timeout in ticks; randomised in [electionTicks, 2*electionTicks). Default 10. */
+  /** Election timeout in ticks; randomised in [electionTicks, 2*electionTicks). */
   readonly electionTicks: number;
-  /** Heartbeat interval in ticks. Default 1. */
+  /** Heartbeat interval in ticks. */
   readonly heartbeatTicks: number;
   readonly storage: RaftStorage;
   readonly random: Random;
@@ -111,7 +112,7 @@ export interface RaftConfig {
    * index in future AppendEntries RPCs (including heartbeats) so that the
    * other servers eventually find out"). Eager costs every follower a
    * message and an answer per commit at low load; lazy leaves followers up
-   * to one heartbeat interval behind in applying. Default true.
+   * to one heartbeat interval behind in applying.
    */
   readonly broadcastCommit: boolean;
   /** Flow control: most entries / bytes in one AppendEntries, and most in-flight appends per follower. */
@@ -124,6 +125,24 @@ export interface RaftConfig {
   readonly bugs?: Partial<Record<RaftBug, boolean>>;
 }
 
+/**
+ * The knobs of RaftConfig that have a default. The defaults live in one
+ * place, `raftTuningDefault` in config.ts; callers (the replica, the cell
+ * node, the simulator) take a Partial of this and override what they mean to.
+ */
+export type RaftTuning = Pick<
+  RaftConfig,
+  | 'electionTicks'
+  | 'heartbeatTicks'
+  | 'preVote'
+  | 'checkQuorum'
+  | 'broadcastCommit'
+  | 'maxEntriesPerMsg'
+  | 'maxBytesPerMsg'
+  | 'maxInflightMsgs'
+  | 'snapshotChunkBytes'
+>;
+
 export type RaftBug =
   /** Commit an entry of a previous term by counting replicas (Figure 8). */
   | 'commitPreviousTermByCounting'
@@ -134,13 +153,7 @@ export type RaftBug =
   /** Start a second membership change before the first commits. */
   | 'concurrentConfChange'
   /** Accept messages from a stale term as if current. */
-  | 'acceptStaleTerm'
-  /**
-   * Acknowledge (send messages) before the ready's entries and hard state are
-   * fsynced. The core ignores it: the ordering lives in libs/replica, which
-   * reads this switch from the same record.
-   */
-  | 'ackBeforeFsync';
+  | 'acceptStaleTerm';
 
 export interface Status {
   readonly id: NodeId;
@@ -159,7 +172,12 @@ export interface Status {
 /** What a RaftNode offers; `createRaftNode(config)` in raw-node.ts builds one. */
 export interface RaftNode {
   tick(): void;
-  step(message: Message): void;
+  /**
+   * A message from a peer. Returns null when it was handled, or why it was
+   * dropped untouched (malformed, misaddressed, or from a sender that may
+   * not send it; see message-check.ts). Never throws on what a peer sends.
+   */
+  step(message: Message): DropReason | null;
   /** Appends data as a new entry on the leader; returns its index, or null when not leader (or transfer in progress). */
   propose(data: Uint8Array): LogIndex | null;
   /**

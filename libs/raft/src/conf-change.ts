@@ -7,7 +7,7 @@
  * already reflects some of them gives the same result. The core relies on
  * this when it rebuilds membership from the log at start (raft.ts).
  */
-import { assert, NodeId } from '@fencer/base';
+import { assert, AssertionError, NodeId } from '@fencer/base';
 import { ConfChangeType } from './types.js';
 import type { ConfChange, ConfState } from './types.js';
 
@@ -25,12 +25,27 @@ export function encodeConfChange(change: ConfChange): Uint8Array {
 }
 
 export function decodeConfChange(data: Uint8Array): ConfChange {
-  assert(data.length >= 3, `a ConfChange entry needs at least 3 bytes, got ${data.length}`);
-  assert(data[0] === FORMAT_VERSION, `unknown ConfChange format version ${data[0]}`);
+  const parsed = parseConfChange(data);
+  if (typeof parsed === 'string') throw new AssertionError(parsed);
+  return parsed;
+}
+
+/** Whether `data` decodes to a ConfChange: the check for entries that arrive from the network. */
+export function isConfChangeData(data: Uint8Array): boolean {
+  return typeof parseConfChange(data) !== 'string';
+}
+
+/** The change, or what is wrong with the bytes. */
+function parseConfChange(data: Uint8Array): ConfChange | string {
+  if (data.length < 3) return `a ConfChange entry needs at least 3 bytes, got ${data.length}`;
+  if (data[0] !== FORMAT_VERSION) return `unknown ConfChange format version ${data[0]}`;
   const type = data[1] as ConfChangeType;
-  const change: ConfChange = { type, node: NodeId(utf8Decode(data.subarray(2))) };
-  assertConfChange(change);
-  return change;
+  if (type !== ConfChangeType.AddVoter && type !== ConfChangeType.AddLearner && type !== ConfChangeType.RemoveNode) {
+    return `unknown ConfChange type ${String(type)}`;
+  }
+  const node = utf8Decode(data.subarray(2));
+  if (node === undefined) return 'ConfChange node id is not valid UTF-8';
+  return { type, node: NodeId(node) };
 }
 
 function assertConfChange(change: ConfChange): void {
@@ -79,12 +94,12 @@ function utf8Encode(s: string): Uint8Array {
   return Uint8Array.from(out);
 }
 
-function utf8Decode(bytes: Uint8Array): string {
+function utf8Decode(bytes: Uint8Array): string | undefined {
   let escaped = '';
   for (const b of bytes) escaped += '%' + b.toString(16).padStart(2, '0');
   try {
     return decodeURIComponent(escaped);
   } catch {
-    assert(false, 'ConfChange node id is not valid UTF-8');
+    return undefined;
   }
 }

@@ -17,15 +17,16 @@ describe('defaultRaftConfig', () => {
       maxInflightMsgs: 8,
       electionTicks: undefined as unknown as number,
     });
-    expect([c.electionTicks, c.heartbeatTicks, c.maxEntriesPerMsg, c.maxBytesPerMsg, c.maxInflightMsgs, c.snapshotChunkBytes, c.preVote, c.checkQuorum]).toEqual([
+    expect([c.electionTicks, c.heartbeatTicks, c.maxEntriesPerMsg, c.maxBytesPerMsg, c.maxInflightMsgs, c.snapshotChunkBytes, c.preVote, c.checkQuorum, c.broadcastCommit]).toEqual([
       10,
       1,
       256,
       1024 * 1024,
       8,
-      256 * 1024,
+      64 * 1024,
       true,
       true,
+      false,
     ]);
   });
 

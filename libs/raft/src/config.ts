@@ -1,42 +1,48 @@
 /**
- * Defaults for RaftConfig and the checks a config must pass before a node
- * is built from it. The defaults follow ARCHITECTURE "Scale targets": with a
- * 100 ms tick, 10 ticks is the 1 s election timeout and 1 tick the 100 ms
- * heartbeat.
+ * The one set of defaults for RaftConfig, and the checks a config must pass
+ * before a node is built from it. Every caller (the replica, the cell node,
+ * the simulator, the tests) starts from `raftTuningDefault` and overrides
+ * only what it means to; nothing else restates a default.
+ *
+ * With a 100 ms tick, 10 ticks is ARCHITECTURE's 1 s election timeout and
+ * 1 tick its 100 ms heartbeat. A commit reaches followers with the next
+ * append or heartbeat (broadcastCommit off): eager commit appends cost the
+ * leader a message per follower per commit at low load (docs/benchmarks.md).
  */
 import { assert } from '@fencer/base';
 import type { NodeId, Random } from '@fencer/base';
-import type { RaftConfig } from './api.js';
+import type { RaftConfig, RaftTuning } from './api.js';
 import type { RaftStorage } from './types.js';
 import { bytesPerMsgMax, entriesPerMsgMax, inflightMsgsMax, snapshotBytesMax } from './limits.js';
 
-export const DEFAULT_ELECTION_TICKS = 10;
-export const DEFAULT_HEARTBEAT_TICKS = 1;
-export const DEFAULT_MAX_ENTRIES_PER_MSG = 256;
-export const DEFAULT_MAX_BYTES_PER_MSG = 1024 * 1024;
-export const DEFAULT_MAX_INFLIGHT_MSGS = 256;
-export const DEFAULT_SNAPSHOT_CHUNK_BYTES = 256 * 1024;
+export const raftTuningDefault: RaftTuning = Object.freeze({
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  preVote: true,
+  checkQuorum: true,
+  broadcastCommit: false,
+  maxEntriesPerMsg: 256,
+  maxBytesPerMsg: 1024 * 1024,
+  maxInflightMsgs: 64,
+  snapshotChunkBytes: 64 * 1024,
+});
 
-/** The required parts of a config; everything else takes the defaults above unless given. */
+/** The required parts of a config; everything else takes `raftTuningDefault` unless given. */
 export type RaftConfigInput = { readonly id: NodeId; readonly storage: RaftStorage; readonly random: Random } & Partial<
   Omit<RaftConfig, 'id' | 'storage' | 'random'>
 >;
 
 export function defaultRaftConfig(input: RaftConfigInput): RaftConfig {
-  // An override given as undefined means "the default", not "no value".
-  const given = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as RaftConfigInput;
-  return {
-    electionTicks: DEFAULT_ELECTION_TICKS,
-    heartbeatTicks: DEFAULT_HEARTBEAT_TICKS,
-    preVote: true,
-    checkQuorum: true,
-    broadcastCommit: true,
-    maxEntriesPerMsg: DEFAULT_MAX_ENTRIES_PER_MSG,
-    maxBytesPerMsg: DEFAULT_MAX_BYTES_PER_MSG,
-    maxInflightMsgs: DEFAULT_MAX_INFLIGHT_MSGS,
-    snapshotChunkBytes: DEFAULT_SNAPSHOT_CHUNK_BYTES,
-    ...given,
-  };
+  return { ...raftTuningDefault, ...withoutUndefined(input) };
+}
+
+/** `raftTuningDefault` with the given overrides; an override given as undefined means "the default". */
+export function raftTuning(overrides: Partial<RaftTuning> = {}): RaftTuning {
+  return { ...raftTuningDefault, ...withoutUndefined(overrides) };
+}
+
+function withoutUndefined<T extends object>(input: T): T {
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as T;
 }
 
 /** Throws AssertionError on a config no node should run with. */

@@ -32,6 +32,16 @@ export const startupScanBytes = 16 * 1024 * 1024;
 export const entriesPerMsgMax = 65_536;
 export const bytesPerMsgMax = 64 * 1024 * 1024;
 
+/**
+ * Highest term and log position a peer's message may name. No honest cell
+ * gets near it (one election a millisecond for thousands of years), so a
+ * message above it is forged or corrupt; refusing it keeps term + 1 and
+ * index + entries exact in float64 arithmetic.
+ */
+export const termMax = 2 ** 48;
+export const indexMax = 2 ** 48;
+
+assert(termMax * 2 < Number.MAX_SAFE_INTEGER && indexMax + entriesPerMsgMax < Number.MAX_SAFE_INTEGER, 'terms and indexes stay exact');
 assert(inflightMsgsMax > 0 && inflightMsgsMax <= uncommittedEntriesMax, 'the in-flight window fits in the uncommitted tail');
 assert(committedBytesPerReadyMax >= bytesPerMsgMax / 4, 'a Ready can carry at least a quarter of a full append');
 assert(snapshotBytesMax > bytesPerMsgMax, 'snapshots are chunked, so they may exceed one message');

@@ -9,7 +9,7 @@
  * for PreVote, CheckQuorum, leadership transfer, ReadIndex and membership,
  * to Ongaro's dissertation (2014) and its 2015 erratum on membership change.
  */
-import { assert, assertUint, LogIndex, Term } from '@fencer/base';
+import { assert, LogIndex, Term } from '@fencer/base';
 import type { NodeId, Random } from '@fencer/base';
 import { MessageType } from './api.js';
 import type { Message, RaftBug, RaftConfig, ReadState, Role, SoftState } from './api.js';
@@ -22,8 +22,26 @@ import { applyConfChange, encodeConfChange } from './conf-change.js';
 import { ReadIndexQueue } from './read-index.js';
 import { validateRaftConfig } from './config.js';
 import { pendingReadIndexMax, snapshotBytesMax, startupScanBytes, uncommittedEntriesMax } from './limits.js';
+import { checkMessage, DropReason } from './message-check.js';
 
 const emptyData = new Uint8Array(0);
+
+const responseTypes: ReadonlySet<MessageType> = new Set([
+  MessageType.PreVoteResponse,
+  MessageType.RequestVoteResponse,
+  MessageType.AppendEntriesResponse,
+  MessageType.HeartbeatResponse,
+  MessageType.InstallSnapshotResponse,
+]);
+
+function isResponse(type: MessageType): boolean {
+  return responseTypes.has(type);
+}
+
+/** What only a leader sends to its followers in its term. */
+function isLeaderRequest(type: MessageType): boolean {
+  return type === MessageType.AppendEntries || type === MessageType.Heartbeat || type === MessageType.InstallSnapshot;
+}
 
 type CampaignKind = 'pre-vote' | 'election' | 'transfer';
 
@@ -112,11 +130,20 @@ export class Raft {
     else this.tickElection();
   }
 
-  step(m: Message): void {
-    assert(m.to === this.id, `message for ${m.to} delivered to ${this.id}`);
-    assert(m.from !== this.id, 'a node never sends itself messages');
-    assertUint(m.term, 'message term');
-
+  /**
+   * Handles a message from a peer. Returns null when handled (a stale one
+   * is handled by answering or ignoring it, as the paper says), or why it
+   * was dropped untouched: nothing a peer sends reaches an assertion.
+   */
+  step(m: Message): DropReason | null {
+    const malformed = checkMessage(m, this.id);
+    if (malformed !== null) return malformed;
+    if (m.term < this.term && !this.bug('acceptStaleTerm')) {
+      this.answerStale(m);
+      return null;
+    }
+    const refused = this.checkSender(m);
+    if (refused !== null) return refused;
     if (m.term > this.term) {
       if (m.type === MessageType.PreVote || m.type === MessageType.RequestVote) {
         // Dissertation §4.2.3: a server that heard from a leader within the
@@ -124,35 +151,64 @@ export class Raft {
         // partitioned server cannot depose a healthy leader. A transfer
         // (TimeoutNow) is deliberate and passes.
         const inLease = this.config.checkQuorum && this.lead !== null && this.electionElapsed < this.electionTimeout;
-        if (inLease && m.transfer !== true) return;
+        if (inLease && m.transfer !== true) return null;
       }
       if (m.type === MessageType.PreVote) {
         // A pre-vote never changes our term: the pre-candidate has not started a real election.
       } else if (m.type === MessageType.PreVoteResponse && m.reject !== true) {
         // A granted pre-vote carries the term we would campaign at; we move to it when we win.
       } else {
-        const fromLeader =
-          m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat || m.type === MessageType.InstallSnapshot;
-        this.becomeFollower(m.term, fromLeader ? m.from : null);
+        this.becomeFollower(m.term, isLeaderRequest(m.type) ? m.from : null);
       }
-    } else if (m.term < this.term && !this.bug('acceptStaleTerm')) {
-      // §5.1: "If a server receives a request with a stale term number, it rejects the request."
-      if ((this.config.checkQuorum || this.config.preVote) && (m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat)) {
-        // Tell the stale leader our term so it steps down. Without this, a
-        // leader cut off by check-quorum or pre-vote could go on believing.
-        this.send({ type: MessageType.AppendEntriesResponse, to: m.from, index: LogIndex(0) });
-      } else if (m.type === MessageType.PreVote) {
-        this.send({ type: MessageType.PreVoteResponse, to: m.from, reject: true });
-      } else if (m.type === MessageType.RequestVote) {
-        // Figure 2: the reply carries currentTerm "for candidate to update
-        // itself". Staying silent can deadlock: a candidate that the voters
-        // no longer contact (they think it a learner, say) would never learn
-        // the term it has to exceed.
-        this.send({ type: MessageType.RequestVoteResponse, to: m.from, reject: true });
-      }
-      return;
     }
+    this.dispatch(m);
+    return null;
+  }
 
+  /**
+   * Who may send what, for messages of our term or above. Requests are
+   * taken from any node, members or not (dissertation §4.1: "servers
+   * process incoming RPC requests without consulting their current
+   * configurations"): a joining node knows no configuration until the
+   * leader's appends bring it, and a candidate or leader may be a member
+   * only of a configuration this node has not appended yet. Responses are
+   * different: this node sent requests only to members of its own
+   * configuration, so a response from anyone else answers nothing (etcd's
+   * leader likewise ignores a response from a node without progress).
+   */
+  private checkSender(m: Message): DropReason | null {
+    if (isResponse(m.type) && !this.voters.has(m.from) && !this.learners.has(m.from)) return DropReason.NotMember;
+    // §5.2 Election Safety: at most one leader per term, so once we know this
+    // term's leader, a leader's message in it from anyone else is not one.
+    const otherLeads = this.lead !== null && this.lead !== m.from;
+    if (m.type === MessageType.TimeoutNow) {
+      // It starts an election past every lease, so only this term's leader may
+      // send it: the transferee has acknowledged the leader's log, so it is in
+      // the leader's term (a restart may have made it forget who leads).
+      return m.term === this.term && !otherLeads ? null : DropReason.NotLeader;
+    }
+    if (isLeaderRequest(m.type) && m.term === this.term && otherLeads) return DropReason.NotLeader;
+    return null;
+  }
+
+  /** §5.1: "If a server receives a request with a stale term number, it rejects the request." */
+  private answerStale(m: Message): void {
+    if ((this.config.checkQuorum || this.config.preVote) && (m.type === MessageType.AppendEntries || m.type === MessageType.Heartbeat)) {
+      // Tell the stale leader our term so it steps down. Without this, a
+      // leader cut off by check-quorum or pre-vote could go on believing.
+      this.send({ type: MessageType.AppendEntriesResponse, to: m.from, index: LogIndex(0) });
+    } else if (m.type === MessageType.PreVote) {
+      this.send({ type: MessageType.PreVoteResponse, to: m.from, reject: true });
+    } else if (m.type === MessageType.RequestVote) {
+      // Figure 2: the reply carries currentTerm "for candidate to update
+      // itself". Staying silent can deadlock: a candidate that the voters
+      // no longer contact (they think it a learner, say) would never learn
+      // the term it has to exceed.
+      this.send({ type: MessageType.RequestVoteResponse, to: m.from, reject: true });
+    }
+  }
+
+  private dispatch(m: Message): void {
     if (m.type === MessageType.PreVote || m.type === MessageType.RequestVote) {
       this.handleVoteRequest(m);
       return;
@@ -489,57 +545,73 @@ export class Raft {
   }
 
   private handleHeartbeat(m: Message): void {
-    // The leader sends min(our match, its commit), so this never passes our log.
-    this.log.commitTo(m.commit ?? 0);
+    // The leader sends min(our match, its commit), so this never passes our
+    // log unless our log was lost (a wiped disk) or the message is forged.
+    // Then nothing is known to match: commit nothing and let the leader's
+    // next append find where our logs agree.
+    const commit = m.commit ?? 0;
+    if (commit <= this.log.lastIndex()) this.log.commitTo(commit);
     this.send({ type: MessageType.HeartbeatResponse, to: m.from, ...(m.context !== undefined ? { context: m.context } : {}) });
   }
 
+  /** §7 InstallSnapshot, in chunks: assemble them in order, then install and answer with where our log ends. */
   private handleSnapshotChunk(m: Message): void {
+    const meta = m.snapshotMeta;
+    const respond = (fields: Partial<Message>): void =>
+      this.send({ type: MessageType.InstallSnapshotResponse, to: m.from, ...(meta !== undefined ? { snapshotMeta: meta } : {}), ...fields });
+    const step = this.assembleSnapshot(m);
+    switch (step.kind) {
+      case 'reject':
+        respond({ reject: true });
+        return;
+      case 'resume':
+        respond({ snapshotOffset: step.offset });
+        return;
+      case 'complete': {
+        const restored = this.restore(step.snapshot);
+        respond({
+          snapshotDone: true,
+          snapshotOffset: step.snapshot.data.byteLength,
+          index: LogIndex(restored ? this.log.lastIndex() : this.log.committed),
+        });
+        return;
+      }
+    }
+  }
+
+  /**
+   * Adds one chunk to the transfer being received. Answers 'resume' with
+   * the offset we expect next (after a good chunk, or for a lost,
+   * duplicated or reordered one), 'reject' for a transfer that cannot
+   * complete, and 'complete' once the last chunk filled the buffer.
+   */
+  private assembleSnapshot(
+    m: Message,
+  ): { kind: 'reject' } | { kind: 'resume'; offset: number } | { kind: 'complete'; snapshot: Snapshot } {
     const meta = m.snapshotMeta;
     const offset = m.snapshotOffset ?? 0;
     const total = m.snapshotTotalBytes ?? 0;
     const chunk = m.snapshotChunk ?? emptyData;
-    const respond = (fields: Partial<Message>): void =>
-      this.send({ type: MessageType.InstallSnapshotResponse, to: m.from, ...(meta !== undefined ? { snapshotMeta: meta } : {}), ...fields });
-    if (meta === undefined || !(total >= 0 && total <= snapshotBytesMax) || offset < 0 || offset + chunk.byteLength > total) {
+    if (meta === undefined || total > snapshotBytesMax || offset + chunk.byteLength > total) {
       this.snapshotReceive = null;
-      respond({ reject: true });
-      return;
+      return { kind: 'reject' };
     }
     let rx = this.snapshotReceive;
     const same =
       rx !== null && rx.from === m.from && rx.meta.index === meta.index && rx.meta.term === meta.term && rx.buffer.byteLength === total;
-    if (offset === 0 && (!same || rx === null)) {
+    if (!same || rx === null) {
+      // A chunk of a transfer we do not hold (we restarted, or it was replaced): start over.
+      if (offset !== 0) return { kind: 'resume', offset: 0 };
       rx = { from: m.from, meta, buffer: new Uint8Array(total), received: 0 };
       this.snapshotReceive = rx;
-    } else if (!same || rx === null) {
-      // A chunk of a transfer we do not hold (we restarted, or it was
-      // replaced): ask for the start.
-      respond({ snapshotOffset: 0 });
-      return;
     }
-    if (offset !== rx.received) {
-      // Lost, duplicated or reordered chunk: say where we are.
-      respond({ snapshotOffset: rx.received });
-      return;
-    }
+    if (offset !== rx.received) return { kind: 'resume', offset: rx.received };
     rx.buffer.set(chunk, offset);
     rx.received += chunk.byteLength;
-    if (m.snapshotDone !== true) {
-      respond({ snapshotOffset: rx.received });
-      return;
-    }
+    if (m.snapshotDone !== true) return { kind: 'resume', offset: rx.received };
     this.snapshotReceive = null;
-    if (rx.received !== total) {
-      respond({ reject: true });
-      return;
-    }
-    const restored = this.restore({ meta, data: rx.buffer });
-    respond({
-      snapshotDone: true,
-      snapshotOffset: total,
-      index: LogIndex(restored ? this.log.lastIndex() : this.log.committed),
-    });
+    if (rx.received !== total) return { kind: 'reject' };
+    return { kind: 'complete', snapshot: { meta, data: rx.buffer } };
   }
 
   /** §7: install a snapshot from the leader. Returns false when our log already covers it. */

@@ -15,6 +15,7 @@ import type { Message, RaftConfig, RaftNode, Ready, SoftState, Status } from './
 import type { ConfChange, ConfState, Entry, HardState } from './types.js';
 import { Raft } from './raft.js';
 import { committedBytesPerReadyMax } from './limits.js';
+import type { DropReason } from './message-check.js';
 
 /** What one Ready handed out, to be marked persisted/applied by advance(). */
 interface ReadyInFlight {
@@ -41,8 +42,8 @@ class RawNode implements RaftNode {
     this.raft.tick();
   }
 
-  step(message: Message): void {
-    this.raft.step(message);
+  step(message: Message): DropReason | null {
+    return this.raft.step(message);
   }
 
   propose(data: Uint8Array): LogIndex | null {

@@ -62,6 +62,8 @@ export class ReadIndexQueue {
     const at = this.rounds.findIndex((r) => r.id === id);
     if (at < 0) return [];
     const round = this.rounds[at] as ReadRound;
+    // Only a heartbeat that went out can be answered: an ack for an unsent round is forged.
+    if (!round.sent) return [];
     round.acks.add(from);
     if (!hasQuorum(round.acks)) return [];
     const released = this.rounds.splice(0, at + 1);

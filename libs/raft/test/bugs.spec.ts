@@ -113,16 +113,4 @@ describe('Test-only bug switches', () => {
     expect(candidate({ acceptStaleTerm: true })).toBe('leader');
     expect(candidate({})).toBe('candidate');
   });
-
-  it('ackBeforeFsync lives in libs/replica: the core produces the same Readies with it on', () => {
-    const trace = (bugs: Bugs): string => {
-      const h = newNode({ id: '1', voters: three, term: 1, bugs });
-      electLeader(h, three);
-      h.node.propose(bytes('x'));
-      const rd = h.node.ready();
-      h.node.advance();
-      return JSON.stringify({ e: rd.entries.map((e) => e.index), m: rd.messages.map((m) => [m.type, m.to]), hs: rd.hardState });
-    };
-    expect(trace({ ackBeforeFsync: true })).toBe(trace({}));
-  });
 });

@@ -29,6 +29,27 @@ import {
   type Ready,
 } from '../src/index.js';
 
+/** The property a checker guards (the Raft paper's Figure 3, plus reads and the commit index). */
+export type SafetyProperty =
+  | 'election-safety'
+  | 'leader-append-only'
+  | 'log-matching'
+  | 'leader-completeness'
+  | 'state-machine-safety'
+  | 'linearizable-read'
+  | 'commit-monotonic';
+
+/** What a checker throws: the property it saw broken, so a test can tell which checker caught a bug. */
+export class SafetyViolation extends Error {
+  override readonly name = 'SafetyViolation';
+  constructor(
+    readonly property: SafetyProperty,
+    detail: string,
+  ) {
+    super(`SAFETY (${property}): ${detail}`);
+  }
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -180,7 +201,7 @@ export class Network {
     n.readies++;
     const first = rd.entries[0];
     if (first !== undefined && n.node.status().role === 'leader' && first.index <= n.storage.lastIndex()) {
-      throw new Error(`SAFETY: leader ${n.id} overwrites its log from ${first.index} (Leader Append-Only)`);
+      throw new SafetyViolation('leader-append-only', `leader ${n.id} overwrites its log from ${first.index}`);
     }
     // 1. Persist: snapshot, then entries (overwriting a suffix), then hard state.
     if (rd.snapshot !== undefined) n.storage.applySnapshot(rd.snapshot);
@@ -200,7 +221,7 @@ export class Network {
     for (const rs of rd.readStates) {
       const floor = this.readFloor.get(rs.requestCtx);
       if (floor !== undefined && rs.index < floor) {
-        throw new Error(`SAFETY: read ${rs.requestCtx} at ${rs.index} misses writes applied up to ${floor} before it began`);
+        throw new SafetyViolation('linearizable-read', `read ${rs.requestCtx} at ${rs.index} misses writes applied up to ${floor} before it began`);
       }
       this.readFloor.delete(rs.requestCtx);
       n.readStates.push(rs);
@@ -225,7 +246,7 @@ export class Network {
     const seen = this.appliedAt.get(e.index);
     this.termAt.set(e.index, e.term);
     if (seen === undefined) this.appliedAt.set(e.index, repr);
-    else if (seen !== repr) throw new Error(`SAFETY: ${n.id} applied ${repr} at ${e.index}, another node applied ${seen}`);
+    else if (seen !== repr) throw new SafetyViolation('state-machine-safety', `${n.id} applied ${repr} at ${e.index}, another node applied ${seen}`);
     n.machine.appliedIndex = e.index;
     this.maxApplied = Math.max(this.maxApplied, e.index);
     if (e.type === EntryType.Normal && e.data.byteLength > 0) n.machine.commands.push(text(e.data));
@@ -238,14 +259,14 @@ export class Network {
       const seen = this.appliedAt.get(i);
       const cmd = seen === undefined ? undefined : commandOf(seen);
       if (cmd === undefined) continue;
-      if (cmd !== m.commands[cmdAt]) throw new Error(`SAFETY: snapshot disagrees at ${i}: ${seen}`);
+      if (cmd !== m.commands[cmdAt]) throw new SafetyViolation('state-machine-safety', `snapshot disagrees at ${i}: ${seen}`);
       cmdAt++;
     }
   }
 
   private recordLeader(id: string, term: number): void {
     const other = this.leaderOfTerm.get(term);
-    if (other !== undefined && other !== id) throw new Error(`SAFETY: two leaders in term ${term}: ${other} and ${id}`);
+    if (other !== undefined && other !== id) throw new SafetyViolation('election-safety', `two leaders in term ${term}: ${other} and ${id}`);
     this.leaderOfTerm.set(term, id);
   }
 
@@ -257,8 +278,10 @@ export class Network {
     const s = n.storage;
     for (const [index, term] of this.termAt) {
       if (index < s.firstIndex()) continue;
-      if (index > s.lastIndex()) throw new Error(`SAFETY: new leader ${n.id} lacks committed entry ${index}`);
-      if (s.term(index as LogIndex) !== term) throw new Error(`SAFETY: new leader ${n.id} has term ${s.term(index as LogIndex)} at committed ${index}, not ${term}`);
+      if (index > s.lastIndex()) throw new SafetyViolation('leader-completeness', `new leader ${n.id} lacks committed entry ${index}`);
+      if (s.term(index as LogIndex) !== term) {
+        throw new SafetyViolation('leader-completeness', `new leader ${n.id} has term ${s.term(index as LogIndex)} at committed ${index}, not ${term}`);
+      }
     }
     this.leaderCompletenessChecks++;
   }
@@ -275,7 +298,7 @@ export class Network {
         let matchedAbove = false;
         for (let k = hi; k >= lo; k--) {
           const same = a.term(k as LogIndex) === b.term(k as LogIndex);
-          if (matchedAbove && !same) throw new Error(`SAFETY: logs of ${ns[i]?.id} and ${ns[j]?.id} match at a later index but differ at ${k}`);
+          if (matchedAbove && !same) throw new SafetyViolation('log-matching', `logs of ${ns[i]?.id} and ${ns[j]?.id} match at a later index but differ at ${k}`);
           if (same) matchedAbove = true;
         }
       }
@@ -284,7 +307,7 @@ export class Network {
 
   private checkCommit(id: string, commit: number): void {
     const before = this.commitSeen.get(id) ?? 0;
-    if (commit < before) throw new Error(`SAFETY: ${id} commit went back from ${before} to ${commit}`);
+    if (commit < before) throw new SafetyViolation('commit-monotonic', `${id} commit went back from ${before} to ${commit}`);
     this.commitSeen.set(id, commit);
   }
 

@@ -135,7 +135,9 @@ describe('§5.3 Log replication', () => {
     '"If the follower does not find an entry in its log with the same index and term, then it refuses the new entries." (prev %i@%i)',
     (logTerm, index, reject, hintIndex, hintTerm) => {
       const h = newNode({ id: '2', voters: three, logTerms: [1, 2], term: 2, commit: 1 });
-      h.node.step(msg(MessageType.AppendEntries, '1', '2', 2, { index: LogIndex(index), logTerm: Term(logTerm), entries: [], commit: LogIndex(1) }));
+      // The leader's term is at least the term of any entry in its log.
+      const leaderTerm = Math.max(2, logTerm);
+      h.node.step(msg(MessageType.AppendEntries, '1', '2', leaderTerm, { index: LogIndex(index), logTerm: Term(logTerm), entries: [], commit: LogIndex(1) }));
       const [resp] = ofType(drain(h).messages, MessageType.AppendEntriesResponse);
       expect(resp?.reject === true).toBe(reject);
       if (reject) expect([resp?.rejectHint, resp?.rejectTerm]).toEqual([hintIndex, hintTerm]);

@@ -19,9 +19,13 @@ export interface Logger {
   error(fields: Record<string, unknown>, message: string): void;
 }
 
-/** Counters and histograms by name; the cell node maps them to prom-client. */
+/**
+ * Counters and histograms by name; the cell node maps them to prom-client.
+ * A counter may carry labels from a fixed set (replica_messages_dropped_total
+ * has `reason`, a DropReason).
+ */
 export interface Metrics {
-  inc(name: string, by?: number): void;
+  inc(name: string, by?: number, labels?: Readonly<Record<string, string>>): void;
   observe(name: string, value: number): void;
 }
 

@@ -8,10 +8,11 @@
  * hand-driven network (FIFO delivery, links cut by the test).
  */
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, FencerError, ManualClock, NodeId, SeededRandom, type LogIndex } from '@fencer/base';
-import { MessageType, type Entry, type Message } from '@fencer/raft';
+import { AssertionError, ErrorCode, FencerError, ManualClock, NodeId, SeededRandom, Term, type LogIndex } from '@fencer/base';
+import { DropReason, MessageType, raftTuningDefault, type Entry, type Message } from '@fencer/raft';
 import { MemDisk, openRaftLogStore, type RaftLogStore } from '@fencer/wal';
 import { Replica, proposeAsync, readIndexAsync, type Applied, type ReplicaConfig } from './index.js';
+import { createReplica } from './testing.js';
 import type { StateMachine } from './state-machine.js';
 import { pendingProposalsMax } from './limits.js';
 
@@ -48,6 +49,8 @@ class Cell {
   /** Nodes whose messages (both ways) are dropped. */
   readonly isolated = new Set<string>();
   fatal: Error | null = null;
+  /** Every labelled counter increment any member reported. */
+  readonly labelled: { id: string; name: string; labels: Readonly<Record<string, string>> }[] = [];
 
   constructor(
     size: number,
@@ -71,7 +74,7 @@ class Cell {
     if (!store) throw new Error('store did not open');
     const machine = new ListMachine();
     const sent: Message[] = [];
-    const replica = new Replica({ id, peers: this.ids, ...this.config }, store, machine, {
+    const replica = createReplica({ id, peers: this.ids, ...this.config }, store, machine, {
       clock: new ManualClock(),
       random: new SeededRandom(this.ids.indexOf(id) + 1),
       transport: {
@@ -82,6 +85,12 @@ class Cell {
       },
       onFatal: (error) => {
         this.fatal = error;
+      },
+      metrics: {
+        inc: (name, _by, labels) => {
+          if (labels !== undefined) this.labelled.push({ id, name, labels });
+        },
+        observe() {},
       },
     });
     const m = { replica, machine, store, sent };
@@ -151,7 +160,7 @@ describe('ready handling: persist, then send, then apply, then advance', () => {
     expect(r1.sent.map((m) => m.type)).toContain(MessageType.PreVote);
   });
 
-  it('with the ackBeforeFsync bug switch on, sends before the fsync (the bug the simulator must catch)', () => {
+  it('with the ackBeforeFsync bug planted (testing export), sends before the fsync (the bug the simulator must catch)', () => {
     const cell = new Cell(3, { bugs: { ackBeforeFsync: true } });
     const r1 = cell.get('r1');
     r1.replica.campaign();
@@ -367,5 +376,59 @@ describe('storage failures', () => {
     expect(cell.fatal).not.toBeNull();
     expect(cell.get('r1').replica.stopped).toBe(true);
     expect((box.outcome as FencerError).code).toBe(ErrorCode.OUTCOME_UNKNOWN);
+  });
+});
+
+describe('configuration', () => {
+  it('the core runs with raft\'s defaults (raftTuningDefault), unless the replica config overrides one', () => {
+    expect(new Cell(1).get('r1').replica.raftTuning).toEqual(raftTuningDefault);
+    const tuned = new Cell(1, { raft: { maxInflightMsgs: 8, broadcastCommit: true } }).get('r1').replica.raftTuning;
+    expect(tuned).toEqual({ ...raftTuningDefault, maxInflightMsgs: 8, broadcastCommit: true });
+  });
+
+  it('a plain Replica refuses the ackBeforeFsync bug, naming the testing export that plants it', () => {
+    const disk = new MemDisk();
+    let store: RaftLogStore | undefined;
+    openRaftLogStore(disk, '/raft', {}, (e, s) => {
+      if (e) throw e;
+      store = s;
+    });
+    disk.runPending();
+    const env = { clock: new ManualClock(), random: new SeededRandom(1), transport: { send() {} } };
+    expect(() => new Replica({ id: NodeId('r1'), peers: [NodeId('r1')], bugs: { ackBeforeFsync: true } }, store as RaftLogStore, new ListMachine(), env)).toThrow(
+      /testing export/,
+    );
+    expect(() => new Replica({ id: NodeId('r1'), peers: [NodeId('r1')], bugs: { ackBeforeFsync: true } }, store as RaftLogStore, new ListMachine(), env)).toThrow(
+      AssertionError,
+    );
+  });
+});
+
+describe('messages from the network', () => {
+  it('a message for another replica is dropped and counted by reason, and the cell keeps working', () => {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    const r2 = cell.get('r2').replica;
+    const term = r2.status().term;
+    const forged: Message = { type: MessageType.AppendEntries, from: NodeId('r1'), to: NodeId('r9'), term: Term(term + 1) };
+    expect(r2.receive(forged)).toBe(DropReason.WrongTo);
+    expect(r2.receive({ ...forged, to: NodeId('r2'), from: NodeId('r2') })).toBe(DropReason.FromSelf);
+    expect(r2.receive(null as unknown as Message)).toBe(DropReason.Malformed);
+    expect([...r2.droppedMessages]).toEqual([
+      [DropReason.WrongTo, 1],
+      [DropReason.FromSelf, 1],
+      [DropReason.Malformed, 1],
+    ]);
+    expect(cell.labelled.map((c) => [c.id, c.name, c.labels['reason']])).toEqual([
+      ['r2', 'replica_messages_dropped_total', 'wrong-to'],
+      ['r2', 'replica_messages_dropped_total', 'from-self'],
+      ['r2', 'replica_messages_dropped_total', 'malformed'],
+    ]);
+    expect(r2.status().term).toBe(term);
+    const box = cell.propose('r1', 'after');
+    cell.pump();
+    cell.tick(2);
+    expect((box.outcome as Applied).result).toBe(1);
+    expect(cell.get('r2').machine.items).toEqual(['after']);
   });
 });

@@ -7,35 +7,16 @@
  * virtual time, when every persist completes and every callback runs; see
  * `proposeAsync` / `readIndexAsync` for the promise wrappers the cell node uses.
  *
- * Ordering. `handleReady()` is the one place that drains the core:
- *   persist hard state + entries (+ received snapshot), wait for fsync
- *   → send messages → install snapshot / apply committed entries, serve reads
- *   → advance.
- * Three refinements keep that order wherever it protects something and drop
- * only the waits that protect nothing (as etcd does; measured in
- * docs/benchmarks.md, cell section):
- * - A leader's AppendEntries and Heartbeats leave while its own fsync runs
- *   (Raft dissertation §10.2.1). They acknowledge nothing: the core counts
- *   the leader's own log toward commitment only in advance(), after the
- *   fsync (Raft.onPersisted), so a commit still needs a majority of durable
- *   copies. Every other message (responses, votes) still waits for the fsync,
- *   and so does everything when the ready changes term or vote or carries a
- *   snapshot.
- * - On a leader, committed entries that were already on disk here before the
- *   ready (all of them below its new entries) are applied while its fsync
- *   runs: each entry is still applied only after it is durable. Its answers
- *   to clients then wait for one fsync, not two. A follower applies them
- *   after its answer to the leader has left: the commit waits for that
- *   answer, and an idle follower syncs on its own thread, where applying
- *   first would delay the sync.
- * - A ready whose only durable change is the commit index costs no write and
- *   no fsync (etcd's MustSync): its hard state goes to disk with the next
- *   ready that must be synced. The commit index needs no fsync for safety: a
- *   replica that restarts with an older one re-learns it from the leader,
- *   and a snapshot above it counts as committed (RaftLog starts committed at
- *   the snapshot index). The entries being applied are already durable on a
- *   majority, which is what committed them. (Five replicas share one disk
- *   on a test machine: an fsync per commit advance would double its load.)
+ * Ordering. `handleOneReady()` is the one function that orders a ready's
+ * effects: persist entries and hard state (fsync) → send messages → apply
+ * committed entries → advance. At most one ready is in flight; the core
+ * keeps stepping meanwhile and batches what arrives into the next one
+ * (group commit at the Raft level). Three reorderings, as etcd makes them,
+ * drop waits that protect nothing; each is argued where it is made.
+ *
+ * Messages from the network go through the core's checks (message-check.ts
+ * in @fencer/raft): a malformed or misaddressed one is dropped and counted
+ * by reason, never asserted on.
  */
 import {
   type Clock,
@@ -54,11 +35,13 @@ import {
 import {
   type ConfChange,
   type ConfState,
+  type DropReason,
   type Entry,
   type Message,
   type RaftBug,
   type RaftConfig,
   type RaftNode,
+  type RaftTuning,
   type HardState,
   type Ready,
   type Snapshot,
@@ -69,6 +52,7 @@ import {
   applyConfChange,
   createRaftNode,
   decodeConfChange,
+  raftTuning,
 } from '@fencer/raft';
 import type { RaftLogStore } from '@fencer/wal';
 import { type Logger, type Metrics, type ReplicaEnv, noopLogger, noopMetrics } from './env.js';
@@ -82,50 +66,27 @@ import {
 import type { StateMachine } from './state-machine.js';
 
 /**
- * Bugs a test may put back in. The core reads its own; the replica reads
- * 'ackBeforeFsync' (send messages before the fsync of the ready completes).
+ * Bugs a test may put back in: the core's (RaftConfig.bugs) and the
+ * replica's own, which only the `testing` export can plant (see testing.ts).
  */
-export type ReplicaBug = RaftBug;
-
-/** The core's tuning knobs, all optional here with production defaults. */
-export interface RaftTuning {
-  readonly electionTicks: number;
-  readonly heartbeatTicks: number;
-  readonly preVote: boolean;
-  readonly checkQuorum: boolean;
-  /** RaftConfig.broadcastCommit: off in production (a commit reaches followers with the next append or heartbeat). */
-  readonly broadcastCommit: boolean;
-  readonly maxEntriesPerMsg: number;
-  readonly maxBytesPerMsg: number;
-  readonly maxInflightMsgs: number;
-  readonly snapshotChunkBytes: number;
-}
-
-export const raftTuningDefault: RaftTuning = {
-  electionTicks: 10,
-  heartbeatTicks: 1,
-  preVote: true,
-  checkQuorum: true,
-  // Measured in docs/benchmarks.md: eager commit appends cost the leader four socket writes per
-  // commit at low load (1 client 159 -> 194 cycles/s, contended handoffs 219 -> 280/s without them).
-  broadcastCommit: false,
-  maxEntriesPerMsg: 256,
-  maxBytesPerMsg: 1024 * 1024,
-  maxInflightMsgs: 64,
-  snapshotChunkBytes: 64 * 1024,
-};
+export type ReplicaBug = RaftBug | 'ackBeforeFsync';
 
 export interface ReplicaConfig {
   readonly id: NodeId;
   /** Bootstrap membership when the store is empty (a node joining an existing cell passes none). */
   readonly peers?: readonly NodeId[];
   readonly learners?: readonly NodeId[];
+  /** Overrides of the core's tuning; everything else is `raftTuningDefault` from @fencer/raft. */
   readonly raft?: Partial<RaftTuning>;
   /** Take a state-machine snapshot (and compact the log below it) every this many applied entries. */
   readonly snapshotEveryEntries?: number;
   /** A ReadIndex request unanswered after this many ticks fails with DEADLINE_EXCEEDED. */
   readonly readTimeoutTicks?: number;
-  /** Test-only: known bugs put back in. Off in production. */
+  /**
+   * Test-only: the core's known bugs put back in. Off in production. The
+   * replica's own, ackBeforeFsync, is refused here: only the `testing`
+   * export's replica can plant it.
+   */
   readonly bugs?: Partial<Record<ReplicaBug, boolean>>;
 }
 
@@ -154,6 +115,26 @@ interface PendingRead {
   readonly done: ReadCallback;
 }
 
+/** How much of a ready must reach the disk before its messages leave. */
+type Durability =
+  /** Nothing new to write. */
+  | 'none'
+  /** Only the commit index moved: it is written with the next ready that must be synced. */
+  | 'commit-only'
+  /** Entries, a snapshot, or a new term or vote: written and fsynced before anything that depends on them. */
+  | 'sync';
+
+/** One ready, sorted into what may go before its fsync and what must wait for it. */
+interface ReadyPlan {
+  readonly rd: Ready;
+  /** The term the ready's soft state belongs to. */
+  readonly term: Term;
+  readonly durability: Durability;
+  readonly sendBeforeSync: readonly Message[];
+  readonly sendAfterSync: readonly Message[];
+  readonly applyBeforeSync: readonly Entry[];
+  readonly applyAfterSync: readonly Entry[];
+}
 
 export class Replica {
   readonly id: NodeId;
@@ -163,7 +144,8 @@ export class Replica {
   private readonly clock: Clock;
   private readonly snapshotEveryEntries: number;
   private readonly readTimeoutTicks: number;
-  private readonly ackBeforeFsync: boolean;
+  /** The core's tuning in force: `raftTuningDefault` with ReplicaConfig.raft on top. */
+  readonly raftTuning: RaftTuning;
 
   private stoppedFlag = false;
   /** Set while a ready's persist is in flight: the core gets no new ready() until it completes. */
@@ -191,6 +173,8 @@ export class Replica {
   private unsavedHardState: HardState | undefined;
   private ticks = 0;
   private nextReadId = 0;
+  /** Messages from the network dropped unhandled, by reason. */
+  private readonly dropped = new Map<DropReason, number>();
 
   private readonly proposals = new Map<number, PendingProposal>();
   private readonly reads = new Map<string, PendingRead>();
@@ -211,7 +195,8 @@ export class Replica {
     this.readTimeoutTicks = config.readTimeoutTicks ?? readTimeoutTicksDefault;
     assert(this.snapshotEveryEntries > 0, 'snapshotEveryEntries must be positive');
     assert(this.readTimeoutTicks > 0, 'readTimeoutTicks must be positive');
-    this.ackBeforeFsync = config.bugs?.ackBeforeFsync === true;
+    const { ackBeforeFsync, ...raftBugs } = config.bugs ?? {};
+    assert(ackBeforeFsync !== true, 'the ackBeforeFsync bug is planted only by the testing export (createReplica from @fencer/replica/testing)');
 
     // Restart: the state machine starts from the latest snapshot; the core
     // then hands back committed entries above it to replay.
@@ -227,16 +212,16 @@ export class Replica {
     this.savedTerm = hardState.term;
     this.savedVote = hardState.vote;
 
-    const tuning = { ...raftTuningDefault, ...config.raft };
+    this.raftTuning = raftTuning(config.raft);
     const raftConfig: RaftConfig = {
       id: config.id,
       ...(config.peers ? { peers: config.peers } : {}),
       ...(config.learners ? { learners: config.learners } : {}),
-      ...tuning,
+      ...this.raftTuning,
       storage: store,
       random: env.random.fork(),
       applied: this.appliedIndex,
-      bugs: { ...config.bugs },
+      bugs: raftBugs,
     };
     this.raft = createRaftNode(raftConfig);
     this.logger.info(
@@ -258,12 +243,20 @@ export class Replica {
     this.handleReady();
   }
 
-  /** A message from a peer. */
-  receive(message: Message): void {
-    if (this.stoppedFlag) return;
-    assert(message.to === this.id, 'message delivered to the wrong replica');
-    this.raft.step(message);
+  /**
+   * A message from a peer. Returns null when the core took it, or why it
+   * was dropped (counted in `droppedMessages` and the metric
+   * replica_messages_dropped_total{reason}). Nothing a peer sends throws.
+   */
+  receive(message: Message): DropReason | null {
+    if (this.stoppedFlag) return null;
+    const dropped = this.raft.step(message);
+    if (dropped !== null) {
+      this.noteDropped(message, dropped);
+      return dropped;
+    }
     this.handleReady();
+    return null;
   }
 
   /**
@@ -381,104 +374,142 @@ export class Replica {
     return this.proposals.size;
   }
 
+  /** Messages from the network dropped unhandled since start, by reason. */
+  get droppedMessages(): ReadonlyMap<DropReason, number> {
+    return this.dropped;
+  }
+
   status(): Status {
     return this.raft.status();
   }
 
   // ---- the one ready loop ----
 
-  /**
-   * Drains the core's readies in the only correct order: persist (and wait
-   * for the fsync) → send → install snapshot / apply → advance. At most one
-   * ready is in flight; the core keeps stepping meanwhile and batches what
-   * arrives into the next one (group commit at the Raft level).
-   */
+  /** Drains the core's readies, one in flight at a time. */
   private handleReady(): void {
     if (this.handlingReady) return;
     this.handlingReady = true;
     try {
-      while (!this.stoppedFlag && !this.persistInFlight && this.raft.hasReady()) {
-        const rd = this.raft.ready();
-        // A term change always comes with a hard state: this is the term the ready's soft state belongs to.
-        if (rd.hardState) this.readyTerm = rd.hardState.term;
-        const term = this.readyTerm;
-        const termOrVoteChanged = rd.hardState !== undefined && (rd.hardState.term !== this.savedTerm || rd.hardState.vote !== this.savedVote);
-        const mustSync = rd.snapshot !== undefined || rd.entries.length > 0 || termOrVoteChanged;
-        const needsPersist = mustSync || rd.hardState !== undefined;
-        const ackEarly = needsPersist && this.ackBeforeFsync;
-        const startedMs = this.clock.monoMs();
-        if (rd.hardState !== undefined) {
-          this.savedTerm = rd.hardState.term;
-          this.savedVote = rd.hardState.vote;
-        }
-
-        // A leader's appends and heartbeats need not wait for its own fsync (see the header).
-        let afterSync = rd.messages;
-        if (mustSync && !ackEarly && !termOrVoteChanged && rd.snapshot === undefined && this.leadsThrough(rd)) {
-          const early = rd.messages.filter(isLeaderOutbound);
-          if (early.length > 0) {
-            afterSync = early.length === rd.messages.length ? [] : rd.messages.filter((m) => !isLeaderOutbound(m));
-            this.send(early);
-          }
-        }
-
-        // Committed entries that were durable here before this ready (none of its own entries, no
-        // snapshot): a leader applies them at once, a follower after its answer has left (the header).
-        let applyAfterSync = rd.committedEntries;
-        if (mustSync && !ackEarly && rd.snapshot === undefined && rd.committedEntries.length > 0 && this.committedAlreadyDurable(rd) && this.leadsThrough(rd)) {
-          this.applyEntries(rd.committedEntries);
-          applyAfterSync = [];
-        }
-
-        // Everything after the fsync: send, install/apply, advance.
-        const afterPersist = (): void => {
-          if (!ackEarly) this.send(afterSync);
-          if (rd.snapshot) this.installSnapshot(rd.snapshot);
-          this.applyEntries(applyAfterSync);
-          this.noteReadStates(rd);
-          this.noteSoftState(rd.softState, term);
-          this.raft.advance();
-          this.maybeSnapshot();
-        };
-
-        if (!needsPersist) {
-          afterPersist();
-          continue;
-        }
-        if (!mustSync && !ackEarly) {
-          // Only the commit index changed: it rides along with the next write that must be synced.
-          this.unsavedHardState = rd.hardState;
-          afterPersist();
-          continue;
-        }
-        if (ackEarly) {
-          // The bug: acknowledge first, as if the disk had already said yes.
-          this.send(rd.messages);
-          this.persistReady(rd, () => {});
-          afterPersist();
-          continue;
-        }
-        this.persistInFlight = true;
-        this.persistReady(rd, () => {
-          this.metrics.observe('replica_persist_ms', this.clock.monoMs() - startedMs);
-          this.persistInFlight = false;
-          // Hold user callbacks (and so any re-entrant propose) until advance() has run.
-          const wasHandling = this.handlingReady;
-          this.handlingReady = true;
-          try {
-            afterPersist();
-          } finally {
-            this.handlingReady = wasHandling;
-          }
-          // Completed asynchronously: keep draining. (A synchronous completion
-          // lands inside the loop above, whose guard makes this a no-op.)
-          this.handleReady();
-        });
-      }
+      while (!this.stoppedFlag && !this.persistInFlight && this.raft.hasReady()) this.handleOneReady(this.raft.ready());
     } finally {
       this.handlingReady = false;
     }
     this.flushCompletions();
+  }
+
+  /**
+   * The one function that orders a ready's effects:
+   *   1. persist entries, snapshot and hard state, and wait for the fsync;
+   *   2. send messages;
+   *   3. install the snapshot, apply committed entries, serve reads;
+   *   4. advance the core.
+   * Three reorderings move work ahead of step 1's wait where the wait
+   * protects nothing; planReady decides which messages and entries qualify.
+   */
+  private handleOneReady(rd: Ready): void {
+    const plan = this.planReady(rd);
+    // Reordering 1: a leader's AppendEntries and Heartbeats leave while its
+    // own fsync runs (Raft dissertation §10.2.1). They acknowledge nothing:
+    // the core counts the leader's own log toward commitment only in
+    // advance(), after the fsync (Raft.onPersisted), so a commit still needs
+    // a majority of durable copies.
+    this.send(plan.sendBeforeSync);
+    // Reordering 2: a leader applies committed entries that were already on
+    // disk here before this ready while its fsync runs, so its answers to
+    // clients wait for one fsync, not two. Each entry is still applied only
+    // once durable here, and only after it committed on a majority.
+    this.applyEntries(plan.applyBeforeSync);
+    const afterPersist = (): void => {
+      this.send(plan.sendAfterSync);
+      this.applyReady(plan);
+      this.advanceReady(plan);
+    };
+    switch (plan.durability) {
+      case 'none':
+        afterPersist();
+        return;
+      case 'commit-only':
+        // Reordering 3: a ready whose only durable change is the commit index
+        // costs no write and no fsync (etcd's MustSync): its hard state goes
+        // to disk with the next ready that must be synced. The commit index
+        // needs no fsync for safety: a replica that restarts with an older
+        // one re-learns it from the leader, a snapshot above it counts as
+        // committed, and the entries being applied are already durable on
+        // the majority that committed them.
+        this.unsavedHardState = rd.hardState;
+        afterPersist();
+        return;
+      case 'sync': {
+        this.persistInFlight = true;
+        const startedMs = this.clock.monoMs();
+        this.persistReady(rd, () => this.persistReadyDone(startedMs, afterPersist));
+        return;
+      }
+    }
+  }
+
+  /**
+   * Sorts a ready: what it needs from the disk, and which of its messages
+   * and committed entries may go ahead of that (reorderings 1 and 2). Every
+   * message waits when the ready changes term or vote (a vote must be
+   * durable before it is granted) or carries a snapshot; a follower's
+   * answers always wait, since they acknowledge its log.
+   */
+  private planReady(rd: Ready): ReadyPlan {
+    const hs = rd.hardState;
+    // A term change always comes with a hard state: this is the term the ready's soft state belongs to.
+    if (hs !== undefined) this.readyTerm = hs.term;
+    const termOrVoteChanged = hs !== undefined && (hs.term !== this.savedTerm || hs.vote !== this.savedVote);
+    if (hs !== undefined) {
+      this.savedTerm = hs.term;
+      this.savedVote = hs.vote;
+    }
+    const mustSync = rd.snapshot !== undefined || rd.entries.length > 0 || termOrVoteChanged;
+    const durability: Durability = mustSync ? 'sync' : hs !== undefined ? 'commit-only' : 'none';
+    const leaderMayOvertake = durability === 'sync' && rd.snapshot === undefined && this.leadsThrough(rd);
+    const sendBeforeSync = leaderMayOvertake && !termOrVoteChanged ? rd.messages.filter(isLeaderOutbound) : [];
+    // A follower applies after its answer to the leader has left: the commit waits for that answer.
+    const applyBeforeSync = leaderMayOvertake && this.committedAlreadyDurable(rd) ? rd.committedEntries : [];
+    return {
+      rd,
+      term: this.readyTerm,
+      durability,
+      sendBeforeSync,
+      sendAfterSync: sendBeforeSync.length === 0 ? rd.messages : rd.messages.filter((m) => !isLeaderOutbound(m)),
+      applyBeforeSync,
+      applyAfterSync: applyBeforeSync.length === 0 ? rd.committedEntries : [],
+    };
+  }
+
+  /** The ready's fsync completed: run the rest of its order, then keep draining. */
+  private persistReadyDone(startedMs: number, afterPersist: () => void): void {
+    this.metrics.observe('replica_persist_ms', this.clock.monoMs() - startedMs);
+    this.persistInFlight = false;
+    // Hold user callbacks (and so any re-entrant propose) until advance() has run.
+    const wasHandling = this.handlingReady;
+    this.handlingReady = true;
+    try {
+      afterPersist();
+    } finally {
+      this.handlingReady = wasHandling;
+    }
+    // Completed asynchronously: keep draining. (A synchronous completion
+    // lands inside handleReady's loop, whose guard makes this a no-op.)
+    this.handleReady();
+  }
+
+  /** Step 3: the state machine catches up with the ready. */
+  private applyReady(plan: ReadyPlan): void {
+    if (plan.rd.snapshot) this.installSnapshot(plan.rd.snapshot);
+    this.applyEntries(plan.applyAfterSync);
+    this.noteReadStates(plan.rd);
+  }
+
+  /** Step 4: the core learns the ready is handled; then the replica's own follow-ups. */
+  private advanceReady(plan: ReadyPlan): void {
+    this.noteSoftState(plan.rd.softState, plan.term);
+    this.raft.advance();
+    this.maybeSnapshot();
   }
 
   /**
@@ -497,8 +528,12 @@ export class Replica {
     return this.softState.role === 'leader' && (rd.softState === undefined || rd.softState.role === 'leader');
   }
 
-  /** Writes a ready's snapshot, hard state and entries; `persisted` runs once all of it is durable. */
-  private persistReady(rd: Ready, persisted: () => void): void {
+  /**
+   * Writes a ready's snapshot, hard state and entries; `persisted` runs once
+   * all of it is durable. Protected only so that the testing export can
+   * plant the ackBeforeFsync bug in a subclass.
+   */
+  protected persistReady(rd: Ready, persisted: () => void): void {
     let waiting = 1;
     const done = (error: Error | null): void => {
       if (this.stoppedFlag) return;
@@ -518,6 +553,13 @@ export class Replica {
       this.store.save(hardState, rd.entries, done);
     }
     done(null);
+  }
+
+  private noteDropped(message: Message, reason: DropReason): void {
+    this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + 1);
+    this.metrics.inc('replica_messages_dropped_total', 1, { reason });
+    const from: unknown = (message as { from?: unknown } | null)?.from;
+    this.logger.debug({ id: this.id, reason, from: typeof from === 'string' ? from.slice(0, 64) : typeof from }, 'dropped a peer message');
   }
 
   private send(messages: readonly Message[]): void {
