@@ -14,8 +14,10 @@
  *   segment follows; with nonzero bytes farther than `unsyncedBytesMax` past
  *   it; or with a valid record after it when the writer kept one fsync in
  *   flight (with several, a later cycle can land before an earlier one, so
- *   inside the unsynced window that is a tear). Losing entries up to the
- *   recovered commit index is refused too.
+ *   inside the unsynced window that is a tear). Either way, a stretch with a
+ *   sector that reads as never written (all zeros up to a sector boundary)
+ *   is a write torn by sectors, which a power cut may leave in any order, and
+ *   is cut. Losing entries up to the recovered commit index is refused too.
  * - A snapshot file that fails its checksum is skipped for the previous one,
  *   provided the log still connects to that one (compaction keeps the log
  *   back to the oldest kept snapshot for exactly this).

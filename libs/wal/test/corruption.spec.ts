@@ -42,6 +42,20 @@ function records(disk: MemDisk, path: string): Array<{ offset: number; kind: num
   }
 }
 
+type RecordAt = ReturnType<typeof records>[number];
+
+/** Writes 20 entries with one fsync in flight, zeroes the entry record `pick` chooses "on the platter", and reopens. */
+function zeroEntryAndOpen(pick: (entries: RecordAt[]) => RecordAt): { seg: string; victim: RecordAt; err?: Error } {
+  const options = { segmentBytesMax: 65536, syncsInFlightMax: 1 };
+  const disk = new MemDisk();
+  writeLog(disk, 20, options);
+  disk.crash();
+  const seg = segments(disk)[0]!;
+  const victim = pick(records(disk, seg).filter((r) => r.kind === RecordKind.Entry));
+  disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
+  return { seg, victim, err: open(disk, options).err };
+}
+
 function expectCorruption(disk: MemDisk, file: string, offset: number, reason: RegExp): WalCorruptionError {
   const { err } = open(disk, OPTS);
   expect(err).toBeInstanceOf(WalCorruptionError);
@@ -167,14 +181,7 @@ describe('offline corruption', () => {
   });
 
   it('a zeroed record with records after it refuses to start (one fsync in flight)', () => {
-    const options = { segmentBytesMax: 65536, syncsInFlightMax: 1 };
-    const disk = new MemDisk();
-    writeLog(disk, 20, options);
-    disk.crash();
-    const seg = segments(disk)[0]!;
-    const victim = records(disk, seg).filter((r) => r.kind === RecordKind.Entry).at(-3)!;
-    disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
-    const { err } = open(disk, options);
+    const { seg, victim, err } = zeroEntryAndOpen((entries) => entries.at(-3)!);
     expect(err).toBeInstanceOf(WalCorruptionError);
     expect((err as WalCorruptionError).file).toBe(seg);
     expect((err as WalCorruptionError).offset).toBe(victim.offset);
@@ -256,16 +263,7 @@ describe('offline corruption', () => {
   it('a zeroed record that shares its sector with written data is still refused (one fsync in flight)', () => {
     // Zeros that stop short of a sector boundary, with data after them in the same sector, are no
     // sector the write missed: the sector landed, so the record was damaged after it was written.
-    const options = { segmentBytesMax: 65536, syncsInFlightMax: 1 };
-    const disk = new MemDisk();
-    writeLog(disk, 20, options);
-    disk.crash();
-    const seg = segments(disk)[0]!;
-    const victim = records(disk, seg)
-      .filter((r) => r.kind === RecordKind.Entry)
-      .find((r) => Math.floor(r.offset / 512) === Math.floor(r.end / 512) && r.end % 512 !== 0)!;
-    disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
-    const { err } = open(disk, options);
+    const { victim, err } = zeroEntryAndOpen((entries) => entries.find((r) => Math.floor(r.offset / 512) === Math.floor(r.end / 512) && r.end % 512 !== 0)!);
     expect(err).toBeInstanceOf(WalCorruptionError);
     expect((err as WalCorruptionError).offset).toBe(victim.offset);
   });

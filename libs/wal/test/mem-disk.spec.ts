@@ -30,6 +30,15 @@ function call(disk: MemDisk, fn: (done: (err: Error | null) => void) => void): E
   return result!;
 }
 
+/** A fresh disk with an empty file /d/a whose name is durable. */
+function namedFile(): { disk: MemDisk; f: DiskFile } {
+  const disk = new MemDisk();
+  disk.mkdirp('/d');
+  const f = openFile(disk, '/d/a');
+  call(disk, (d) => disk.syncDir('/d', d));
+  return { disk, f };
+}
+
 describe('MemDisk', () => {
   it('completes nothing inside the call that started it', () => {
     const disk = new MemDisk();
@@ -96,10 +105,7 @@ describe('MemDisk', () => {
   it('tears the first lost write in random mode: a prefix of it lands', () => {
     const seen = new Set<number>();
     for (let seed = 1; seed <= 60; seed++) {
-      const disk = new MemDisk();
-      disk.mkdirp('/d');
-      const f = openFile(disk, '/d/a');
-      call(disk, (d) => disk.syncDir('/d', d));
+      const { disk, f } = namedFile();
       f.write(0, bytes(1, 1, 1, 1), () => {});
       f.write(4, bytes(2, 2, 2, 2), () => {});
       disk.runPending();
@@ -116,12 +122,9 @@ describe('MemDisk', () => {
   it('tears by sectors with tearUnitBytes: each aligned sector of the lost write lands whole or not, in any order', () => {
     const patterns = new Set<string>();
     for (let seed = 1; seed <= 60; seed++) {
-      const disk = new MemDisk();
-      disk.mkdirp('/d');
-      const f = openFile(disk, '/d/a');
+      const { disk, f } = namedFile();
       call(disk, (d) => f.allocate(2048, d));
       call(disk, (d) => f.sync(d));
-      call(disk, (d) => disk.syncDir('/d', d));
       // Starts mid-sector: the first piece is the rest of sector 0, then sectors 1 and 2 whole, then part of 3.
       f.write(300, new Uint8Array(1500).fill(7), () => {});
       disk.runPending();
