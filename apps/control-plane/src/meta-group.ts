@@ -12,7 +12,7 @@ import { type Clock, FencerError, type NodeId, type Random } from '@fencer/base'
 import type { Entry, Message } from '@fencer/raft';
 import { Replica, type Logger, type Metrics, type RaftTuning, type StateMachine } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
-import { MetaStateMachine, decodeMetaEntry, encodeMetaEntry, type MetaApplied, type MetaEntry } from '@fencer/meta-fsm';
+import { MetaStateMachine, decodeMetaEntry, encodeMetaEntry, type MetaApplied, type MetaEntry, type MetaLimits } from '@fencer/meta-fsm';
 
 /** What the HTTP app needs of the meta group (a test may pass a fake). */
 export interface MetaStore {
@@ -35,6 +35,8 @@ export interface MetaGroupConfig {
   readonly peers: readonly NodeId[];
   readonly raft?: Partial<RaftTuning>;
   readonly snapshotEveryEntries?: number;
+  /** Overrides of META_LIMITS: replicated semantics, the same on every member. */
+  readonly limits?: Partial<MetaLimits>;
 }
 
 export interface MetaGroupEnv {
@@ -48,11 +50,12 @@ export interface MetaGroupEnv {
 }
 
 export class MetaGroup implements MetaStore {
-  private fsm = new MetaStateMachine();
+  private fsm: MetaStateMachine;
   readonly replica: Replica;
   private readonly listeners = new Set<() => void>();
 
   constructor(config: MetaGroupConfig, store: RaftLogStore, env: MetaGroupEnv) {
+    this.fsm = new MetaStateMachine(config.limits);
     const adapter: StateMachine = {
       apply: (entry: Entry) => {
         const applied = this.fsm.apply(entry.index, decodeMetaEntry(entry.data));
@@ -61,7 +64,7 @@ export class MetaGroup implements MetaStore {
       },
       snapshot: () => this.fsm.snapshot(),
       restore: (data) => {
-        this.fsm = MetaStateMachine.restore(data);
+        this.fsm = MetaStateMachine.restore(data, config.limits);
         for (const l of this.listeners) l();
       },
     };
