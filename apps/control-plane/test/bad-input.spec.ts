@@ -99,7 +99,7 @@ function casesFor(e: Endpoint): fc.Arbitrary<Case> {
       fc.string({ maxLength: 30 }).map((s) => `Bearer${s}`),
       fc.stringMatching(/^[\x21-\x7e]{1,40}$/).map((s) => `Bearer ${s}`),
     );
-    arbs.push(badAuth.map((a) => ({ url: url(), headers: a === '' ? {} : { authorization: a }, what: 'bad authorization' })));
+    arbs.push(badAuth.map((a): Case => ({ url: url(), headers: a === '' ? {} : { authorization: a }, what: 'bad authorization' })));
   }
   if (e.params?.['namespace'] !== undefined) arbs.push(badNamespace.map((ns) => ({ url: url({ namespace: ns }), headers: goodHeaders, what: 'bad namespace' })));
   if (e.params?.['cell'] !== undefined) arbs.push(fc.stringMatching(/^[a-z0-9-]{1,10}$/).filter((c) => c !== 'cell-1' && c !== 'cell-2').map((c) => ({ url: url({ cell: c }), headers: goodHeaders, what: 'unknown cell' })));
