@@ -13,7 +13,7 @@
  * it SIGKILLs the leader. Every routing version the client reads is checked
  * against the one before. Afterwards each namespace is opened on both cells
  * with OpenSession: exactly one (the routed one) accepts it, the other says
- * NAMESPACE_NOT_HERE.
+ * NAMESPACE_NOT_HERE. Last, one instance gets SIGTERM and must exit 0.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync, openSync } from 'node:fs';
@@ -195,5 +195,11 @@ describe('three control-plane instances, kill -9 of the leader while tenants are
       expect(owners, `${namespace}: ${answers.join(' / ')}`).toEqual([cell]);
       expect(answers.filter((a) => a !== 'ok')).toEqual(['NAMESPACE_NOT_HERE']);
     }
+
+    // SIGTERM stops an instance cleanly.
+    const stopping = survivors[0]!;
+    const exited = new Promise<[number | null, string | null]>((r) => stopping.child!.once('exit', (code, signal) => r([code, signal])));
+    stopping.child!.kill('SIGTERM');
+    expect(await exited).toEqual([0, null]);
   }, 240_000);
 });

@@ -78,11 +78,11 @@ export async function openStore(dir: string): Promise<WalStore> {
   return new Promise((resolve, reject) => openRaftLogStore(new NodeDisk(), dir, {}, (err, s) => (err || !s ? reject(err) : resolve(s))));
 }
 
-export async function startHarness(opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits> } = {}): Promise<Harness> {
+export async function startHarness(opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {}): Promise<Harness> {
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
   const store = await openStore(dir);
   const id = NodeId('cp1');
-  const group = new MetaGroup({ id, peers: [id], raft: { electionTicks: 4 }, ...(opts.limits ? { limits: opts.limits } : {}) }, store, {
+  const group = new MetaGroup({ id, peers: [id], raft: { electionTicks: 4 }, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.snapshotEveryEntries ? { snapshotEveryEntries: opts.snapshotEveryEntries } : {}) }, store, {
     clock: { monoMs: () => performance.now(), wallMs: () => Date.now() },
     random: new SeededRandom(1),
     send: () => {},
