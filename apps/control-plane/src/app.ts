@@ -29,13 +29,11 @@ import {
   type Tenant,
 } from '@fencer/meta-fsm';
 import type { Counter, Histogram } from 'prom-client';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { bearerOf, hashToken, newToken, sameSecret, tenantTokenValid } from './auth.js';
 import type { CellDirectory } from './cells.js';
 import { bodyBytesMax, forwardTimeoutMs, routingWaitersMax, writesInFlightMax } from './limits.js';
 import { isNotLeader, type MetaStore } from './meta-group.js';
-import { contractSchema, openapi, ref, requestBodySchema, responseSchema } from './openapi.js';
+import { contractAjv, contractSchema, openapi, ref, requestBodySchema, responseSchema } from './openapi.js';
 import { PROBLEMS, ProblemError, problemOf, type ProblemCode } from './problems.js';
 
 export interface AppMetrics {
@@ -64,9 +62,6 @@ interface RouteConfig {
   /** Served by this instance itself, never forwarded to the leader. */
   readonly local?: boolean;
 }
-
-// ajv-formats is CommonJS: its default export arrives wrapped under nodenext resolution.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
 
 const FORWARDED_HEADER = 'x-fencer-forwarded';
 
@@ -126,19 +121,12 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: bodyBytesMax,
-    // Extra fields are refused (the contract's additionalProperties: false), never silently dropped.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, strict: false } },
     routerOptions: { maxParamLength: 256 },
   });
-  // Bodies keep their JSON types; query strings, headers and path params (always strings) are coerced to their schemas' types.
-  const makeAjv = (coerce: boolean): Ajv => {
-    const ajv = new Ajv({ removeAdditional: false, coerceTypes: coerce, useDefaults: false, allErrors: false, strict: false });
-    addFormats(ajv);
-    ajv.addSchema(contractSchema());
-    return ajv;
-  };
-  const bodyAjv = makeAjv(false);
-  const stringAjv = makeAjv(true);
+  // Extra fields are refused (the contract's additionalProperties: false), never silently dropped. Bodies keep their
+  // JSON types; query strings, headers and path params (always strings) are coerced to their schemas' types.
+  const bodyAjv = contractAjv({ coerceTypes: false });
+  const stringAjv = contractAjv({ coerceTypes: true });
   app.addSchema(contractSchema());
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : stringAjv).compile(schema));
 

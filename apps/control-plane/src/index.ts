@@ -3,6 +3,6 @@ export { buildApp, moveJson, snapshotJson, tenantJson, type AppMetrics, type Con
 export { GrpcCellDirectory, type CellDirectory, type CellPlan, type CellReplicaPlan, type CellView, type DropResult, type ReplicaView } from './cells.js';
 export { MetaGroup, isNotLeader, type MetaGroupConfig, type MetaGroupEnv, type MetaStore } from './meta-group.js';
 export { PROBLEMS, ProblemError, problemOf, type Problem, type ProblemCode } from './problems.js';
-export { CONTRACT_SCHEMA_ID, contractSchema, openapi, openapiPath } from './openapi.js';
+export { CONTRACT_SCHEMA_ID, absoluteRefs, contractAjv, contractSchema, openapi, openapiPath } from './openapi.js';
 export { hashToken, loadOrCreateAdminToken, newToken } from './auth.js';
 export * as limits from './limits.js';

@@ -5,7 +5,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
+
+// ajv-formats is CommonJS: its default export arrives wrapped under nodenext resolution.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
 
 export const openapiPath = fileURLToPath(new URL('../openapi/openapi.yaml', import.meta.url));
 
@@ -51,4 +56,16 @@ export function requestBodySchema(path: string, method: string): unknown {
   const op = openapi.paths[path]?.[method] as { requestBody?: { content?: Record<string, { schema?: unknown }> } } | undefined;
   const schema = op?.requestBody?.content?.['application/json']?.schema;
   return schema === undefined ? undefined : absoluteRefs(schema);
+}
+
+/**
+ * An ajv that knows the contract's components and formats. Extra fields are
+ * refused, never dropped; `coerceTypes` only for parts that arrive as strings
+ * (query, params, headers).
+ */
+export function contractAjv(options: { coerceTypes: boolean; allErrors?: boolean }): Ajv {
+  const ajv = new Ajv({ removeAdditional: false, coerceTypes: options.coerceTypes, useDefaults: false, allErrors: options.allErrors ?? false, strict: false });
+  addFormats(ajv);
+  ajv.addSchema(contractSchema());
+  return ajv;
 }

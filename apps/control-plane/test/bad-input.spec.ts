@@ -15,8 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Ajv } from 'ajv';
-import { CONTRACT_SCHEMA_ID, contractSchema, openapi } from '../src/index.js';
+import { absoluteRefs, contractAjv, openapi } from '../src/index.js';
 import { checkContract, startHarness, type Harness } from './support/harness.js';
 
 const ADMIN = 'fuzz-admin-token';
@@ -54,13 +53,12 @@ const ENDPOINTS: Endpoint[] = [
   { method: 'GET', template: '/v1/cells/{cell}/snapshots/{id}', params: { cell: 'cell-1', id: 'no-such-snapshot' } },
 ];
 
-const ajv = new Ajv({ strict: false });
-ajv.addSchema(contractSchema());
+const ajv = contractAjv({ coerceTypes: false });
 function bodySchemaOf(e: Endpoint): ((v: unknown) => boolean) | undefined {
   const op = (openapi.paths[e.template] as Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }> | undefined)?.[e.method.toLowerCase()];
   const schema = op?.requestBody?.content['application/json']?.schema;
   if (schema === undefined) return undefined;
-  const v = ajv.compile(JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${CONTRACT_SCHEMA_ID}#/components/`)));
+  const v = ajv.compile(absoluteRefs(schema) as object);
   return (x) => v(x) as boolean;
 }
 

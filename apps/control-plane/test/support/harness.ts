@@ -8,17 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { NodeId, SeededRandom } from '@fencer/base';
 import type { MetaLimits } from '@fencer/meta-fsm';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { NodeDisk } from '@fencer/wal/node';
-import { buildApp, contractSchema, CONTRACT_SCHEMA_ID, MetaGroup, openapi, ProblemError, type CellDirectory, type CellView, type DropResult } from '../../src/index.js';
-
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
+import { absoluteRefs, buildApp, contractAjv, CONTRACT_SCHEMA_ID, MetaGroup, openapi, ProblemError, type CellDirectory, type CellView, type DropResult } from '../../src/index.js';
 
 export class FakeCells implements CellDirectory {
   /** cell → namespaces it owns, with their live sessions. */
@@ -121,9 +118,7 @@ export async function startHarness(opts: { adminToken?: string; cells?: string[]
 
 // ---------------------------------------------------------------- contract
 
-const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema(contractSchema());
+const ajv = contractAjv({ coerceTypes: false, allErrors: true });
 const problemValidator = ajv.compile({ $ref: `${CONTRACT_SCHEMA_ID}#/components/schemas/Problem` });
 const validators = new Map<string, ValidateFunction>();
 
@@ -167,15 +162,12 @@ export function checkContract(method: string, url: string, res: LightMyRequestRe
   const key = `${method} ${template} ${res.statusCode}`;
   let validate = validators.get(key);
   if (!validate) {
-    validate = ajv.compile(absolute(schema));
+    validate = ajv.compile(absoluteRefs(schema) as object);
     validators.set(key, validate);
   }
   expect(validate(res.json()), `${key}: ${JSON.stringify(validate.errors)}`).toBe(true);
 }
 
-function absolute(schema: unknown): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${CONTRACT_SCHEMA_ID}#/components/`));
-}
 
 /** inject() and checkContract() in one. */
 export async function call(
