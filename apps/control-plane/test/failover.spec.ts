@@ -110,8 +110,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const i of instances) if (alive(i)) i.child!.kill('SIGTERM');
-  await Promise.all(instances.filter((i) => i.child).map((i) => (i.child!.exitCode !== null || i.child!.signalCode !== null ? undefined : new Promise((r) => i.child!.once('exit', r)))));
+  // SIGTERM, then SIGKILL for any instance still running after 10 s.
+  const running = instances.filter(alive);
+  const exits = running.map((i) => new Promise((r) => i.child!.once('exit', r)));
+  for (const i of running) i.child!.kill('SIGTERM');
+  const killer = setTimeout(() => running.filter(alive).forEach((i) => i.child!.kill('SIGKILL')), 10_000);
+  await Promise.all(exits);
+  clearTimeout(killer);
   for (const c of cells) await c.stop();
   if (dir && !process.env['FENCER_KEEP_TEST_DATA']) rmSync(dir, { recursive: true, force: true });
 }, 60_000);
