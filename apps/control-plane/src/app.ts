@@ -415,12 +415,14 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
       const { force } = request.query as { force?: boolean };
       const state = await meta.read();
       const tenant = state.tenant(namespace);
-      if (tenant === undefined) throw new ProblemError('TENANT_NOT_FOUND', `no tenant "${namespace}"`);
-      if (state.isMoving(namespace)) throw new ProblemError('MOVE_IN_PROGRESS', `tenant "${namespace}" is being moved; wait for the move to finish`);
-      if (cells.has(tenant.cell)) {
-        const dropped = await cells.drop(tenant.cell, namespace, force === true);
-        if (dropped === 'not-empty') throw new ProblemError('TENANT_NOT_EMPTY', `tenant "${namespace}" has live sessions on ${tenant.cell}; delete with ?force=true to expire them`);
+      if (tenant !== undefined) {
+        if (state.isMoving(namespace)) throw new ProblemError('MOVE_IN_PROGRESS', `tenant "${namespace}" is being moved; wait for the move to finish`);
+        if (cells.has(tenant.cell)) {
+          const dropped = await cells.drop(tenant.cell, namespace, force === true);
+          if (dropped === 'not-empty') throw new ProblemError('TENANT_NOT_EMPTY', `tenant "${namespace}" has live sessions on ${tenant.cell}; delete with ?force=true to expire them`);
+        }
       }
+      // Also for an unknown tenant: the log answers TENANT_NOT_FOUND, or replays a delete done under the same Idempotency-Key.
       await write(request, { kind: 'DeleteTenant', namespace });
       return reply.code(204).send();
     },

@@ -101,6 +101,14 @@ describe('tenants', () => {
     expect((await call(h.app, 'DELETE', '/v1/tenants/payments', undefined, admin)).json().code).toBe('TENANT_NOT_FOUND');
   });
 
+  it('replays a delete done under the same Idempotency-Key (204 again), while a plain second delete is 404', async () => {
+    await call(h.app, 'POST', '/v1/tenants', { namespace: 'gone', cell: 'cell-1' }, admin);
+    const key = { ...admin, 'idempotency-key': 'delete-gone' };
+    expect((await call(h.app, 'DELETE', '/v1/tenants/gone', undefined, key)).statusCode).toBe(204);
+    expect((await call(h.app, 'DELETE', '/v1/tenants/gone', undefined, key)).statusCode).toBe(204);
+    expect((await call(h.app, 'DELETE', '/v1/tenants/gone', undefined, admin)).json().code).toBe('TENANT_NOT_FOUND');
+  });
+
   it('places a tenant without a cell on the cell with the fewest live sessions', async () => {
     h.cells.sessions.set('cell-1', 50);
     h.cells.sessions.set('cell-2', 3);
