@@ -3,9 +3,9 @@
  * changes (one server at a time), snapshot now. Membership calls go to the
  * leader; elsewhere they answer NOT_LEADER with a leader-hint.
  */
-import type { sendUnaryData, ServerUnaryCall, ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as grpcStatus, type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { ConfChangeType } from '@fencer/raft';
-import { FencerError, NodeId } from '@fencer/base';
+import { FencerError, Namespace, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
 import { type Outcome, type SetMemberAddressCommand, validateCommand } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
@@ -124,5 +124,52 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       const r = await node.snapshotNow();
       return { index: r.index, bytes: r.bytes };
     }),
+    claimNamespace: handle(node, async (req: adminpb.ClaimNamespaceRequest) => {
+      requireLeader(node);
+      const outcome = (await node.propose({ kind: 'ClaimNamespace', namespace: Namespace(req.namespace) })).outcome as Outcome;
+      if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
+      return { changed: 'changed' in outcome && outcome.changed === true };
+    }),
+    dropNamespace: (call: ServerUnaryCall<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>, cb: sendUnaryData<adminpb.DropNamespaceResponse>) =>
+      void dropNamespace(node, call.request).then(
+        (res) => cb(null, res),
+        (e: unknown) => {
+          if (e instanceof NotEmpty) {
+            const metadata = new Metadata();
+            metadata.set('lock-reason', 'NAMESPACE_NOT_EMPTY');
+            return cb({ name: 'NotEmpty', message: e.message, code: grpcStatus.FAILED_PRECONDITION, details: e.message, metadata } as ServiceError);
+          }
+          const fe = e instanceof FencerError ? e : new FencerError('INTERNAL', (e as Error)?.message ?? String(e));
+          if (!(e instanceof FencerError)) node.env.logger.error({ err: (e as Error)?.stack }, 'admin call failed');
+          cb(toServiceError(fe) as ServiceError);
+        },
+      ),
   };
+}
+
+/** DropNamespace refused: the namespace has live sessions and the caller did not force it. */
+class NotEmpty extends Error {}
+
+/**
+ * Freezes the namespace (so no session opens meanwhile), then drops it with a
+ * tombstone; without `force` a namespace with live sessions is unfrozen again
+ * and refused. A namespace this cell does not own is already dropped.
+ */
+async function dropNamespace(node: CellNode, req: adminpb.DropNamespaceRequest): Promise<adminpb.DropNamespaceResponse> {
+  requireLeader(node);
+  const namespace = Namespace(req.namespace);
+  const frozen = (await node.propose({ kind: 'FreezeNamespace', namespace })).outcome as Outcome;
+  if (!frozen.ok) {
+    if (frozen.code === 'NAMESPACE_NOT_HERE') return { dropped: false, sessions: 0, locks: 0 };
+    throw new FencerError(frozen.code, frozen.message);
+  }
+  const sessions = node.fsm.namespaces().find((ns) => ns.namespace === namespace)?.sessions ?? 0;
+  if (sessions > 0 && !req.force) {
+    await node.propose({ kind: 'UnfreezeNamespace', namespace });
+    throw new NotEmpty(`namespace "${namespace}" has ${sessions} live sessions; drop it with force to end them`);
+  }
+  const dropped = (await node.propose({ kind: 'DropNamespace', namespace })).outcome as Outcome;
+  if (!dropped.ok) throw new FencerError(dropped.code, dropped.message);
+  const counts = dropped as { sessions?: number; locks?: number };
+  return { dropped: true, sessions: counts.sessions ?? 0, locks: counts.locks ?? 0 };
 }

@@ -42,6 +42,8 @@ export interface CellNodeConfig {
   readonly heartbeatRoundSpacingMs: number;
   /** Start without bootstrapping: wait to be added to an existing cell. */
   readonly join: boolean;
+  /** A control plane decides which namespaces this cell owns (admin ClaimNamespace): no auto-claim on first use. */
+  readonly managed?: boolean;
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly heartbeatTicks: number;
@@ -106,6 +108,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--wal-sync-on-loop <when>', `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`, e('wal-sync-on-loop') ?? 'when-idle')
     .option('--heartbeat-round-spacing-ms <ms>', 'least time between the starts of two leadership confirmations that answer heartbeats', int('heartbeat-round-spacing-ms'), Number(e('heartbeat-round-spacing-ms') ?? 5))
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
+    .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
     .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', int('heartbeat-ticks'), Number(e('heartbeat-ticks') ?? 1))
@@ -139,6 +142,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     walSyncOnLoop: o.walSyncOnLoop,
     heartbeatRoundSpacingMs: o.heartbeatRoundSpacingMs,
     join: Boolean(o.join),
+    managed: Boolean(o.managed),
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
     heartbeatTicks: o.heartbeatTicks,

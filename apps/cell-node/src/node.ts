@@ -65,13 +65,13 @@ class FsmAdapter implements StateMachine {
   }
 
   restore(data: Uint8Array): void {
-    this.node.fsm = LockStateMachine.restore(data, { autoClaim: true });
+    this.node.fsm = LockStateMachine.restore(data, { autoClaim: !this.node.config.managed });
     this.node.afterRestore();
   }
 }
 
 export class CellNode {
-  fsm = new LockStateMachine({ autoClaim: true });
+  fsm: LockStateMachine;
   readonly replica: Replica;
   readonly hub: WatchHub;
   readonly duties = new LeaderDuties();
@@ -102,6 +102,7 @@ export class CellNode {
     readonly env: NodeEnv,
   ) {
     this.log = env.logger;
+    this.fsm = new LockStateMachine({ autoClaim: !config.managed });
     this.addresses = new Map(config.peers);
     this.hub = new WatchHub({
       historyMax: config.watchHistoryMax,

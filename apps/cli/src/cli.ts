@@ -11,6 +11,7 @@ import { EXIT, EXIT_CODES_HELP, exitCodeFor } from './exit-codes.js';
 import { formatEvent, formatLock, formatLockRow, lockJson } from './format.js';
 import type { CliIo } from './io.js';
 import { runLock } from './commands/lock.js';
+import { registerControlPlaneCommands } from './commands/control-plane.js';
 import { addMember, adminCall, leaderAmong, promoteLearner, removeMember, statusTimeoutMs, takeSnapshot, transferLeader } from './commands/cell-admin.js';
 
 const duration = (flag: string) => (value: string): number => {
@@ -224,6 +225,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .action(async (o: { replica?: string; admin?: string }, cmd: Command) => {
       exitCode = await takeSnapshot(adminCtx(o, cmd), o.replica);
     });
+
+  registerControlPlaneCommands(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -582,6 +582,8 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       removeMember: unimplemented,
       promoteLearner: unimplemented,
       takeSnapshot: unimplemented,
+      claimNamespace: unimplemented,
+      dropNamespace: unimplemented,
     };
   }
 }

@@ -121,6 +121,40 @@ export interface TakeSnapshotResponse {
   bytes: number;
 }
 
+/**
+ * A control plane tells a cell which namespaces it owns (ARCHITECTURE
+ * decision 5): the claim and the drop go through the cell's log. Both are
+ * idempotent: claiming an owned namespace or dropping one the cell does not
+ * own changes nothing and succeeds.
+ */
+export interface ClaimNamespaceRequest {
+  namespace: string;
+}
+
+export interface ClaimNamespaceResponse {
+  /** false: the cell owned it already */
+  changed: boolean;
+}
+
+export interface DropNamespaceRequest {
+  namespace: string;
+  /**
+   * Drop it even while it has live sessions (they end with it). Without
+   * force, a namespace with live sessions is refused with FAILED_PRECONDITION
+   * and stays as it was.
+   */
+  force: boolean;
+}
+
+export interface DropNamespaceResponse {
+  /** false: the cell did not own it */
+  dropped: boolean;
+  /** sessions that ended with it */
+  sessions: number;
+  /** lock records that went with it */
+  locks: number;
+}
+
 function createBaseMemberStatus(): MemberStatus {
   return { id: "", address: "", voter: false, matchIndex: 0, lag: 0, state: "", peerAddress: "" };
 }
@@ -1426,6 +1460,326 @@ export const TakeSnapshotResponse: MessageFns<TakeSnapshotResponse> = {
   },
 };
 
+function createBaseClaimNamespaceRequest(): ClaimNamespaceRequest {
+  return { namespace: "" };
+}
+
+export const ClaimNamespaceRequest: MessageFns<ClaimNamespaceRequest> = {
+  encode(message: ClaimNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimNamespaceRequest {
+    return { namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "" };
+  },
+
+  toJSON(message: ClaimNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClaimNamespaceRequest>, I>>(base?: I): ClaimNamespaceRequest {
+    return ClaimNamespaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClaimNamespaceRequest>, I>>(object: I): ClaimNamespaceRequest {
+    const message = createBaseClaimNamespaceRequest();
+    message.namespace = object.namespace ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimNamespaceResponse(): ClaimNamespaceResponse {
+  return { changed: false };
+}
+
+export const ClaimNamespaceResponse: MessageFns<ClaimNamespaceResponse> = {
+  encode(message: ClaimNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== false) {
+      writer.uint32(8).bool(message.changed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimNamespaceResponse {
+    return { changed: isSet(object.changed) ? globalThis.Boolean(object.changed) : false };
+  },
+
+  toJSON(message: ClaimNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== false) {
+      obj.changed = message.changed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClaimNamespaceResponse>, I>>(base?: I): ClaimNamespaceResponse {
+    return ClaimNamespaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClaimNamespaceResponse>, I>>(object: I): ClaimNamespaceResponse {
+    const message = createBaseClaimNamespaceResponse();
+    message.changed = object.changed ?? false;
+    return message;
+  },
+};
+
+function createBaseDropNamespaceRequest(): DropNamespaceRequest {
+  return { namespace: "", force: false };
+}
+
+export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
+  encode(message: DropNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.force !== false) {
+      writer.uint32(16).bool(message.force);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DropNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDropNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DropNamespaceRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
+    };
+  },
+
+  toJSON(message: DropNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.force !== false) {
+      obj.force = message.force;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DropNamespaceRequest>, I>>(base?: I): DropNamespaceRequest {
+    return DropNamespaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DropNamespaceRequest>, I>>(object: I): DropNamespaceRequest {
+    const message = createBaseDropNamespaceRequest();
+    message.namespace = object.namespace ?? "";
+    message.force = object.force ?? false;
+    return message;
+  },
+};
+
+function createBaseDropNamespaceResponse(): DropNamespaceResponse {
+  return { dropped: false, sessions: 0, locks: 0 };
+}
+
+export const DropNamespaceResponse: MessageFns<DropNamespaceResponse> = {
+  encode(message: DropNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.dropped !== false) {
+      writer.uint32(8).bool(message.dropped);
+    }
+    if (message.sessions !== 0) {
+      writer.uint32(16).uint64(message.sessions);
+    }
+    if (message.locks !== 0) {
+      writer.uint32(24).uint64(message.locks);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DropNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDropNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.dropped = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.locks = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DropNamespaceResponse {
+    return {
+      dropped: isSet(object.dropped) ? globalThis.Boolean(object.dropped) : false,
+      sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
+      locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+    };
+  },
+
+  toJSON(message: DropNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.dropped !== false) {
+      obj.dropped = message.dropped;
+    }
+    if (message.sessions !== 0) {
+      obj.sessions = Math.round(message.sessions);
+    }
+    if (message.locks !== 0) {
+      obj.locks = Math.round(message.locks);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DropNamespaceResponse>, I>>(base?: I): DropNamespaceResponse {
+    return DropNamespaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DropNamespaceResponse>, I>>(object: I): DropNamespaceResponse {
+    const message = createBaseDropNamespaceResponse();
+    message.dropped = object.dropped ?? false;
+    message.sessions = object.sessions ?? 0;
+    message.locks = object.locks ?? 0;
+    return message;
+  },
+};
+
 export type CellAdminService = typeof CellAdminService;
 export const CellAdminService = {
   status: {
@@ -1488,6 +1842,27 @@ export const CellAdminService = {
       Buffer.from(TakeSnapshotResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TakeSnapshotResponse => TakeSnapshotResponse.decode(value),
   },
+  claimNamespace: {
+    path: "/fencer.admin.v1.CellAdmin/ClaimNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ClaimNamespaceRequest): Buffer =>
+      Buffer.from(ClaimNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimNamespaceRequest => ClaimNamespaceRequest.decode(value),
+    responseSerialize: (value: ClaimNamespaceResponse): Buffer =>
+      Buffer.from(ClaimNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimNamespaceResponse => ClaimNamespaceResponse.decode(value),
+  },
+  dropNamespace: {
+    path: "/fencer.admin.v1.CellAdmin/DropNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DropNamespaceRequest): Buffer => Buffer.from(DropNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DropNamespaceRequest => DropNamespaceRequest.decode(value),
+    responseSerialize: (value: DropNamespaceResponse): Buffer =>
+      Buffer.from(DropNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DropNamespaceResponse => DropNamespaceResponse.decode(value),
+  },
 } as const;
 
 export interface CellAdminServer extends UntypedServiceImplementation {
@@ -1497,6 +1872,8 @@ export interface CellAdminServer extends UntypedServiceImplementation {
   removeMember: handleUnaryCall<RemoveMemberRequest, RemoveMemberResponse>;
   promoteLearner: handleUnaryCall<PromoteLearnerRequest, PromoteLearnerResponse>;
   takeSnapshot: handleUnaryCall<TakeSnapshotRequest, TakeSnapshotResponse>;
+  claimNamespace: handleUnaryCall<ClaimNamespaceRequest, ClaimNamespaceResponse>;
+  dropNamespace: handleUnaryCall<DropNamespaceRequest, DropNamespaceResponse>;
 }
 
 export interface CellAdminClient extends Client {
@@ -1589,6 +1966,36 @@ export interface CellAdminClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TakeSnapshotResponse) => void,
+  ): ClientUnaryCall;
+  claimNamespace(
+    request: ClaimNamespaceRequest,
+    callback: (error: ServiceError | null, response: ClaimNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  claimNamespace(
+    request: ClaimNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ClaimNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  claimNamespace(
+    request: ClaimNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ClaimNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  dropNamespace(
+    request: DropNamespaceRequest,
+    callback: (error: ServiceError | null, response: DropNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  dropNamespace(
+    request: DropNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DropNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  dropNamespace(
+    request: DropNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DropNamespaceResponse) => void,
   ): ClientUnaryCall;
 }
 

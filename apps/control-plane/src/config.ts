@@ -1,0 +1,104 @@
+/**
+ * Configuration of one control-plane instance: flags, with environment
+ * variables (FENCER_CP_<FLAG>) as the fallback.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError } from 'commander';
+import { NodeId } from '@fencer/base';
+import type { CellPlan } from './cells.js';
+
+export interface ControlPlaneConfig {
+  readonly id: NodeId;
+  /** Meta-group members and their Raft peer addresses (TCP frames), this instance included. */
+  readonly peers: ReadonlyMap<NodeId, string>;
+  /** Meta-group members' HTTP base URLs (a follower forwards requests to the leader's). */
+  readonly urls: ReadonlyMap<NodeId, string>;
+  readonly dataDir: string;
+  /** host:port of the HTTP API. */
+  readonly listen: string;
+  /** host:port where this instance's Raft peer transport listens. */
+  readonly peerListen: string;
+  readonly metricsListen: string;
+  /** The cells this control plane manages (a fleet.json has the shape: { cells: [{ id, replicas: [{ id, grpc, admin }] }] }). */
+  readonly cells: readonly CellPlan[];
+  /** Auth on: the admin token file (created mode 0600 at first start). */
+  readonly auth: boolean;
+  readonly adminTokenFile: string;
+  readonly tickMs: number;
+  readonly electionTicks: number;
+  readonly cellPollMs: number;
+  readonly snapshotEveryEntries: number;
+}
+
+function parseMap(flag: string, value: string): Map<NodeId, string> {
+  const out = new Map<NodeId, string>();
+  for (const part of value.split(',').filter((p) => p.trim() !== '')) {
+    const at = part.indexOf('=');
+    if (at <= 0) throw new InvalidArgumentError(`${flag}: "${part}" is not id=address`);
+    out.set(NodeId(part.slice(0, at).trim()), part.slice(at + 1).trim());
+  }
+  return out;
+}
+
+function readCells(file: string | undefined): CellPlan[] {
+  if (file === undefined) return [];
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as { cells?: CellPlan[] };
+  if (!Array.isArray(parsed.cells)) throw new InvalidArgumentError(`--cells-file ${file} has no "cells" array`);
+  return parsed.cells.map((c) => ({ id: String(c.id), replicas: c.replicas.map((r) => ({ id: String(r.id), grpc: String(r.grpc), admin: String(r.admin) })) }));
+}
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
+  const e = (flag: string): string | undefined => env[`FENCER_CP_${flag.toUpperCase().replace(/-/g, '_')}`];
+  const int = (flag: string) => (v: string): number => {
+    if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`--${flag} must be a non-negative integer, got "${v}"`);
+    return Number(v);
+  };
+  const program = new Command('fencer-control-plane')
+    .description('One instance of the Fencer control plane (HTTP API on a replicated meta group).')
+    .exitOverride()
+    .requiredOption('--id <id>', "this instance's id in the meta group", e('id'))
+    .option('--peers <list>', 'meta-group members and their Raft peer addresses: id=host:port,... (default: this instance alone)', e('peers') ?? '')
+    .option('--urls <list>', "meta-group members' HTTP URLs: id=http://host:port,... (forwarding to the leader)", e('urls') ?? '')
+    .option('--data-dir <dir>', 'where the meta group log and snapshots live', e('data-dir') ?? './.fencer/control-plane')
+    .option('--listen <host:port>', 'HTTP API address', e('listen') ?? '127.0.0.1:7400')
+    .option('--peer-listen <host:port>', 'Raft peer transport address (default: this id\'s --peers entry)', e('peer-listen'))
+    .option('--metrics <host:port>', 'Prometheus metrics address', e('metrics') ?? '127.0.0.1:7490')
+    .option('--cells-file <file>', 'JSON with the managed cells, { cells: [{ id, replicas: [{ id, grpc, admin }] }] } (fleet.json has it)', e('cells-file'))
+    .option('--auth', 'require bearer tokens (admin token generated at first start)', e('auth') === '1')
+    .option('--admin-token-file <file>', 'where the admin token is kept (mode 0600)', e('admin-token-file') ?? './.fencer/admin-token')
+    .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
+    .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
+    .option('--cell-poll-ms <ms>', 'how often each cell replica\'s admin Status is polled', int('cell-poll-ms'), Number(e('cell-poll-ms') ?? 1000))
+    .option('--snapshot-every-entries <n>', 'snapshot and compact every n applied entries', int('snapshot-every-entries'), Number(e('snapshot-every-entries') ?? 1000));
+  program.parse(argv, { from: 'user' });
+  const o = program.opts();
+  const id = NodeId(o.id);
+  const peers = parseMap('--peers', o.peers);
+  const listen: string = o.listen;
+  const peerListen: string | undefined = o.peerListen ?? peers.get(id);
+  if (peers.size === 0 && peerListen === undefined) {
+    // One instance alone still needs a peer address for its own transport; nothing dials it.
+    peers.set(id, '127.0.0.1:0');
+  }
+  if (!peers.has(id)) throw new InvalidArgumentError(`--peers must list this instance (${id})`);
+  const urls = parseMap('--urls', o.urls);
+  if (!urls.has(id)) urls.set(id, `http://${listen}`);
+  for (const p of peers.keys()) if (!urls.has(p)) throw new InvalidArgumentError(`--urls has no HTTP URL for member ${p}`);
+  if (o.electionTicks < 2) throw new InvalidArgumentError('--election-ticks must be at least 2');
+  return {
+    id,
+    peers,
+    urls,
+    dataDir: o.dataDir,
+    listen,
+    peerListen: peerListen ?? peers.get(id)!,
+    metricsListen: o.metrics,
+    cells: readCells(o.cellsFile),
+    auth: Boolean(o.auth),
+    adminTokenFile: o.adminTokenFile,
+    tickMs: o.tickMs,
+    electionTicks: o.electionTicks,
+    cellPollMs: o.cellPollMs,
+    snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
+  };
+}

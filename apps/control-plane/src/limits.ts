@@ -1,0 +1,22 @@
+/**
+ * Every bound of the control plane's HTTP edge, in one place (CONVENTIONS
+ * "Limits"). The meta state machine's own limits (tenants, journal records,
+ * idempotency keys) live in @fencer/meta-fsm.
+ */
+import { assert } from '@fencer/base';
+
+/** Largest request body accepted (413 beyond it): every body of the contract is a few hundred bytes. */
+export const bodyBytesMax = 64 * 1024;
+/** Routing long polls held open at once on one instance; beyond it, 429 RESOURCE_EXHAUSTED. */
+export const routingWaitersMax = 10_000;
+/** Contract: waitMs maximum of GET /v1/routing. */
+export const routingWaitMsMax = 60_000;
+/** Writes waiting for the meta group at once on one instance (the replica has its own proposal bound too). */
+export const writesInFlightMax = 1_000;
+/** How long a follower waits for its leader to answer a forwarded request (a long poll adds its waitMs). */
+export const forwardTimeoutMs = 10_000;
+/** A cell admin call (claim, drop, status) gives up after this long per replica tried. */
+export const cellCallTimeoutMs = 3_000;
+
+assert(forwardTimeoutMs > cellCallTimeoutMs, 'a forwarded create outlives the cell claim it waits for');
+assert(routingWaitMsMax <= 60_000, 'the contract caps waitMs at 60 s');

@@ -1,0 +1,57 @@
+/** Prometheus metrics (prom-client) of one control-plane instance, served at /metrics on their own listener. */
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Metrics } from '@fencer/replica';
+import type { AppMetrics } from './app.js';
+
+export class ControlPlaneMetrics implements AppMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({ name: 'fencer_cp_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [this.registry] });
+  readonly latency = new Histogram({
+    name: 'fencer_cp_http_request_seconds',
+    help: 'HTTP request latency by route',
+    labelNames: ['route'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60],
+    registers: [this.registry],
+  });
+  readonly isLeader = new Gauge({ name: 'fencer_cp_is_leader', help: '1 when this instance leads the meta group', registers: [this.registry] });
+  readonly routingVersion = new Gauge({ name: 'fencer_cp_routing_version', help: 'Routing table version applied here', registers: [this.registry] });
+  readonly tenants = new Gauge({ name: 'fencer_cp_tenants', help: 'Tenants applied here', registers: [this.registry] });
+  private readonly replicaCounters = new Counter({ name: 'fencer_cp_replica_events_total', help: 'Meta-group replica events by name', labelNames: ['name'] as const, registers: [this.registry] });
+  private readonly replicaObservations = new Histogram({ name: 'fencer_cp_replica_observations', help: 'Meta-group replica observations by name', labelNames: ['name'] as const, registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The replica's tiny Metrics interface, written through to prom-client. */
+  readonly replica: Metrics = {
+    inc: (name, by = 1) => this.replicaCounters.inc({ name }, by),
+    observe: (name, value) => this.replicaObservations.observe({ name }, value),
+  };
+
+  serve(address: string): Promise<Server> {
+    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+    const server = createServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.statusCode = 404;
+        res.end();
+        return;
+      }
+      this.registry.metrics().then(
+        (text) => {
+          res.setHeader('content-type', this.registry.contentType);
+          res.end(text);
+        },
+        () => {
+          res.statusCode = 500;
+          res.end();
+        },
+      );
+    });
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve(server));
+    });
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * In-process control plane for tests: a real one-member meta group (WAL on a
+ * temporary directory, real fsync) under the real app, with a fake cell
+ * directory that records claims and drops, and a validator that checks every
+ * response against openapi/openapi.yaml.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { ValidateFunction } from 'ajv';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import { NodeId, SeededRandom } from '@fencer/base';
+import type { MetaLimits } from '@fencer/meta-fsm';
+import { openRaftLogStore, type WalStore } from '@fencer/wal';
+import { NodeDisk } from '@fencer/wal/node';
+import { absoluteRefs, buildApp, contractAjv, CONTRACT_SCHEMA_ID, MetaGroup, openapi, ProblemError, type CellDirectory, type CellView, type DropResult } from '../../src/index.js';
+
+export class FakeCells implements CellDirectory {
+  /** cell → namespaces it owns, with their live sessions. */
+  readonly owned = new Map<string, Map<string, number>>();
+  readonly sessions = new Map<string, number>();
+  unavailable = false;
+  readonly calls: string[] = [];
+
+  constructor(ids: readonly string[]) {
+    for (const id of ids) this.owned.set(id, new Map());
+  }
+  cellIds(): readonly string[] {
+    return [...this.owned.keys()];
+  }
+  has(cell: string): boolean {
+    return this.owned.has(cell);
+  }
+  async claim(cell: string, namespace: string): Promise<void> {
+    this.calls.push(`claim ${cell} ${namespace}`);
+    if (this.unavailable) throw new ProblemError('CELL_UNAVAILABLE', `cell ${cell} did not answer`);
+    const owned = this.owned.get(cell)!;
+    if (!owned.has(namespace)) owned.set(namespace, 0);
+  }
+  async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
+    this.calls.push(`drop ${cell} ${namespace} ${force}`);
+    if (this.unavailable) throw new ProblemError('CELL_UNAVAILABLE', `cell ${cell} did not answer`);
+    const owned = this.owned.get(cell)!;
+    const live = owned.get(namespace);
+    if (live === undefined) return 'not-owned';
+    if (live > 0 && !force) return 'not-empty';
+    owned.delete(namespace);
+    return 'dropped';
+  }
+  status(): readonly CellView[] {
+    return this.cellIds().map((id, i) => ({
+      id,
+      leader: `${id}-r1`,
+      term: 3,
+      sessions: this.sessions.get(id) ?? 0,
+      replicas: [
+        { id: `${id}-r1`, grpc: `127.0.0.1:${7001 + i}`, role: 'leader' as const, term: 3, commitIndex: 10, appliedIndex: 10, lastSeenMs: 5 },
+        { id: `${id}-r2`, grpc: `127.0.0.1:${7101 + i}`, role: 'unreachable' as const, lastSeenMs: 4000 },
+      ],
+    }));
+  }
+  close(): void {}
+}
+
+export interface Harness {
+  readonly app: FastifyInstance;
+  readonly group: MetaGroup;
+  readonly cells: FakeCells;
+  close(): Promise<void>;
+}
+
+export async function openStore(dir: string): Promise<WalStore> {
+  return new Promise((resolve, reject) => openRaftLogStore(new NodeDisk(), dir, {}, (err, s) => (err || !s ? reject(err) : resolve(s))));
+}
+
+export async function startHarness(opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {}): Promise<Harness> {
+  const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
+  const store = await openStore(dir);
+  const id = NodeId('cp1');
+  const group = new MetaGroup({ id, peers: [id], raft: { electionTicks: 4 }, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.snapshotEveryEntries ? { snapshotEveryEntries: opts.snapshotEveryEntries } : {}) }, store, {
+    clock: { monoMs: () => performance.now(), wallMs: () => Date.now() },
+    random: new SeededRandom(1),
+    send: () => {},
+    onFatal: (e) => {
+      throw e;
+    },
+  });
+  const ticker = setInterval(() => group.tick(), 5);
+  group.replica.campaign();
+  const deadline = performance.now() + 10_000;
+  while (!group.isLeader) {
+    if (performance.now() > deadline) throw new Error('the one-member meta group elected no leader in 10 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const cells = new FakeCells(opts.cells ?? ['cell-1', 'cell-2']);
+  let n = 0;
+  const app = await buildApp({
+    meta: group,
+    cells,
+    memberUrls: new Map([[id, 'http://127.0.0.1:1']]),
+    newId: () => `id-${++n}`,
+    ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
+  });
+  return {
+    app,
+    group,
+    cells,
+    async close() {
+      await app.close();
+      clearInterval(ticker);
+      await group.close();
+      if (opts.dataDir === undefined) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---------------------------------------------------------------- contract
+
+const ajv = contractAjv({ coerceTypes: false, allErrors: true });
+const problemValidator = ajv.compile({ $ref: `${CONTRACT_SCHEMA_ID}#/components/schemas/Problem` });
+const validators = new Map<string, ValidateFunction>();
+
+/** The contract's operation for a concrete path ('/v1/tenants/abc' → '/v1/tenants/{namespace}'). */
+export function operationOf(url: string): string | undefined {
+  const pathname = url.split('?')[0]!;
+  for (const template of Object.keys(openapi.paths)) {
+    const re = new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    if (re.test(pathname)) return template;
+  }
+  return undefined;
+}
+
+export const seen = { responses: 0, codes: new Set<string>(), operations: new Set<string>() };
+
+/**
+ * Checks one response against the contract: a success has a status the
+ * operation declares and a body its schema accepts; an error is a problem
+ * document (application/problem+json) that the Problem schema accepts, with
+ * the status in the body equal to the HTTP status.
+ */
+export function checkContract(method: string, url: string, res: LightMyRequestResponse): void {
+  seen.responses++;
+  const template = operationOf(url);
+  if (res.statusCode >= 400) {
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const body = res.json();
+    expect(problemValidator(body), JSON.stringify(problemValidator.errors)).toBe(true);
+    expect(body.status).toBe(res.statusCode);
+    seen.codes.add(body.code);
+    return;
+  }
+  expect(template, `${url} is a path of the contract`).toBeDefined();
+  const op = (openapi.paths[template!] as Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>)[method.toLowerCase()];
+  expect(op, `${method} ${template} is an operation of the contract`).toBeDefined();
+  const declared = op!.responses[String(res.statusCode)];
+  expect(declared, `${method} ${template} declares status ${res.statusCode}`).toBeDefined();
+  seen.operations.add(`${method} ${template}`);
+  const schema = declared!.content?.['application/json']?.schema;
+  if (schema === undefined) return;
+  const key = `${method} ${template} ${res.statusCode}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = ajv.compile(absoluteRefs(schema) as object);
+    validators.set(key, validate);
+  }
+  expect(validate(res.json()), `${key}: ${JSON.stringify(validate.errors)}`).toBe(true);
+}
+
+
+/** inject() and checkContract() in one. */
+export async function call(
+  app: FastifyInstance,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT',
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  const res = await app.inject({ method, url, headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
+  checkContract(method, url, res);
+  return res;
+}

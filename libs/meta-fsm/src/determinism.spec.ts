@@ -1,0 +1,62 @@
+/**
+ * Goal: the meta state machine stays pure, so every instance of the meta
+ * group (and the simulator) computes the same state from the same log.
+ * Method: scan every non-spec source file for clocks, timers, unseeded
+ * randomness, node: modules and imports other than @fencer/base; plant a
+ * forbidden token in a copy to show the scan can fail. Then apply one
+ * history twice and compare snapshots byte for byte.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { findForbiddenTokens, findForeignImports } from '@fencer/base';
+import { MetaStateMachine, type MetaEntry } from './index.js';
+
+const srcDir = dirname(fileURLToPath(import.meta.url));
+const sources = readdirSync(srcDir)
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
+  .map((f) => ({ file: f, text: readFileSync(join(srcDir, f), 'utf8') }));
+const allowed = ['@fencer/base'];
+
+describe('libs/meta-fsm purity', () => {
+  it('has sources to scan', () => {
+    expect(sources.map((s) => s.file)).toContain('state-machine.ts');
+  });
+
+  it.each(sources.map((s) => [s.file, s.text] as const))('%s uses no clock, timer, unseeded randomness or node: module', (_file, text) => {
+    expect(findForbiddenTokens(text)).toEqual([]);
+  });
+
+  it.each(sources.map((s) => [s.file, s.text] as const))('%s imports only @fencer/base', (_file, text) => {
+    expect(findForeignImports(text, allowed)).toEqual([]);
+  });
+
+  it('notices a planted timer and a foreign import', () => {
+    const planted = `${sources[0]?.text ?? ''}\nsetTimeout(() => 1, 5);\nimport { x } from '@fencer/wal';\n`;
+    expect(findForbiddenTokens(planted)).toHaveLength(1);
+    expect(findForeignImports(planted, allowed).map((h) => h.text)).toEqual(['@fencer/wal']);
+  });
+
+  it('applies one history to the same bytes twice, and a restored copy goes on identically', () => {
+    const history: MetaEntry[] = [
+      { command: { kind: 'CreateTenant', namespace: 'payments', cell: 'cell-1', owner: 'Zoë', quotas: { maxLocks: 5 }, atMs: 1 } },
+      { command: { kind: 'CreateTenant', namespace: 'search', cell: 'cell-2', atMs: 2 }, idempotency: { key: 'k1', fingerprint: 'f1' } },
+      { command: { kind: 'StartMove', id: 'm1', namespace: 'payments', toCell: 'cell-2', atMs: 3 } },
+      { command: { kind: 'AdvanceMove', id: 'm1', state: 'switching', atMs: 4 } },
+      { command: { kind: 'RecordSnapshot', id: 's1', cell: 'cell-1', atMs: 5 } },
+      { command: { kind: 'DeleteTenant', namespace: 'search' } },
+    ];
+    const run = (entries: MetaEntry[], fsm = new MetaStateMachine(), from = 1): MetaStateMachine => {
+      entries.forEach((e, i) => fsm.apply(from + i, e));
+      return fsm;
+    };
+    const a = run(history);
+    const b = run(history);
+    expect(a.snapshot()).toEqual(b.snapshot());
+    const restored = run(history.slice(3), MetaStateMachine.restore(run(history.slice(0, 3)).snapshot()), 4);
+    expect(restored.snapshot()).toEqual(a.snapshot());
+    expect(a.routingVersion).toBe(4);
+    expect(a.tenant('payments')?.cell).toBe('cell-2');
+  });
+});

@@ -1,0 +1,34 @@
+/**
+ * @fencer/meta-fsm: the control plane's meta state machine, applied by every
+ * instance of the meta group. Pure: imports only @fencer/base; no clock,
+ * timer, randomness or I/O.
+ */
+export { MetaStateMachine, META_SNAPSHOT_FORMAT_VERSION, isMetaFailure, type MetaApplied, type MetaOutcome } from './state-machine.js';
+export {
+  META_COMMAND_FORMAT_VERSION,
+  META_COMMAND_KINDS,
+  decodeMetaEntry,
+  encodeMetaEntry,
+  type MetaCommand,
+  type MetaCommandKind,
+  type MetaEntry,
+  type CreateTenantCommand,
+  type UpdateTenantCommand,
+  type DeleteTenantCommand,
+  type RotateTokenCommand,
+  type StartMoveCommand,
+  type AdvanceMoveCommand,
+  type RecordSnapshotCommand,
+  type FinishSnapshotCommand,
+} from './commands.js';
+export {
+  META_LIMITS,
+  TENANT_NAME_PATTERN,
+  OWNER_CHARS_MAX,
+  CELL_ID_CHARS_MAX,
+  RECORD_ID_CHARS_MAX,
+  IDEMPOTENCY_KEY_CHARS_MAX,
+  TOKEN_HASH_CHARS_MAX,
+  type MetaLimits,
+} from './limits.js';
+export * from './types.js';

@@ -1,0 +1,84 @@
+/**
+ * The records of the meta state machine. Times are wall-clock milliseconds
+ * stamped by the proposer into the command (apply never reads a clock), so
+ * every replica stores the same values.
+ */
+
+export interface Quotas {
+  readonly maxSessions?: number;
+  readonly maxLocks?: number;
+  readonly maxWaiters?: number;
+  readonly acquiresPerSecond?: number;
+}
+
+/** A tenant credential, stored only as a hash. A rotated-out one stays valid until `validUntilMs`. */
+export interface TokenHash {
+  readonly hash: string;
+  readonly validUntilMs?: number;
+}
+
+export interface Tenant {
+  /** The tenant's name is its namespace. */
+  readonly namespace: string;
+  readonly cell: string;
+  readonly owner?: string;
+  readonly createdAtMs: number;
+  readonly quotas: Quotas;
+  readonly tokenHashes: readonly TokenHash[];
+}
+
+export type RouteState = 'active' | 'moving';
+
+export interface Route {
+  readonly namespace: string;
+  readonly cell: string;
+  readonly state: RouteState;
+}
+
+/** A move's states in the only order they may be taken; `failed` may follow any unfinished one. */
+export const MOVE_STATES = ['queued', 'freezing', 'copying', 'switching', 'cleaning', 'done', 'failed'] as const;
+export type MoveState = (typeof MOVE_STATES)[number];
+
+export interface Move {
+  readonly id: string;
+  readonly namespace: string;
+  readonly fromCell: string;
+  readonly toCell: string;
+  readonly state: MoveState;
+  readonly createdAtMs: number;
+  readonly finishedAtMs?: number;
+  readonly error?: string;
+}
+
+export const SNAPSHOT_STATES = ['uploading', 'done', 'failed'] as const;
+export type SnapshotState = (typeof SNAPSHOT_STATES)[number];
+
+export interface SnapshotRecord {
+  readonly id: string;
+  readonly cell: string;
+  readonly state: SnapshotState;
+  readonly createdAtMs: number;
+  readonly index?: number;
+  readonly bytes?: number;
+  readonly sha256?: string;
+  readonly location?: string;
+  readonly error?: string;
+}
+
+/** Stable codes of refused commands; the control plane maps each to an HTTP status (they are the contract's codes). */
+export type MetaErrorCode =
+  | 'TENANT_EXISTS'
+  | 'TENANT_NOT_FOUND'
+  | 'MOVE_IN_PROGRESS'
+  | 'MOVE_NOT_FOUND'
+  | 'ALREADY_THERE'
+  | 'SNAPSHOT_NOT_FOUND'
+  | 'INVALID_REQUEST'
+  | 'QUOTA_EXCEEDED'
+  | 'IDEMPOTENCY_KEY_REUSED';
+
+export interface MetaFailure {
+  readonly ok: false;
+  readonly code: MetaErrorCode;
+  readonly detail: string;
+}
