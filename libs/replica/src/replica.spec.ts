@@ -1,8 +1,11 @@
 /**
  * Goal: the replica composes core, store and state machine in the one safe
- * order, and keeps its promises to proposers and readers: results on apply,
+ * order (and each of its three reorderings moves only what it claims to),
+ * and keeps its promises to proposers and readers: results on apply,
  * NOT_LEADER / OUTCOME_UNKNOWN / TOO_MANY_REQUESTS when it must, snapshots
- * by policy, recovery on restart, a stop on an fsync error.
+ * by policy, recovery on restart, a stop on an fsync error. Messages from
+ * the network that the core refuses are dropped and counted, never thrown;
+ * the core runs with raft's one set of defaults unless overridden.
  * Method: small cells of real replicas over the production store on an
  * in-memory disk whose completions wait until the test runs them, and a
  * hand-driven network (FIFO delivery, links cut by the test).
@@ -178,6 +181,79 @@ describe('ready handling: persist, then send, then apply, then advance', () => {
     const results = boxes.map((b) => b.outcome as Applied);
     expect(results.map((r) => r.result)).toEqual([1, 2, 3]);
     expect(results[1]?.index).toBe((results[0]?.index as number) + 1);
+  });
+});
+
+describe('the three reorderings of handleOneReady, each where it protects nothing', () => {
+  /** r1 leads; r3 is cut off, so every commit needs r1's own durable copy. Records when r1's saves become durable. */
+  function leaderWithOneFollower(): { cell: Cell; durable: Set<string>; deliver: (to: string) => void } {
+    const cell = new Cell(3);
+    cell.elect('r1');
+    cell.isolated.add('r3');
+    const durable = new Set<string>();
+    const store = cell.get('r1').store;
+    const save = store.save.bind(store);
+    store.save = (hs, entries, done) =>
+      save(hs, entries, (e) => {
+        for (const entry of entries) durable.add(dec.decode(entry.data));
+        done(e);
+      });
+    const deliver = (to: string): void => {
+      for (const m of cell.inbox.splice(0)) if (m.to === to) cell.get(to).replica.receive(m);
+    };
+    return { cell, durable, deliver };
+  }
+
+  it('1: a leader\'s appends leave before its own fsync, and its own copy counts toward the commit only once durable', () => {
+    const { cell, durable, deliver } = leaderWithOneFollower();
+    const box = cell.propose('r1', 'x');
+    expect(durable.has('x')).toBe(false);
+    expect(cell.inbox.some((m) => m.to === 'r2' && m.type === MessageType.AppendEntries && (m.entries ?? []).length > 0)).toBe(true);
+    deliver('r2');
+    (cell.disks.get('r2') as MemDisk).runPending();
+    deliver('r1');
+    // r2's durable copy alone is no majority of three.
+    expect(box.outcome).toBeNull();
+    expect(cell.get('r1').machine.items).toEqual([]);
+    (cell.disks.get('r1') as MemDisk).runPending();
+    expect(durable.has('x')).toBe(true);
+    expect((box.outcome as Applied).result).toBe(1);
+  });
+
+  it('2: a leader applies entries durable before the ready while that ready\'s own fsync runs', () => {
+    const { cell, durable, deliver } = leaderWithOneFollower();
+    const x = cell.propose('r1', 'x');
+    deliver('r2');
+    (cell.disks.get('r2') as MemDisk).runPending();
+    // y is proposed while x's fsync is still out: it waits for the next ready.
+    cell.propose('r1', 'y');
+    deliver('r1');
+    const r1 = cell.get('r1');
+    const seenAtApply: boolean[] = [];
+    const apply = r1.machine.apply.bind(r1.machine);
+    r1.machine.apply = (entry) => {
+      if (dec.decode(entry.data) === 'x') seenAtApply.push(durable.has('y'));
+      return apply(entry);
+    };
+    (cell.disks.get('r1') as MemDisk).runSome(1_000);
+    // x committed once durable here; it was applied before y (in the same ready's new entries) was durable.
+    expect(seenAtApply).toEqual([false]);
+    expect((x.outcome as Applied).result).toBe(1);
+  });
+
+  it('3: a ready that only moves the commit index writes nothing', () => {
+    const { cell, deliver } = leaderWithOneFollower();
+    cell.propose('r1', 'x');
+    deliver('r2');
+    (cell.disks.get('r2') as MemDisk).runPending();
+    deliver('r1');
+    (cell.disks.get('r1') as MemDisk).runPending();
+    cell.inbox.splice(0);
+    // r2 learns the commit from the next heartbeat: it applies 'x' with no disk operation at all.
+    cell.get('r1').replica.tick();
+    deliver('r2');
+    expect((cell.disks.get('r2') as MemDisk).pendingCount).toBe(0);
+    expect(cell.get('r2').machine.items).toEqual(['x']);
   });
 });
 
