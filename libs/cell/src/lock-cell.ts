@@ -701,8 +701,10 @@ export class LockCell {
     this.hub.publish(revision, events);
     this.duties.applied(this.env.clock.monoMs(), command, outcome, events);
     if (command.kind === 'ExpireSession' && outcome.ok) this.env.metrics.sessionExpired();
-    if (command.kind === 'SetMemberAddress' && outcome.ok) this.core.members.learn(NodeId(command.id), command.address, command.peerAddress);
-    if (command.kind === 'ForgetMember' && outcome.ok) this.core.members.forget(NodeId(command.id));
+    // While the replica is being constructed (replaying its log) there is no core yet: the constructor
+    // learns the whole replicated directory from the state machine afterwards.
+    if (command.kind === 'SetMemberAddress' && outcome.ok) this.core?.members.learn(NodeId(command.id), command.address, command.peerAddress);
+    if (command.kind === 'ForgetMember' && outcome.ok) this.core?.members.forget(NodeId(command.id));
     for (const event of events) {
       const requestId = event.requestId;
       if (!requestId) continue;
