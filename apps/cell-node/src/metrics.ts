@@ -104,14 +104,16 @@ export class NodeMetrics {
       heartbeatsAnswered: (path, count) => this.keepalives.inc({ path }, count),
       sessionExpired: () => this.expiries.inc(),
       leaderChanged: () => this.leaderChanges.inc(),
-      raftStatus: (s) => {
+      raftStatus: (read) => {
+        const s = read();
         this.term.set(s.term);
         this.commitIndex.set(s.commit);
         this.appliedIndex.set(s.applied);
         this.isLeader.set(s.isLeader ? 1 : 0);
         this.watchers.set(s.watchers);
       },
-      tableSizes: (s) => {
+      tableSizes: (read) => {
+        const s = read();
         this.sessions.set(s.sessions);
         this.locks.set(s.locks);
         this.waiters.set(s.waiters);

@@ -22,10 +22,10 @@ export interface CellMetrics {
   heartbeatsAnswered(path: 'leader' | 'relayed', count: number): void;
   sessionExpired(): void;
   leaderChanged(): void;
-  /** Every tick. */
-  raftStatus(status: { readonly term: number; readonly commit: number; readonly applied: number; readonly isLeader: boolean; readonly watchers: number }): void;
-  /** About once a second (the counts walk the tables). */
-  tableSizes(sizes: { readonly sessions: number; readonly locks: number; readonly waiters: number }): void;
+  /** Every tick; `read` builds the figures (a sink that keeps none need not call it). */
+  raftStatus(read: () => { readonly term: number; readonly commit: number; readonly applied: number; readonly isLeader: boolean; readonly watchers: number }): void;
+  /** About once a second; `read` walks the tables. */
+  tableSizes(read: () => { readonly sessions: number; readonly locks: number; readonly waiters: number }): void;
 }
 
 export const noopCellMetrics: CellMetrics = {

@@ -239,12 +239,13 @@ export class LockCell {
     this.core.tick();
     if (this.isLeader) for (const command of this.duties.due(now)) this.proposeDuty(command);
     this.hub.tick(now);
-    const st = this.core.replica.status();
-    this.env.metrics.raftStatus({ term: st.term, commit: st.commit, applied: this.core.replica.applied, isLeader: this.isLeader, watchers: this.hub.watcherCount });
+    this.env.metrics.raftStatus(() => {
+      const st = this.core.replica.status();
+      return { term: st.term, commit: st.commit, applied: this.core.replica.applied, isLeader: this.isLeader, watchers: this.hub.watcherCount };
+    });
     if (++this.ticksSinceStats >= Math.max(1, Math.round(1000 / this.config.tickMs))) {
       this.ticksSinceStats = 0;
-      const stats = this.fsmStats();
-      this.env.metrics.tableSizes(stats);
+      this.env.metrics.tableSizes(() => this.fsmStats());
     }
   }
 
