@@ -8,9 +8,8 @@
  * sequences.
  */
 import { describe, expect, it } from 'vitest';
-import { FencerError, LogIndex, NodeId, type RequestId, type Revision, SeededRandom, type SessionId, Term, err, ok } from '@fencer/base';
-import { type Entry, EntryType } from '@fencer/raft';
-import { type ApplyResult, type Command, type LockState, LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
+import { FencerError, NodeId, type RequestId, type Revision, SeededRandom, type SessionId, err, ok } from '@fencer/base';
+import { type ApplyResult, type Command, type LockState, LockStateMachine } from '@fencer/lock-fsm';
 import { Checkers } from './checkers.js';
 import { LockCheckers, lockFingerprint } from './lock-checkers.js';
 import { lockAnswered, lockName, newLockClient, nextLockOp } from './lock-workload.js';
@@ -21,10 +20,6 @@ const n2 = NodeId('n2');
 const A = 'alpha:a' as SessionId;
 const B = 'alpha:b' as SessionId;
 const L = lockName('alpha', 0);
-
-function entry(index: number, command: Command): Entry {
-  return { index: LogIndex(index), term: Term(1), type: EntryType.Normal, data: encodeCommand(command) };
-}
 
 const open = (sessionId: SessionId): Command => ({ kind: 'OpenSession', sessionId, clientId: sessionId, namespace: 'alpha' as never, ttlMs: 3_000 });
 const acquire = (sessionId: SessionId, requestId: string, mode: 'EXCLUSIVE' | 'SHARED' = 'EXCLUSIVE'): Command => ({
