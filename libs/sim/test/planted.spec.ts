@@ -12,6 +12,14 @@ import { describe, expect, it } from 'vitest';
 import { type CheckerName, type PlantedBug, SAFETY_CHECKERS, replayCommand, runSimulation, sweepOptions } from '../src/index.js';
 import { expectClean } from './sweep.js';
 
+/**
+ * Other checkers a bug may trip first. A reused token also makes its
+ * holder's Release a no-op (the state machine holds the real token), so the
+ * hold never ends, which lock-exclusion sees when the next grant is
+ * acknowledged.
+ */
+const alsoFirst: Partial<Record<PlantedBug, readonly CheckerName[]>> = { reuseToken: ['lock-exclusion'] };
+
 const cases: readonly (readonly [PlantedBug, CheckerName, number])[] = [
   ['reuseToken', 'fencing-token', 20],
   ['doubleGrant', 'lock-exclusion', 20],
@@ -28,7 +36,10 @@ describe('planted lock bugs are caught by their checker', () => {
       const report = runSimulation(options);
       const first = report.violations.find((v) => SAFETY_CHECKERS.includes(v.checker));
       if (first === undefined) continue;
-      expect(first.checker, `${replayCommand(options)}: ${first.detail}`).toBe(checker);
+      if (first.checker !== checker) {
+        expect(alsoFirst[planted] ?? [], `${replayCommand(options)}: ${first.detail}`).toContain(first.checker);
+        continue;
+      }
       console.log(`${planted}: caught at seed ${seed} by ${checker}: ${first.detail.split(' | ')[0]}\n  replay: ${replayCommand(options)}`);
       expectClean({ ...options, planted: null });
       return;
