@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ServiceError, credentials, status } from '@grpc/grpc-js';
+import { Metadata, type ServiceError, credentials, status } from '@grpc/grpc-js';
 import { SeededRandom } from '@fencer/base';
 import { lockservice, raftpb } from '@fencer/protocol';
 import { pino } from 'pino';
@@ -28,7 +28,7 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 function openSession(address: string): Promise<lockservice.OpenSessionResponse> {
   const client = new lockservice.LockServiceClient(address, credentials.createInsecure());
   return new Promise<lockservice.OpenSessionResponse>((resolve, reject) =>
-    client.openSession({ namespace: 'built', clientId: 't', ttlMs: 5_000 }, { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res))),
+    client.openSession({ namespace: 'built', clientId: 't', ttlMs: 5_000 }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res))),
   ).finally(() => client.close());
 }
 

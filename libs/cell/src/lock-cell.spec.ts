@@ -196,7 +196,7 @@ describe('LockCell request API', () => {
   it.each([
     [false, 'refuses'],
     [true, 'acknowledges (the planted bug)'],
-  ] as const)('a leader cut off from its followers, heartbeatWithoutConfirmation=%s: %s the heartbeat', (bug) => {
+  ] as const)('a leader cut off from its followers, heartbeatWithoutConfirmation=%s: %s the heartbeat', (bug, _what) => {
     const h = new Harness(bug ? { heartbeatWithoutConfirmation: true } : {});
     h.elect('c1');
     const a = openSession(h, 'c1', 'ns');
