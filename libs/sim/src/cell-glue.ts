@@ -162,8 +162,13 @@ export function programFor(sim: Simulation, node: SimNode, store: RaftLogStore, 
     dutyProposed: (command) => {
       if (node.life !== life) return;
       sim.note(`${node.id} proposes ${command.kind} ${'sessionId' in command ? command.sessionId : command.name}`);
-      const term = node.replica?.status().term ?? 0;
-      if (command.kind === 'ExpireSession') checkers.expiryProposed(command.sessionId, term, node.id, sim.scheduler.now, node.monoMs(sim.scheduler.now));
+      // Attributed to the term this node leads in the Raft core right now. The cell may still believe it
+      // leads for the length of a ready (its view changes once the ready is persisted); the core then
+      // refuses the proposal, which belongs to no term.
+      const status = node.replica?.status();
+      if (command.kind === 'ExpireSession' && status?.role === 'leader') {
+        checkers.expiryProposed(command.sessionId, status.term, node.id, sim.scheduler.now, node.monoMs(sim.scheduler.now));
+      }
     },
   });
   return { kind: 'lock', cell };
