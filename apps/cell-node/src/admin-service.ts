@@ -163,7 +163,7 @@ async function dropNamespace(node: CellNode, req: adminpb.DropNamespaceRequest):
     if (frozen.code === 'NAMESPACE_NOT_HERE') return { dropped: false, sessions: 0, locks: 0 };
     throw new FencerError(frozen.code, frozen.message);
   }
-  const sessions = node.fsm.namespaces().find((ns) => ns.namespace === namespace)?.sessions ?? 0;
+  const sessions = node.cell.fsm.namespaces().find((ns) => ns.namespace === namespace)?.sessions ?? 0;
   if (sessions > 0 && !req.force) {
     await node.propose({ kind: 'UnfreezeNamespace', namespace });
     throw new NotEmpty(`namespace "${namespace}" has ${sessions} live sessions; drop it with force to end them`);
