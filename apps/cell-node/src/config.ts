@@ -4,6 +4,8 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { NodeId } from '@fencer/base';
+import { raftTuningDefault } from '@fencer/raft';
+import { limits as replicaLimits } from '@fencer/replica';
 import { shiftPort } from './address.js';
 import { WAL_SYNC_ON_LOOP_MODES, type WalSyncOnLoop } from './wal-sync-policy.js';
 
@@ -104,18 +106,18 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--peer-transport <kind>', 'how the cell carries Raft messages on the peer listener: tcp frames or a grpc stream (the same on every member)', e('peer-transport') ?? 'tcp')
     .option('--peer-listen <host:port>', 'TCP peer transport address (default: the --listen host, its port + --peer-port-offset)', e('peer-listen'))
     .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
-    .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', e('broadcast-commit') === '1')
+    .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', (e('broadcast-commit') ?? (raftTuningDefault.broadcastCommit ? '1' : '0')) === '1')
     .option('--wal-sync-on-loop <when>', `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`, e('wal-sync-on-loop') ?? 'when-idle')
     .option('--heartbeat-round-spacing-ms <ms>', 'least time between the starts of two leadership confirmations that answer heartbeats', int('heartbeat-round-spacing-ms'), Number(e('heartbeat-round-spacing-ms') ?? 5))
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
-    .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
-    .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', int('heartbeat-ticks'), Number(e('heartbeat-ticks') ?? 1))
+    .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? raftTuningDefault.electionTicks))
+    .option('--heartbeat-ticks <n>', 'heartbeat interval in ticks', int('heartbeat-ticks'), Number(e('heartbeat-ticks') ?? raftTuningDefault.heartbeatTicks))
     .option('--ttl-min-ms <ms>', 'smallest session TTL', int('ttl-min-ms'), Number(e('ttl-min-ms') ?? 2_000))
     .option('--ttl-max-ms <ms>', 'largest session TTL', int('ttl-max-ms'), Number(e('ttl-max-ms') ?? 3_600_000))
     .option('--ttl-default-ms <ms>', 'TTL when a client asks for 0', int('ttl-default-ms'), Number(e('ttl-default-ms') ?? 12_000))
-    .option('--snapshot-every-entries <n>', 'snapshot and compact every n applied entries', int('snapshot-every-entries'), Number(e('snapshot-every-entries') ?? 10_000))
+    .option('--snapshot-every-entries <n>', 'snapshot and compact every n applied entries', int('snapshot-every-entries'), Number(e('snapshot-every-entries') ?? replicaLimits.snapshotEveryEntriesDefault))
     .option('--watch-history-max <n>', 'events kept for Watch resumption', int('watch-history-max'), Number(e('watch-history-max') ?? 100_000))
     .option('--watcher-buffer-max <n>', 'events buffered for one watcher before it is ended as too slow', int('watcher-buffer-max'), Number(e('watcher-buffer-max') ?? 10_000))
     .option('--watchers-max <n>', 'most watchers on this node', int('watchers-max'), Number(e('watchers-max') ?? 10_000))

@@ -45,6 +45,13 @@ export class NodeMetrics {
   readonly rpcs = new Counter({ name: 'fencer_rpcs_total', help: 'Client RPCs by method and code', labelNames: ['method', 'code'], registers: [this.registry] });
   /** Replica-reported counters and histograms by name (fsync duration and batch size come from the WAL through it). */
   private readonly replicaCounters = new Counter({ name: 'fencer_replica_events_total', help: 'Replica counters by name', labelNames: ['name'], registers: [this.registry] });
+  /** Peer messages the Raft core refused, by reason (libs/raft message-check.ts): a rising count is a bug or a hostile peer. */
+  private readonly peerMessagesDropped = new Counter({
+    name: 'fencer_peer_messages_dropped_total',
+    help: 'Raft messages dropped unprocessed, by reason (malformed, wrong-to, from-self, bad-term, not-member, ...)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
   private readonly replicaObservations = new Histogram({
     name: 'fencer_replica_observations',
     help: 'Replica-reported observations by name (durations in ms, sizes in entries or bytes)',
@@ -88,7 +95,10 @@ export class NodeMetrics {
 
   /** The replica's Metrics interface. */
   readonly replica = {
-    inc: (name: string, by = 1): void => this.replicaCounters.inc({ name }, by),
+    inc: (name: string, by = 1, labels?: Readonly<Record<string, string>>): void => {
+      if (name === 'replica_messages_dropped_total') this.peerMessagesDropped.inc({ reason: labels?.['reason'] ?? 'unknown' }, by);
+      else this.replicaCounters.inc({ name }, by);
+    },
     observe: (name: string, value: number): void => this.replicaObservations.observe({ name }, value),
   };
 

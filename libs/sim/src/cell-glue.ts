@@ -34,7 +34,6 @@ function groupConfig(sim: Simulation, node: SimNode): GroupConfig {
         electionTicks: o.electionTicks,
         heartbeatTicks: o.heartbeatTicks,
         preVote: o.preVote,
-        checkQuorum: true,
         broadcastCommit: o.broadcastCommit,
         maxEntriesPerMsg: o.maxEntriesPerMsg,
         maxBytesPerMsg: 64 * 1024,

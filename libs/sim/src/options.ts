@@ -4,6 +4,7 @@
  * fault mix so each planted bug gets the conditions that expose it; the
  * checkers stay the same.
  */
+import { raftTuningDefault } from '@fencer/raft';
 import type { ReplicaBug } from '@fencer/replica';
 import type { PlantedBug } from './planted.js';
 import type { NetworkProfile } from './network.js';
@@ -123,10 +124,10 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     clientThinkMs: 60,
     readShare: 0.3,
     tickMs: 100,
-    electionTicks: 10,
-    heartbeatTicks: 1,
+    electionTicks: raftTuningDefault.electionTicks,
+    heartbeatTicks: raftTuningDefault.heartbeatTicks,
     snapshotEveryEntries: 300,
-    preVote: true,
+    preVote: raftTuningDefault.preVote,
     broadcastCommit: seed % 4 === 0,
     fsyncMs: 2,
     crashedMax: Math.floor(replicas / 2) + 1,
