@@ -46,9 +46,9 @@ export class NodeMetrics {
   /** Replica-reported counters and histograms by name (fsync duration and batch size come from the WAL through it). */
   private readonly replicaCounters = new Counter({ name: 'fencer_replica_events_total', help: 'Replica counters by name', labelNames: ['name'], registers: [this.registry] });
   /** Peer messages the Raft core refused, by reason (libs/raft message-check.ts): a rising count is a bug or a hostile peer. */
-  private readonly peerMessagesDropped = new Counter({
-    name: 'fencer_peer_messages_dropped_total',
-    help: 'Raft messages dropped unprocessed, by reason (malformed, wrong-to, from-self, bad-term, not-member, ...)',
+  private readonly raftMessagesRefused = new Counter({
+    name: 'fencer_raft_messages_refused_total',
+    help: 'Raft messages the core refused unprocessed, by reason (malformed, wrong-to, from-self, bad-term, not-member, ...)',
     labelNames: ['reason'],
     registers: [this.registry],
   });
@@ -96,7 +96,7 @@ export class NodeMetrics {
   /** The replica's Metrics interface. */
   readonly replica = {
     inc: (name: string, by = 1, labels?: Readonly<Record<string, string>>): void => {
-      if (name === 'replica_messages_dropped_total') this.peerMessagesDropped.inc({ reason: labels?.['reason'] ?? 'unknown' }, by);
+      if (name === 'replica_messages_dropped_total') this.raftMessagesRefused.inc({ reason: labels?.['reason'] ?? 'unknown' }, by);
       else this.replicaCounters.inc({ name }, by);
     },
     observe: (name: string, value: number): void => this.replicaObservations.observe({ name }, value),
