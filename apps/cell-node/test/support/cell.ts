@@ -7,8 +7,8 @@
 import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, isRetryable, lockservice } from '@fencer/protocol';
-import { adminClient } from '../../../../tools/fleet/fleet.mjs';
-import { startTestCell, type TestCell } from '../../../../tools/fleet/test-cell.mjs';
+import { adminClient } from '@fencer/fleet';
+import { startTestCell, type TestCell } from '@fencer/fleet/testing';
 
 export interface Cell extends TestCell {
   client: TestClient;
