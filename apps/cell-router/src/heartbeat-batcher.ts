@@ -58,6 +58,9 @@ export interface HeartbeatBatcherDeps {
   readonly intervalMs: number;
 }
 
+/** Unroutable heartbeats refresh the routing table at most this often. */
+const REFRESH_SPACING_MS = 100;
+
 const expired = (sessionId: string): HeartbeatAnswer => ({ sessionId, ttlMsRemaining: 0, expired: true });
 
 export class HeartbeatBatcher {
@@ -69,6 +72,8 @@ export class HeartbeatBatcher {
   private ttlMinPreviousMs = Infinity;
   private windowEndsAtMs = 0;
   private closed = false;
+  private refreshing: Promise<unknown> | undefined;
+  private lastRefreshAtMs = -Infinity;
 
   constructor(private readonly deps: HeartbeatBatcherDeps) {}
 
@@ -103,11 +108,24 @@ export class HeartbeatBatcher {
    */
   heartbeat(sessionId: string, done: HeartbeatDone): void {
     const ns = namespaceOfSessionId(sessionId);
-    const route = ns === undefined ? undefined : this.deps.source.table().routes.get(ns);
-    if (route === undefined || this.deps.pool.cell(route.cell) === undefined) {
+    if (ns === undefined) {
       this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
       return done(expired(sessionId));
     }
+    if (!this.routable(ns)) {
+      // A namespace created a moment ago may not be in this table yet: ask the source once before calling the session expired.
+      this.refreshSoon().then(
+        () => {
+          if (this.closed) return;
+          if (this.routable(ns)) return this.heartbeat(sessionId, done);
+          this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
+          done(expired(sessionId));
+        },
+        () => done(expired(sessionId)),
+      );
+      return;
+    }
+    const route = this.deps.source.table().routes.get(ns)!;
     const q = this.queue(route.cell);
     const waiters = q.pending.get(sessionId);
     const waiter = { done, arrivedAtMs: performance.now() };
@@ -121,6 +139,24 @@ export class HeartbeatBatcher {
     this.sessions++;
     this.deps.metrics.pendingHeartbeats.set(this.sessions);
     q.pending.set(sessionId, [waiter]);
+  }
+
+  private routable(ns: string): boolean {
+    const route = this.deps.source.table().routes.get(ns);
+    return route !== undefined && this.deps.pool.cell(route.cell) !== undefined;
+  }
+
+  /** One refresh of the routing source shared by every unroutable heartbeat, at most one per REFRESH_SPACING_MS. */
+  private refreshSoon(): Promise<unknown> {
+    if (this.refreshing) return this.refreshing;
+    const waitMs = Math.max(0, this.lastRefreshAtMs + REFRESH_SPACING_MS - performance.now());
+    this.refreshing = new Promise((resolve) => setTimeout(resolve, waitMs))
+      .then(() => this.deps.source.refresh())
+      .finally(() => {
+        this.lastRefreshAtMs = performance.now();
+        this.refreshing = undefined;
+      });
+    return this.refreshing;
   }
 
   private queue(cellId: string): CellQueue {
