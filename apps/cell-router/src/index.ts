@@ -9,3 +9,4 @@ export { EMPTY_TABLE, RoutingFormatError, leastLoadedCell, parseRoutingFile, par
 export { ControlPlaneRoutingSource, FileRoutingSource, StaticRoutingSource, type ControlPlaneOptions, type RoutingSource } from './routing-source.js';
 export { address, positiveInt, routingOptions, checkRoutingChoice, parseRouterConfig, type RouterConfig } from './config.js';
 export { routingSourceFor, serveMetrics, stopOnSignals, exitOnConfigError } from './process.js';
+export { tolerantService, checkDecoded } from './tolerant-service.js';

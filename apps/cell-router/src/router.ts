@@ -28,6 +28,7 @@ import type { Logger } from 'pino';
 import { CellPool, type CellState } from './cell-pool.js';
 import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import { KeepAliveStreams } from './keepalive-stream.js';
+import { checkDecoded, tolerantService } from './tolerant-service.js';
 import { CALL_BUDGET_MS_DEFAULT, CELL_CALLS_IN_FLIGHT_MAX, HEARTBEAT_INTERVAL_MS_DEFAULT, RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN, WATCHES_MAX } from './limits.js';
 import { RouterMetrics } from './metrics.js';
 import type { RoutingTable } from './routing.js';
@@ -184,6 +185,7 @@ export function buildRouter(deps: RouterDeps): Router {
         else callback(null, res);
       };
       const run = async (): Promise<Res> => {
+        checkDecoded(call.request);
         const req = call.request as unknown as Record<string, unknown>;
         const { namespace, bySession } = namespaceOfCall(method, req);
         const waitMs = method === 'acquire' && typeof req.waitMs === 'number' ? req.waitMs : 0;
@@ -260,6 +262,7 @@ export function buildRouter(deps: RouterDeps): Router {
     call.on('close', () => stop());
 
     const open = async (): Promise<void> => {
+      checkDecoded(req);
       const { namespace } = namespaceOfCall('watch', req as unknown as Record<string, unknown>);
       const c = await cellFor(namespace, false);
       if (!live) return;
@@ -330,7 +333,7 @@ export function buildRouter(deps: RouterDeps): Router {
       follow(source.table());
       batcher.start();
       server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
-      server.addService(lockservice.LockServiceService, handlers);
+      server.addService(tolerantService(lockservice.LockServiceService), handlers);
       const port = await new Promise<number>((resolve, reject) => server!.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
       const host = address.slice(0, address.lastIndexOf(':'));
       return `${host}:${port}`;

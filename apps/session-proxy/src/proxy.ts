@@ -6,12 +6,13 @@
  * acknowledged the batch that carried it. It holds no truth: a client whose
  * proxy dies reconnects to another and heartbeats there at once.
  *
- * Every other method of the contract answers UNIMPLEMENTED with a message
- * pointing at the routers: a proxy only carries heartbeats.
+ * Every other method of the contract answers INVALID_ARGUMENT with a
+ * message pointing at the routers: a proxy only carries heartbeats.
  */
-import { Server, ServerCredentials, status, type ServiceError } from '@grpc/grpc-js';
-import { lockservice } from '@fencer/protocol';
-import { CellPool, HeartbeatBatcher, KeepAliveStreams, RouterMetrics, limits, type RoutingSource, type RoutingTable } from '@fencer/cell-router';
+import { FencerError } from '@fencer/base';
+import { Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
+import { lockservice, toServiceError } from '@fencer/protocol';
+import { CellPool, HeartbeatBatcher, KeepAliveStreams, RouterMetrics, limits, tolerantService, type RoutingSource, type RoutingTable } from '@fencer/cell-router';
 import type { Logger } from 'pino';
 
 export interface ProxyDeps {
@@ -32,10 +33,11 @@ export interface Proxy {
   close(): Promise<void>;
 }
 
-const notHere = (method: string) => (_call: unknown, callback?: (e: Partial<ServiceError>) => void): void => {
-  const err = { code: status.UNIMPLEMENTED, details: `a session proxy carries KeepAlive only; send ${method} to a cell router (FENCER_ENDPOINTS)` } as Partial<ServiceError>;
+/** Every method but KeepAlive: INVALID_ARGUMENT naming where the call belongs (a proxy carries heartbeats only). */
+const notHere = (method: string) => (call: unknown, callback?: (e: Partial<ServiceError>) => void): void => {
+  const err = toServiceError(new FencerError('INVALID_ARGUMENT', `a session proxy carries KeepAlive only; send ${method} to a cell router (FENCER_ENDPOINTS)`));
   if (callback) callback(err);
-  else (_call as { emit(e: string, x: unknown): void }).emit('error', err);
+  else (call as { emit(e: string, x: unknown): void }).emit('error', err);
 };
 
 export function buildProxy(deps: ProxyDeps): Proxy {
@@ -76,7 +78,7 @@ export function buildProxy(deps: ProxyDeps): Proxy {
       follow(deps.source.table());
       batcher.start();
       server = new Server();
-      server.addService(lockservice.LockServiceService, handlers);
+      server.addService(tolerantService(lockservice.LockServiceService), handlers);
       const port = await new Promise<number>((resolve, reject) => server!.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
       return `${address.slice(0, address.lastIndexOf(':'))}:${port}`;
     },
