@@ -15,7 +15,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorCode } from '@fencer/base';
 import { FencerClient } from '@fencer/client';
-import { isRetryable } from '@fencer/protocol';
+import { isRetryable, lockservice } from '@fencer/protocol';
+
+const W = lockservice.WatchEventType;
 import { TestClient, eventually } from '@fencer/fleet/contract';
 import { startTestFleet, type TestFleet } from '@fencer/fleet/testing';
 
@@ -112,6 +114,53 @@ describe('failures behind the router', () => {
     const dead = fleet.plan[0]!.replicas.find((r) => !fleet.alive(r.id));
     if (dead) fleet.restart(dead.id);
   }, 120_000);
+
+  it('a Watch through the router survives kill -9 of the replica serving it: no gap, no repeat', async () => {
+    const client = new FencerClient({ endpoints: fleet.routerEndpoints, proxies: fleet.proxyEndpoints, ttlMs: 6000 });
+    const raw = new TestClient(fleet.routerEndpoints);
+    const events: lockservice.WatchEvent[] = [];
+    const stream = raw.raw(fleet.routerEndpoints[0]!).watch({ name: '/ls/beta/w/', prefix: true, sinceRevision: 0 });
+    const streamError = new Promise<unknown>((resolve) => stream.on('error', resolve));
+    stream.on('data', (e: lockservice.WatchEvent) => events.push(e));
+    const cycle = async (i: number): Promise<void> => {
+      const h = await client.acquire(`/ls/beta/w/${i}`, { waitMs: 10_000 });
+      await h.release();
+    };
+    const live = (): lockservice.WatchEvent[] => events.filter((e) => e.type === W.WATCH_EVENT_TYPE_ACQUIRED || e.type === W.WATCH_EVENT_TYPE_RELEASED);
+    let killed: string | undefined;
+    try {
+      await eventually(() => (events.some((e) => e.type === W.WATCH_EVENT_TYPE_PROGRESS) ? true : undefined), 20_000, 'the watch to start');
+      for (let i = 0; i < 5; i++) await cycle(i);
+      await eventually(() => (live().length >= 10 ? true : undefined), 20_000, 'ten events before the kill');
+      // The replica the router's watch is served from is the one with a watcher.
+      const cell2 = fleet.plan.find((c) => c.id === 'cell-2')!.replicas;
+      const serving = await eventually(async () => {
+        for (const r of cell2) {
+          if (!fleet.alive(r.id)) continue;
+          const text = await fetch(r.metrics).then((x) => x.text(), () => '');
+          if (/^fencer_watchers [1-9]/m.test(text)) return r.id;
+        }
+        return undefined;
+      }, 10_000, 'the replica serving the watch');
+      killed = serving;
+      await fleet.kill(serving, 'SIGKILL');
+      for (let i = 5; i < 10; i++) await cycle(i);
+      await eventually(() => (live().length >= 20 ? true : undefined), 30_000, 'twenty events after the kill');
+    } finally {
+      stream.cancel();
+      await streamError;
+      raw.close();
+      await client.close();
+      if (killed) fleet.restart(killed);
+    }
+    const revisions = live().map((e) => e.revision);
+    expect(revisions).toEqual([...revisions].sort((a, b) => a - b));
+    expect(new Set(revisions).size, 'no event twice').toBe(revisions.length);
+    for (let i = 0; i < 10; i++) {
+      const of = live().filter((e) => e.name === `/ls/beta/w/${i}`).map((e) => e.type);
+      expect(of, `lock ${i}: acquired then released, once each`).toEqual([W.WATCH_EVENT_TYPE_ACQUIRED, W.WATCH_EVENT_TYPE_RELEASED]);
+    }
+  }, 90_000);
 
   it('kill -9 of the proxy carrying a client: its sessions reach the other proxy within one heartbeat interval, and no session expires', async () => {
     const ttlMs = 3000;
