@@ -43,6 +43,44 @@ function ensureBuilt(projects) {
   execFileSync(path.join(root, 'node_modules/.bin/nx'), ['run-many', '-t', 'build', `--projects=${projects.join(',')}`, '--output-style=static'], { cwd: root, stdio: 'pipe' });
 }
 
+/**
+ * The processes of a test cell or fleet: spawned from their plans, signalled
+ * and restarted by id, and all stopped (SIGCONT first, for stopped ones) with
+ * their temporary directory removed.
+ */
+function processGroup(plans, { dataDir, logDir, admins }) {
+  const children = new Map();
+  const spawn = (p) => children.set(p.id, spawnReplica(p, { logDir }));
+  return {
+    children,
+    spawn,
+    alive(id) {
+      const c = children.get(id);
+      return c !== undefined && c.exitCode === null && c.signalCode === null;
+    },
+    signal(id, sig) {
+      children.get(id)?.kill(sig);
+    },
+    async kill(id, sig = 'SIGKILL') {
+      const child = children.get(id);
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('exit', () => resolve()));
+      child.kill(sig);
+      await gone;
+    },
+    restart(id) {
+      spawn(plans.find((p) => p.id === id));
+    },
+    async stop() {
+      for (const a of admins.values()) a.close();
+      for (const c of children.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGCONT');
+      await stopAll([...children.values()], 3_000);
+      if (process.env.FENCER_KEEP_TEST_DATA) console.log(`test data kept in ${dataDir}`);
+      else rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function startTestCell(options = {}) {
   if (!cellNodeBuilt()) ensureBuilt(['cell-node']);
   const replicaCount = options.replicas ?? 5;
@@ -57,42 +95,22 @@ export async function startTestCell(options = {}) {
   });
   const replicas = plan.replicas;
   const logDir = path.join(dataDir, 'logs');
-  const children = new Map();
-  const spawn = (r) => children.set(r.id, spawnReplica(r, { logDir }));
-  replicas.forEach(spawn);
   const admins = new Map(replicas.map((r) => [r.id, adminClient(r.admin)]));
-  const alive = (r) => {
-    const c = children.get(r.id);
-    return c && c.exitCode === null && c.signalCode === null;
-  };
+  const group = processGroup(replicas, { dataDir, logDir, admins });
+  replicas.forEach(group.spawn);
+  const alive = (r) => group.alive(r.id);
   const cell = {
     replicas,
     endpoints: replicas.map((r) => r.grpc),
-    children,
+    children: group.children,
     dataDir,
     leader: (timeoutMs = 15_000) => waitForLeader(replicas.filter(alive), timeoutMs),
     leaderAmong: (ids, timeoutMs = 15_000) => waitForLeader(replicas.filter((r) => ids.includes(r.id)), timeoutMs),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
-    signal(id, sig) {
-      children.get(id)?.kill(sig);
-    },
-    async kill(id, sig = 'SIGKILL') {
-      const child = children.get(id);
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('exit', () => resolve()));
-      child.kill(sig);
-      await gone;
-    },
-    restart(id) {
-      spawn(replicas.find((r) => r.id === id));
-    },
-    async stop() {
-      for (const a of admins.values()) a.close();
-      for (const c of children.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGCONT');
-      await stopAll([...children.values()], 3_000);
-      if (process.env.FENCER_KEEP_TEST_DATA) console.log(`test data kept in ${dataDir}`);
-      else rmSync(dataDir, { recursive: true, force: true });
-    },
+    signal: group.signal,
+    kill: group.kill,
+    restart: group.restart,
+    stop: group.stop,
   };
   try {
     await cell.leader(30_000);
@@ -139,47 +157,28 @@ export async function startTestFleet(options = {}) {
   const routers = planRouters({ ...front, count: routerCount, extraArgs: options.routerArgs ?? [] });
   const proxies = planProxies({ ...front, count: proxyCount, extraArgs: options.proxyArgs ?? [] });
   const all = [...plan.flatMap((c) => c.replicas), ...routers, ...proxies];
-  const children = new Map();
-  const spawn = (p) => children.set(p.id, spawnReplica(p, { logDir }));
   const admins = new Map(plan.flatMap((c) => c.replicas).map((r) => [r.id, adminClient(r.admin)]));
-  const alive = (id) => {
-    const c = children.get(id);
-    return c !== undefined && c.exitCode === null && c.signalCode === null;
-  };
+  const group = processGroup(all, { dataDir, logDir, admins });
   const fleet = {
     plan,
     routers,
     proxies,
     routingFile,
     dataDir,
-    children,
+    children: group.children,
     routerEndpoints: routers.map((r) => r.grpc),
     proxyEndpoints: proxies.map((p) => p.grpc),
-    leaderOf: (cellId, timeoutMs = 15_000) => waitForLeader(plan.find((c) => c.id === cellId).replicas.filter((r) => alive(r.id)), timeoutMs),
+    leaderOf: (cellId, timeoutMs = 15_000) => waitForLeader(plan.find((c) => c.id === cellId).replicas.filter((r) => group.alive(r.id)), timeoutMs),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
-    alive,
-    async kill(id, sig = 'SIGKILL') {
-      const child = children.get(id);
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('exit', () => resolve()));
-      child.kill(sig);
-      await gone;
-    },
-    restart(id) {
-      spawn(all.find((p) => p.id === id));
-    },
-    async stop() {
-      for (const a of admins.values()) a.close();
-      for (const c of children.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGCONT');
-      await stopAll([...children.values()], 3_000);
-      if (process.env.FENCER_KEEP_TEST_DATA) console.log(`test data kept in ${dataDir}`);
-      else rmSync(dataDir, { recursive: true, force: true });
-    },
+    alive: group.alive,
+    kill: group.kill,
+    restart: group.restart,
+    stop: group.stop,
   };
   try {
-    plan.flatMap((c) => c.replicas).forEach(spawn);
+    plan.flatMap((c) => c.replicas).forEach(group.spawn);
     await Promise.all(plan.map((c) => waitForLeader(c.replicas, 90_000)));
-    [...routers, ...proxies].forEach(spawn);
+    [...routers, ...proxies].forEach(group.spawn);
     await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 60_000)));
   } catch (e) {
     await fleet.stop();

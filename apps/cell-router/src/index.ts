@@ -8,5 +8,6 @@ export * as limits from './limits.js';
 export { EMPTY_TABLE, RoutingFormatError, leastLoadedCell, parseRoutingFile, parseRoutes, parseCells, routingFileJson, type CellAddresses, type Route, type RouteState, type RoutingTable } from './routing.js';
 export { ControlPlaneRoutingSource, FileRoutingSource, StaticRoutingSource, type ControlPlaneOptions, type RoutingSource } from './routing-source.js';
 export { address, positiveInt, routingOptions, checkRoutingChoice, parseRouterConfig, type RouterConfig } from './config.js';
-export { routingSourceFor, serveMetrics, stopOnSignals, exitOnConfigError } from './process.js';
+export { routingSourceFor, serveMetrics, stopOnSignals, exitOnBug, exitOnConfigError } from './process.js';
 export { tolerantService, checkDecoded } from './tolerant-service.js';
+export { startLockServer, type LockServer } from './lock-server.js';

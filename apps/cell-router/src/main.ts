@@ -4,7 +4,7 @@ import { createLogger } from './logger.js';
 import { RouterMetrics } from './metrics.js';
 import { parseRouterConfig, type RouterConfig } from './config.js';
 import { buildRouter } from './router.js';
-import { exitOnConfigError, routingSourceFor, serveMetrics, stopOnSignals } from './process.js';
+import { exitOnBug, exitOnConfigError, routingSourceFor, serveMetrics, stopOnSignals } from './process.js';
 
 let config: RouterConfig;
 try {
@@ -13,10 +13,7 @@ try {
   exitOnConfigError('fencer-cell-router', e);
 }
 const logger = createLogger('cell-router');
-process.on('uncaughtException', (err) => {
-  logger.fatal({ err: err.stack }, 'uncaught exception (a bug): exiting');
-  process.exit(1);
-});
+exitOnBug(logger);
 const metrics = new RouterMetrics(undefined, true);
 const router = buildRouter({
   source: routingSourceFor(config, logger),

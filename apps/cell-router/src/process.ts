@@ -50,6 +50,16 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
   process.on('SIGINT', () => onSignal('SIGINT'));
 }
 
+/** An uncaught exception or rejection is a bug: log it and exit non-zero rather than serve on in an unknown state. */
+export function exitOnBug(logger: Logger): void {
+  const die = (what: string) => (err: unknown): void => {
+    logger.fatal({ err: err instanceof Error ? err.stack : String(err) }, `${what} (a bug): exiting`);
+    process.exit(1);
+  };
+  process.on('uncaughtException', die('uncaught exception'));
+  process.on('unhandledRejection', die('unhandled rejection'));
+}
+
 /** Prints a configuration error the way a person can act on, and exits 2. */
 export function exitOnConfigError(name: string, e: unknown): never {
   const code = (e as { code?: string }).code;

@@ -21,14 +21,15 @@
  * namespace nobody holds does not exist (SESSION_NOT_FOUND).
  */
 import { FencerError, isValidNamespace, namespaceOfSessionId, type ErrorCode } from '@fencer/base';
-import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceError, type ClientReadableStream, status } from '@grpc/grpc-js';
+import { type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceError, type ClientReadableStream, status } from '@grpc/grpc-js';
 import { parseLockName, parseLockPrefix } from '@fencer/lock-fsm';
 import { fromServiceError, lockservice, toServiceError } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import { CellPool, type CellState } from './cell-pool.js';
 import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import { KeepAliveStreams } from './keepalive-stream.js';
-import { checkDecoded, tolerantService } from './tolerant-service.js';
+import { checkDecoded } from './tolerant-service.js';
+import { startLockServer, type LockServer } from './lock-server.js';
 import { CALL_BUDGET_MS_DEFAULT, CELL_CALLS_IN_FLIGHT_MAX, HEARTBEAT_INTERVAL_MS_DEFAULT, RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN, WATCHES_MAX } from './limits.js';
 import { RouterMetrics } from './metrics.js';
 import type { RoutingTable } from './routing.js';
@@ -130,7 +131,7 @@ export function buildRouter(deps: RouterDeps): Router {
   const keepAlives = new KeepAliveStreams(batcher, metrics);
   const creating = new Map<string, Promise<RoutingTable>>();
   let watches = 0;
-  let server: Server | undefined;
+  let server: LockServer | undefined;
 
   const follow = (t: RoutingTable): void => {
     pool.update(t);
@@ -332,28 +333,13 @@ export function buildRouter(deps: RouterDeps): Router {
       await source.start();
       follow(source.table());
       batcher.start();
-      server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
-      server.addService(tolerantService(lockservice.LockServiceService), handlers);
-      const port = await new Promise<number>((resolve, reject) => server!.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
-      const host = address.slice(0, address.lastIndexOf(':'));
-      return `${host}:${port}`;
+      server = await startLockServer(handlers, address);
+      return server.address;
     },
     async close(): Promise<void> {
       batcher.close();
       source.close();
-      if (server) {
-        const s = server;
-        await new Promise<void>((resolve) => {
-          const force = setTimeout(() => {
-            s.forceShutdown();
-            resolve();
-          }, 2_000);
-          s.tryShutdown(() => {
-            clearTimeout(force);
-            resolve();
-          });
-        });
-      }
+      await server?.close();
       pool.close();
     },
   };

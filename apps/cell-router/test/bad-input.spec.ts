@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, lockservice } from '@fencer/protocol';
-import { TestClient } from '@fencer/fleet/contract';
+import { TestClient, errorOf } from '@fencer/fleet/contract';
 import { startTestFleet, type TestFleet } from '@fencer/fleet/testing';
 
 let fleet: TestFleet;
@@ -33,15 +33,6 @@ afterAll(async () => {
   client?.close();
   await fleet?.stop();
 });
-
-async function errorOf(p: Promise<unknown>): Promise<FencerError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as FencerError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 const acquire = (over: Record<string, unknown>) => ({ sessionId, name: '/ls/known/x', mode: 1, waitMs: 0, requestId: 'r1', lockDelayMs: 0, ...over });
 

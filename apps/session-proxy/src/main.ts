@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** The session-proxy process: flags, routing source, gRPC KeepAlive server, /metrics, SIGTERM. */
 import { Command } from 'commander';
-import { address, checkRoutingChoice, createLogger, exitOnConfigError, limits, positiveInt, RouterMetrics, routingOptions, routingSourceFor, serveMetrics, stopOnSignals } from '@fencer/cell-router';
+import { address, checkRoutingChoice, createLogger, exitOnBug, exitOnConfigError, limits, positiveInt, RouterMetrics, routingOptions, routingSourceFor, serveMetrics, stopOnSignals } from '@fencer/cell-router';
 import { buildProxy } from './proxy.js';
 
 const cmd = routingOptions(
@@ -23,10 +23,7 @@ try {
   exitOnConfigError('fencer-session-proxy', e);
 }
 const logger = createLogger('session-proxy');
-process.on('uncaughtException', (err) => {
-  logger.fatal({ err: err.stack }, 'uncaught exception (a bug): exiting');
-  process.exit(1);
-});
+exitOnBug(logger);
 const metrics = new RouterMetrics(undefined, true);
 const proxy = buildProxy({
   source: routingSourceFor(o as { routing?: string; controlPlane?: string }, logger),

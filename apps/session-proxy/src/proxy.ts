@@ -10,9 +10,9 @@
  * message pointing at the routers: a proxy only carries heartbeats.
  */
 import { FencerError } from '@fencer/base';
-import { Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
 import { lockservice, toServiceError } from '@fencer/protocol';
-import { CellPool, HeartbeatBatcher, KeepAliveStreams, RouterMetrics, limits, tolerantService, type RoutingSource, type RoutingTable } from '@fencer/cell-router';
+import { CellPool, HeartbeatBatcher, KeepAliveStreams, RouterMetrics, limits, startLockServer, type LockServer, type RoutingSource, type RoutingTable } from '@fencer/cell-router';
 import type { Logger } from 'pino';
 
 export interface ProxyDeps {
@@ -68,7 +68,7 @@ export function buildProxy(deps: ProxyDeps): Proxy {
     closeSession: notHere('CloseSession'),
     watch: notHere('Watch'),
   };
-  let server: Server | undefined;
+  let server: LockServer | undefined;
   return {
     metrics,
     batcher,
@@ -77,27 +77,13 @@ export function buildProxy(deps: ProxyDeps): Proxy {
       await deps.source.start();
       follow(deps.source.table());
       batcher.start();
-      server = new Server();
-      server.addService(tolerantService(lockservice.LockServiceService), handlers);
-      const port = await new Promise<number>((resolve, reject) => server!.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
-      return `${address.slice(0, address.lastIndexOf(':'))}:${port}`;
+      server = await startLockServer(handlers, address);
+      return server.address;
     },
     async close(): Promise<void> {
       batcher.close();
       deps.source.close();
-      if (server) {
-        const s = server;
-        await new Promise<void>((resolve) => {
-          const force = setTimeout(() => {
-            s.forceShutdown();
-            resolve();
-          }, 2_000);
-          s.tryShutdown(() => {
-            clearTimeout(force);
-            resolve();
-          });
-        });
-      }
+      await server?.close();
       pool.close();
     },
   };

@@ -116,6 +116,16 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
 }
 
 
+/** The error a call failed with; fails the test if the call succeeded. */
+export async function errorOf(p: Promise<unknown>): Promise<FencerError> {
+  try {
+    await p;
+  } catch (e) {
+    return e as FencerError;
+  }
+  throw new Error('expected the call to fail');
+}
+
 /** What the cases need from the system under test. */
 export interface ContractTarget {
   readonly client: TestClient;
