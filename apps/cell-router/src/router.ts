@@ -160,12 +160,11 @@ export function buildRouter(deps: RouterDeps): Router {
   }
 
   /** One attempt of a unary call on one replica; cancelled with the client's call. */
-  function attempt<Res>(cell: CellState, target: string, method: Method, req: unknown, deadlineMs: number, onCancel: (cancel: () => void) => void): Promise<Res> {
+  function attempt<Res>(target: string, method: Method, req: unknown, deadlineMs: number, onCancel: (cancel: () => void) => void): Promise<Res> {
     const stub = pool.lockStub(target) as unknown as Record<string, Function>;
     return new Promise((resolve, reject) => {
       const c = stub[method]!.call(stub, req, { deadline: deadlineMs }, (err: ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)));
       onCancel(() => c.cancel());
-      void cell;
     });
   }
 
@@ -200,7 +199,7 @@ export function buildRouter(deps: RouterDeps): Router {
           cell.inFlight++;
           metrics.inFlight.set({ cell: cell.id }, cell.inFlight);
           try {
-            return await attempt<Res>(cell, target, method, call.request, deadlineMs, (c) => (cancelUpstream = c));
+            return await attempt<Res>(target, method, call.request, deadlineMs, (c) => (cancelUpstream = c));
           } catch (e) {
             if (cancelled) fail('CANCELLED', 'the client cancelled the call');
             const fe = fromServiceError(e as ServiceError);
