@@ -43,7 +43,7 @@ const opts = {
 
 const stubs = new Map();
 const stub = (address) => {
-  if (!stubs.has(address)) stubs.set(address, new lockservice.LockServiceClient(address, credentials.createInsecure()));
+  if (!stubs.has(address)) stubs.set(address, new lockservice.LockServiceClient(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 }));
   return stubs.get(address);
 };
 const call = (address, method, req) => new Promise((resolve, reject) => stub(address)[method](req, { deadline: Date.now() + 30_000 }, (e, r) => (e ? reject(e) : resolve(r))));

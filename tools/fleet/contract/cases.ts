@@ -27,7 +27,8 @@ export class TestClient {
   raw(address: string): InstanceType<typeof lockservice.LockServiceClient> {
     let c = this.clients.get(address);
     if (!c) {
-      c = new lockservice.LockServiceClient(address, credentials.createInsecure());
+      // No grpc-js retry buffer: a stream of thousands of messages would copy it on every write.
+      c = new lockservice.LockServiceClient(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 });
       this.clients.set(address, c);
     }
     return c;
