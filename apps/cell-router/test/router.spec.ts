@@ -2,8 +2,9 @@
  * Goal: the router's own promises that need no real cell: calls in flight
  * per cell are bounded (RESOURCE_EXHAUSTED TOO_MANY_REQUESTS beyond), the
  * caller's deadline reaches the cell and a cancelled caller cancels the
- * cell's call, UNAVAILABLE NOT_LEADER is followed to the hinted replica of
- * the same cell, and the cell's leader-hint never reaches the client.
+ * cell's call, NAMESPACE_MOVING is retried and NAMESPACE_NOT_HERE refreshes
+ * the table first, UNAVAILABLE NOT_LEADER is followed to the hinted replica
+ * of the same cell, and the cell's leader-hint never reaches the client.
  * Method: an in-process router (buildRouter) on 127.0.0.1:0 with a static
  * routing table in front of the client library's fake LockService
  * (@fencer/client/testing), which holds waiting Acquires open and can play
@@ -62,8 +63,28 @@ describe('cell router', () => {
     const e = await errorOf(client!.once(at, 'acquire', { sessionId: b, name: '/ls/ns/y', mode: 1, waitMs: 20_000, requestId: 'd', lockDelayMs: 0 }, 700));
     expect(e.code).toBe('DEADLINE_EXCEEDED');
     expect(Date.now() - started).toBeLessThan(5_000);
-    // The cell's call ended too: nothing is in flight towards it any more, and its waiter went away.
+    // The cell's call ended too: nothing is in flight towards it any more.
     await eventually(() => (router!.pool.cell('cell-1')!.inFlight === 0 ? true : undefined), 5_000, 'the upstream call to end');
+  });
+
+  it('retries NAMESPACE_MOVING with backoff and NAMESPACE_NOT_HERE after refreshing its table, inside the deadline', async () => {
+    fake = await FakeLockService.start();
+    await start([fake.address]);
+    let refreshes = 0;
+    const refresh = router!.source.refresh.bind(router!.source);
+    router!.source.refresh = () => {
+      refreshes++;
+      return refresh();
+    };
+    fake.injectFault({ method: 'getLock', code: 'NAMESPACE_MOVING' });
+    fake.injectFault({ method: 'getLock', code: 'NAMESPACE_NOT_HERE' });
+    const r = await client!.call<{ name: string }, { lock: { name: string } }>('getLock', { name: '/ls/ns/moving' });
+    expect(r.lock.name).toBe('/ls/ns/moving');
+    expect(refreshes).toBe(1);
+    expect(client!.retries, 'the router retried, not the client').toBe(0);
+    const text = await router!.metrics.registry.metrics();
+    expect(text).toMatch(/fencer_router_retries_total\{cell="cell-1",method="getLock",reason="NAMESPACE_MOVING"\} 1/);
+    expect(text).toMatch(/fencer_router_retries_total\{cell="cell-1",method="getLock",reason="NAMESPACE_NOT_HERE"\} 1/);
   });
 
   it('follows NOT_LEADER to the hinted replica of the cell, and keeps the hint from the client', async () => {
