@@ -28,7 +28,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cellNodeBuilt } from '../fleet/fleet.mjs';
+import { cellNodeBuilt } from '@fencer/fleet';
 import { FencerSystem } from './cell/fencer.mjs';
 import { EtcdSystem } from './cell/etcd.mjs';
 import { SCENARIOS } from './cell/scenarios.mjs';

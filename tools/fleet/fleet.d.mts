@@ -25,5 +25,29 @@ export declare function adminClient(address: string): InstanceType<typeof adminp
 export declare function status(client: InstanceType<typeof adminpb.CellAdminClient>, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
 export declare function waitForLeader(replicas: ReplicaPlan[], timeoutMs?: number): Promise<adminpb.StatusResponse>;
 export declare function stopAll(children: ChildProcess[], graceMs?: number): Promise<void>;
-export declare function writeFleetJson(dataDir: string, plan: CellPlan[]): string;
+export interface FrontendPlan {
+  id: string;
+  grpc: string;
+  metrics: string;
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  pid: number;
+}
+export interface RoutingFile {
+  version: number;
+  cells: { id: string; replicas: string[] }[];
+  routes: { namespace: string; cell: string; state: 'active' | 'moving' }[];
+}
+export declare const CELL_ROUTER_MAIN: string;
+export declare const SESSION_PROXY_MAIN: string;
+export declare function routingFor(plan: CellPlan[], routes?: Record<string, string>): RoutingFile;
+export declare function writeRoutingFile(file: string, routing: RoutingFile): string;
+export interface FrontendOptions { count: number; portBase: number; routingFile: string; autoTenants?: boolean; heartbeatIntervalMs?: number; extraArgs?: string[]; env?: Record<string, string> }
+export declare function planRouters(opts: FrontendOptions): FrontendPlan[];
+export declare function planProxies(opts: FrontendOptions): FrontendPlan[];
+export declare function spawnPlanned(p: FrontendPlan | ReplicaPlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
+export declare function waitForPort(address: string, timeoutMs?: number): Promise<void>;
+export declare function writeFleetJson(dataDir: string, plan: CellPlan[], front?: { routers?: FrontendPlan[]; proxies?: FrontendPlan[]; routingFile?: string }): string;
+export declare function frontendsBuilt(): boolean;
 export declare function cellNodeBuilt(): boolean;

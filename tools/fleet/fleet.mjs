@@ -1,10 +1,13 @@
-// Starts and stops a local fleet of cell-node processes on 127.0.0.1. Used by
-// `npm start`, the multi-process tests, the benchmarks and the chaos harness.
-// Ports count up from a base: replica i of cell c listens for gRPC on
-// base + 10*(c-1) + i, admin on that + 100, metrics on that + 200, the TCP
-// peer transport on that + 300.
+// Starts and stops a local fleet on 127.0.0.1: cells of cell-node processes,
+// cell routers and session proxies. Used by `npm start`, the multi-process
+// tests, the benchmarks and the chaos harness. Ports count up from a base:
+// replica i of cell c listens for gRPC on base + 10*(c-1) + i, admin on that
+// + 100, metrics on that + 200, the TCP peer transport on that + 300; router
+// i on base + 400 + i (metrics + 450), proxy i on base + 500 + i (metrics
+// + 550).
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync, renameSync } from 'node:fs';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { credentials } from '@grpc/grpc-js';
@@ -12,6 +15,8 @@ import { adminpb } from '@fencer/protocol';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const CELL_NODE_MAIN = path.join(root, 'apps/cell-node/dist/main.js');
+export const CELL_ROUTER_MAIN = path.join(root, 'apps/cell-router/dist/main.js');
+export const SESSION_PROXY_MAIN = path.join(root, 'apps/session-proxy/dist/main.js');
 
 /**
  * @param {{ replicas?: number, cells?: number, portBase?: number, dataDir: string, extraArgs?: string[], env?: Record<string,string>, stdio?: 'inherit'|'ignore'|'pipe', logDir?: string }} opts
@@ -64,9 +69,80 @@ export function planFleet(opts) {
   return plan;
 }
 
+/**
+ * The routing file of a fleet: every cell with its replicas' lock-service
+ * addresses, and the given routes (namespace -> cell id). Version 1.
+ */
+export function routingFor(plan, routes = {}) {
+  return {
+    version: 1,
+    cells: plan.map((c) => ({ id: c.id, replicas: c.replicas.map((r) => r.grpc) })),
+    routes: Object.entries(routes).map(([namespace, cell]) => ({ namespace, cell, state: 'active' })),
+  };
+}
+
+export function writeRoutingFile(file, routing) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, `${JSON.stringify(routing, null, 2)}\n`);
+  renameSync(tmp, file);
+  return file;
+}
+
+function planFrontends(kind, opts) {
+  const main = kind === 'router' ? CELL_ROUTER_MAIN : SESSION_PROXY_MAIN;
+  const offset = kind === 'router' ? 400 : 500;
+  const out = [];
+  for (let i = 1; i <= opts.count; i++) {
+    const id = `${kind}-${i}`;
+    const grpc = `127.0.0.1:${opts.portBase + offset + i}`;
+    const metricsListen = `127.0.0.1:${opts.portBase + offset + 50 + i}`;
+    const argv = [process.execPath, main, '--id', id, '--listen', grpc, '--metrics-listen', metricsListen, '--routing', opts.routingFile];
+    if (kind === 'router' && opts.autoTenants) argv.push('--auto-tenants');
+    if (opts.heartbeatIntervalMs) argv.push('--heartbeat-interval-ms', String(opts.heartbeatIntervalMs));
+    argv.push(...(opts.extraArgs ?? []));
+    out.push({ id, grpc, metrics: `http://${metricsListen}/metrics`, argv, env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) }, cwd: root, pid: 0 });
+  }
+  return out;
+}
+
+/** Cell routers in front of the fleet, following its routing file. */
+export function planRouters(opts) {
+  return planFrontends('router', opts);
+}
+
+/** Session proxies in front of the fleet, following its routing file. */
+export function planProxies(opts) {
+  return planFrontends('proxy', opts);
+}
+
+/** Spawns one planned process (a replica, router or proxy: argv/env/cwd); returns the child. */
+export function spawnPlanned(p, { stdio = 'ignore', logDir } = {}) {
+  return spawnReplica(p, { stdio, logDir });
+}
+
+/** Resolves once host:port accepts TCP connections, or rejects after timeoutMs. */
+export async function waitForPort(address, timeoutMs = 20_000) {
+  const at = address.lastIndexOf(':');
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const ok = await new Promise((resolve) => {
+      const s = connect(Number(address.slice(at + 1)), address.slice(0, at));
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${address} did not accept connections within ${timeoutMs} ms`);
+}
+
 /** Spawns one replica from its plan entry (argv/env/cwd); returns the child. */
 export function spawnReplica(replica, { stdio = 'ignore', logDir } = {}) {
-  mkdirSync(replica.dataDir, { recursive: true });
+  if (replica.dataDir) mkdirSync(replica.dataDir, { recursive: true });
   let out = stdio;
   if (logDir) {
     mkdirSync(logDir, { recursive: true });
@@ -138,9 +214,19 @@ export async function stopAll(children, graceMs = 5000) {
   );
 }
 
-export function writeFleetJson(dataDir, plan) {
+/**
+ * fleet.json: `lockService` is where clients send calls (the routers, or
+ * the replicas of a fleet without routers), `routers` and `proxies` list the
+ * front ends, `cells[]` every replica.
+ */
+export function writeFleetJson(dataDir, plan, front = {}) {
+  const routers = front.routers ?? [];
+  const proxies = front.proxies ?? [];
   const fleet = {
-    lockService: plan.flatMap((c) => c.replicas.map((r) => r.grpc)),
+    lockService: routers.length > 0 ? routers.map((r) => r.grpc) : plan.flatMap((c) => c.replicas.map((r) => r.grpc)),
+    routers: routers.map((r) => ({ id: r.id, grpc: r.grpc, metrics: r.metrics, pid: r.pid })),
+    proxies: proxies.map((p) => ({ id: p.id, grpc: p.grpc, metrics: p.metrics, pid: p.pid })),
+    ...(front.routingFile ? { routingFile: front.routingFile } : {}),
     cells: plan.map((c) => ({
       id: c.id,
       replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin, metrics: r.metrics, pid: r.pid, argv: r.argv, env: r.env, cwd: r.cwd, dataDir: r.dataDir })),
@@ -154,4 +240,9 @@ export function writeFleetJson(dataDir, plan) {
 
 export function cellNodeBuilt() {
   return existsSync(CELL_NODE_MAIN);
+}
+
+/** Whether the router and proxy apps are built (their dist/main.js exist). */
+export function frontendsBuilt() {
+  return existsSync(CELL_ROUTER_MAIN) && existsSync(SESSION_PROXY_MAIN);
 }

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { adminpb } from '@fencer/protocol';
-import type { ReplicaPlan } from './fleet.mjs';
+import type { FrontendPlan, ReplicaPlan } from './fleet.mjs';
 
 export interface TestCell {
   readonly replicas: ReplicaPlan[];
@@ -21,3 +21,35 @@ export interface TestCell {
 }
 export declare function freePortBase(replicas: number): Promise<number>;
 export declare function startTestCell(options?: { replicas?: number; extraArgs?: string[] }): Promise<TestCell>;
+
+export interface TestFleet {
+  readonly plan: import('./fleet.mjs').CellPlan[];
+  readonly routers: FrontendPlan[];
+  readonly proxies: FrontendPlan[];
+  readonly routingFile: string;
+  readonly dataDir: string;
+  readonly children: Map<string, ChildProcess>;
+  readonly routerEndpoints: string[];
+  readonly proxyEndpoints: string[];
+  /** Status of the leader of one cell (waits for one among its live replicas). */
+  leaderOf(cellId: string, timeoutMs?: number): Promise<adminpb.StatusResponse>;
+  statusOf(id: string, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
+  alive(id: string): boolean;
+  /** Signals one process (replica, router or proxy; SIGKILL by default) and waits until it is gone. */
+  kill(id: string, sig?: NodeJS.Signals): Promise<void>;
+  restart(id: string): void;
+  stop(): Promise<void>;
+}
+export declare function startTestFleet(options?: {
+  cells?: number;
+  replicas?: number;
+  routers?: number;
+  proxies?: number;
+  /** namespace -> cell id, written to the routing file. */
+  routes?: Record<string, string>;
+  autoTenants?: boolean;
+  heartbeatIntervalMs?: number;
+  extraArgs?: string[];
+  routerArgs?: string[];
+  proxyArgs?: string[];
+}): Promise<TestFleet>;

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminClient, cellNodeBuilt, planFleet, spawnReplica, status, stopAll, waitForLeader } from './fleet.mjs';
+import { adminClient, cellNodeBuilt, frontendsBuilt, planFleet, planProxies, planRouters, routingFor, spawnReplica, status, stopAll, waitForLeader, waitForPort, writeRoutingFile } from './fleet.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -39,10 +39,50 @@ export async function freePortBase(replicas) {
   throw new Error('no free block of ports for a test cell');
 }
 
+function ensureBuilt(projects) {
+  execFileSync(path.join(root, 'node_modules/.bin/nx'), ['run-many', '-t', 'build', `--projects=${projects.join(',')}`, '--output-style=static'], { cwd: root, stdio: 'pipe' });
+}
+
+/**
+ * The processes of a test cell or fleet: spawned from their plans, signalled
+ * and restarted by id, and all stopped (SIGCONT first, for stopped ones) with
+ * their temporary directory removed.
+ */
+function processGroup(plans, { dataDir, logDir, admins }) {
+  const children = new Map();
+  const spawn = (p) => children.set(p.id, spawnReplica(p, { logDir }));
+  return {
+    children,
+    spawn,
+    alive(id) {
+      const c = children.get(id);
+      return c !== undefined && c.exitCode === null && c.signalCode === null;
+    },
+    signal(id, sig) {
+      children.get(id)?.kill(sig);
+    },
+    async kill(id, sig = 'SIGKILL') {
+      const child = children.get(id);
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((resolve) => child.once('exit', () => resolve()));
+      child.kill(sig);
+      await gone;
+    },
+    restart(id) {
+      spawn(plans.find((p) => p.id === id));
+    },
+    async stop() {
+      for (const a of admins.values()) a.close();
+      for (const c of children.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGCONT');
+      await stopAll([...children.values()], 3_000);
+      if (process.env.FENCER_KEEP_TEST_DATA) console.log(`test data kept in ${dataDir}`);
+      else rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function startTestCell(options = {}) {
-  if (!cellNodeBuilt()) {
-    execFileSync(path.join(root, 'node_modules/.bin/nx'), ['build', 'cell-node', '--output-style=static'], { cwd: root, stdio: 'pipe' });
-  }
+  if (!cellNodeBuilt()) ensureBuilt(['cell-node']);
   const replicaCount = options.replicas ?? 5;
   const portBase = await freePortBase(replicaCount);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-cell-'));
@@ -55,42 +95,22 @@ export async function startTestCell(options = {}) {
   });
   const replicas = plan.replicas;
   const logDir = path.join(dataDir, 'logs');
-  const children = new Map();
-  const spawn = (r) => children.set(r.id, spawnReplica(r, { logDir }));
-  replicas.forEach(spawn);
   const admins = new Map(replicas.map((r) => [r.id, adminClient(r.admin)]));
-  const alive = (r) => {
-    const c = children.get(r.id);
-    return c && c.exitCode === null && c.signalCode === null;
-  };
+  const group = processGroup(replicas, { dataDir, logDir, admins });
+  replicas.forEach(group.spawn);
+  const alive = (r) => group.alive(r.id);
   const cell = {
     replicas,
     endpoints: replicas.map((r) => r.grpc),
-    children,
+    children: group.children,
     dataDir,
     leader: (timeoutMs = 15_000) => waitForLeader(replicas.filter(alive), timeoutMs),
     leaderAmong: (ids, timeoutMs = 15_000) => waitForLeader(replicas.filter((r) => ids.includes(r.id)), timeoutMs),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
-    signal(id, sig) {
-      children.get(id)?.kill(sig);
-    },
-    async kill(id, sig = 'SIGKILL') {
-      const child = children.get(id);
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('exit', () => resolve()));
-      child.kill(sig);
-      await gone;
-    },
-    restart(id) {
-      spawn(replicas.find((r) => r.id === id));
-    },
-    async stop() {
-      for (const a of admins.values()) a.close();
-      for (const c of children.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGCONT');
-      await stopAll([...children.values()], 3_000);
-      if (process.env.FENCER_KEEP_TEST_DATA) console.log(`test data kept in ${dataDir}`);
-      else rmSync(dataDir, { recursive: true, force: true });
-    },
+    signal: group.signal,
+    kill: group.kill,
+    restart: group.restart,
+    stop: group.stop,
   };
   try {
     await cell.leader(30_000);
@@ -99,4 +119,70 @@ export async function startTestCell(options = {}) {
     throw e;
   }
   return cell;
+}
+
+/** A block of ports for `cells` cells plus routers (+400..) and proxies (+500..), all free now. */
+async function freeFleetPortBase(cells, replicas, routers, proxies) {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const base = 20_000 + 1_000 * Math.floor(Math.random() * 12);
+    const ports = [];
+    for (let c = 0; c < cells; c++) for (let i = 1; i <= replicas; i++) ports.push(...[0, 100, 200, 300].map((o) => base + 10 * c + i + o));
+    for (let i = 1; i <= routers; i++) ports.push(base + 400 + i, base + 450 + i);
+    for (let i = 1; i <= proxies; i++) ports.push(base + 500 + i, base + 550 + i);
+    if (await portsFree(ports)) return base;
+  }
+  throw new Error('no free block of ports for a test fleet');
+}
+
+/**
+ * A throwaway fleet for tests: `cells` cells of `replicas` cell-node
+ * processes, a routing file routing `routes` (namespace -> cell id), and
+ * `routers` cell routers and `proxies` session proxies as processes
+ * following that file. Everything lives under one temporary directory and
+ * stop() ends every process it started (SIGCONT first, for stopped ones).
+ */
+export async function startTestFleet(options = {}) {
+  if (!cellNodeBuilt() || !frontendsBuilt()) ensureBuilt(['cell-node', 'cell-router', 'session-proxy']);
+  const cellCount = options.cells ?? 2;
+  const replicaCount = options.replicas ?? 3;
+  const routerCount = options.routers ?? 1;
+  const proxyCount = options.proxies ?? 2;
+  const portBase = await freeFleetPortBase(cellCount, replicaCount, routerCount, proxyCount);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-fleet-'));
+  const logDir = path.join(dataDir, 'logs');
+  const env = { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' };
+  const plan = planFleet({ cells: cellCount, replicas: replicaCount, portBase, dataDir, extraArgs: options.extraArgs ?? [], env });
+  const routingFile = writeRoutingFile(path.join(dataDir, 'routing.json'), routingFor(plan, options.routes ?? {}));
+  const front = { portBase, routingFile, env, autoTenants: options.autoTenants ?? false, heartbeatIntervalMs: options.heartbeatIntervalMs };
+  const routers = planRouters({ ...front, count: routerCount, extraArgs: options.routerArgs ?? [] });
+  const proxies = planProxies({ ...front, count: proxyCount, extraArgs: options.proxyArgs ?? [] });
+  const all = [...plan.flatMap((c) => c.replicas), ...routers, ...proxies];
+  const admins = new Map(plan.flatMap((c) => c.replicas).map((r) => [r.id, adminClient(r.admin)]));
+  const group = processGroup(all, { dataDir, logDir, admins });
+  const fleet = {
+    plan,
+    routers,
+    proxies,
+    routingFile,
+    dataDir,
+    children: group.children,
+    routerEndpoints: routers.map((r) => r.grpc),
+    proxyEndpoints: proxies.map((p) => p.grpc),
+    leaderOf: (cellId, timeoutMs = 15_000) => waitForLeader(plan.find((c) => c.id === cellId).replicas.filter((r) => group.alive(r.id)), timeoutMs),
+    statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
+    alive: group.alive,
+    kill: group.kill,
+    restart: group.restart,
+    stop: group.stop,
+  };
+  try {
+    plan.flatMap((c) => c.replicas).forEach(group.spawn);
+    await Promise.all(plan.map((c) => waitForLeader(c.replicas, 90_000)));
+    [...routers, ...proxies].forEach(group.spawn);
+    await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 60_000)));
+  } catch (e) {
+    await fleet.stop();
+    throw e;
+  }
+  return fleet;
 }

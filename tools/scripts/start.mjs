@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start`: builds every project, then runs the local fleet launcher in
-// the foreground (arguments pass through, e.g. `npm start -- --replicas 3`).
+// the foreground (arguments pass through, e.g. `npm start -- --cells 3 --replicas 3 --proxies 1`).
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -8,9 +8,8 @@
 import { Metadata, credentials, type ServiceError, status } from '@grpc/grpc-js';
 import { FencerError, type Result, err, ok } from '@fencer/base';
 import type { CallDone, Cancel, CellMethod, HeartbeatAnswer, LeaderForwarder, RequestOf, ResponseOf } from '@fencer/cell';
-import { fromServiceError, internalpb, lockservice } from '@fencer/protocol';
+import { FORWARDED_KEY, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
 
-export const FORWARDED_KEY = 'fencer-forwarded';
 
 type Unary = (req: unknown, md: Metadata, cb: (err: ServiceError | null, res: unknown) => void) => { cancel(): void };
 

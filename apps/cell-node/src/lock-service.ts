@@ -10,9 +10,8 @@
 import { type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServerDuplexStream, type ServiceError, status } from '@grpc/grpc-js';
 import { FencerError, type Result } from '@fencer/base';
 import { type CallContext, type CellMethod, type HeartbeatAnswer, type HubEvent, type RequestOf, type ResponseOf, type WatchSink, lockToWire } from '@fencer/cell';
-import { internalpb, lockservice, toServiceError } from '@fencer/protocol';
+import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
 
-import { FORWARDED_KEY } from './forwarder.js';
 import type { NodeMetrics } from './metrics.js';
 import type { CellNode } from './node.js';
 

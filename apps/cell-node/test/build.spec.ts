@@ -16,7 +16,7 @@ import { Metadata, type ServiceError, credentials, status } from '@grpc/grpc-js'
 import { SeededRandom } from '@fencer/base';
 import { lockservice, raftpb } from '@fencer/protocol';
 import { pino } from 'pino';
-import { freePortBase } from '../../../tools/fleet/test-cell.mjs';
+import { freePortBase } from '@fencer/fleet/testing';
 import { buildCellNode } from '../src/build.js';
 import { parseConfig } from '../src/config.js';
 import { eventually } from './support/cell.js';

@@ -13,7 +13,7 @@ import type { ChildProcess } from 'node:child_process';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { adminpb, fromServiceError } from '@fencer/protocol';
 import { type Cell, adminClient, eventually, startCell } from './support/cell.js';
-import { spawnReplica, stopAll, type ReplicaPlan } from '../../../tools/fleet/fleet.mjs';
+import { spawnReplica, stopAll, type ReplicaPlan } from '@fencer/fleet';
 
 let cell: Cell;
 let joiner: ChildProcess | undefined;

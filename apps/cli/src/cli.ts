@@ -47,8 +47,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   if (io.handleProcessSignals) for (const s of SIGNALS) process.on(s, onSignal);
 
   const clientOptions = (g: GlobalOptions): FencerClientOptions => {
-    const { endpoints } = resolveEndpoints(g, io.env, io.cwd);
-    return { retryBudgetMs: g.timeout, ...io.clientOptions, endpoints };
+    const { endpoints, proxies } = resolveEndpoints(g, io.env, io.cwd);
+    return { retryBudgetMs: g.timeout, ...io.clientOptions, endpoints, proxies };
   };
   const print = (g: GlobalOptions, json: unknown, human: string): void => {
     io.stdout(g.json ? `${JSON.stringify(json)}\n` : human);

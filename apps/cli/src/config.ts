@@ -2,8 +2,10 @@
  * Where the CLI finds the service: --endpoints, then FENCER_ENDPOINTS, then a
  * fleet description (--fleet, FENCER_FLEET, or .fencer/fleet.json in the
  * working directory or any parent), the file `npm start` writes: its
- * `lockService` array lists the lock endpoints and `cells[].replicas[]` the
- * admin addresses.
+ * `lockService` array lists the lock endpoints (the routers), `proxies[]`
+ * the session proxies and `cells[].replicas[]` the admin addresses.
+ * KeepAlive goes to the proxies: FENCER_PROXIES, else the fleet file's
+ * `proxies` when the endpoints came from that file, else the endpoints.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -26,6 +28,7 @@ export interface ReplicaAdmin {
 
 interface FleetJson {
   lockService?: unknown;
+  proxies?: unknown;
   cells?: { id?: unknown; replicas?: { id?: unknown; admin?: unknown }[] }[];
 }
 
@@ -66,17 +69,31 @@ function readFleet(file: string): FleetJson {
 
 const NO_ENDPOINTS = 'no endpoints: pass --endpoints host:port[,…], set FENCER_ENDPOINTS, or start a local fleet with `npm start` (it writes .fencer/fleet.json)';
 
-export function resolveEndpoints(sources: EndpointSources, env: Readonly<Record<string, string | undefined>>, cwd: string): { endpoints: string[]; source: string } {
-  if (sources.endpoints !== undefined) return { endpoints: splitList(sources.endpoints, '--endpoints'), source: '--endpoints' };
+export function resolveEndpoints(
+  sources: EndpointSources,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): { endpoints: string[]; proxies: string[]; source: string } {
+  const proxiesFromEnv = env['FENCER_PROXIES'] ? splitList(env['FENCER_PROXIES'], 'FENCER_PROXIES') : undefined;
+  if (sources.endpoints !== undefined) return { endpoints: splitList(sources.endpoints, '--endpoints'), proxies: proxiesFromEnv ?? [], source: '--endpoints' };
   const fromEnv = env['FENCER_ENDPOINTS'];
-  if (fromEnv) return { endpoints: splitList(fromEnv, 'FENCER_ENDPOINTS'), source: 'FENCER_ENDPOINTS' };
+  if (fromEnv) return { endpoints: splitList(fromEnv, 'FENCER_ENDPOINTS'), proxies: proxiesFromEnv ?? [], source: 'FENCER_ENDPOINTS' };
   const file = findFleetFile(sources, env, cwd);
   if (!file) throw new ConfigError(NO_ENDPOINTS);
   const fleet = readFleet(file);
   if (!Array.isArray(fleet.lockService) || fleet.lockService.length === 0 || !fleet.lockService.every((x) => typeof x === 'string')) {
     throw new ConfigError(`${file} has no "lockService" list of host:port endpoints`);
   }
-  return { endpoints: splitList((fleet.lockService as string[]).join(','), file), source: file };
+  return { endpoints: splitList((fleet.lockService as string[]).join(','), file), proxies: proxiesFromEnv ?? fleetProxies(fleet, file), source: file };
+}
+
+/** fleet.json's `proxies`: host:port strings or objects with a `grpc` address; absent means none. */
+function fleetProxies(fleet: FleetJson, file: string): string[] {
+  if (fleet.proxies === undefined) return [];
+  if (!Array.isArray(fleet.proxies)) throw new ConfigError(`${file}: "proxies" must be a list`);
+  const list = fleet.proxies.map((p: unknown) => (typeof p === 'string' ? p : typeof p === 'object' && p !== null ? (p as { grpc?: unknown }).grpc : undefined));
+  if (!list.every((a): a is string => typeof a === 'string')) throw new ConfigError(`${file}: every entry of "proxies" needs a host:port ("grpc")`);
+  return list.length === 0 ? [] : splitList(list.join(','), `${file} proxies`);
 }
 
 /** Admin addresses of every replica: --admin, FENCER_ADMIN_ENDPOINTS, or the fleet description's cells. */

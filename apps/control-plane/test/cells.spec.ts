@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { lockservice } from '@fencer/protocol';
-import { startTestCell, type TestCell } from '../../../tools/fleet/test-cell.mjs';
+import { startTestCell, type TestCell } from '@fencer/fleet/testing';
 import { GrpcCellDirectory, type CellView } from '../src/index.js';
 
 let cell: TestCell;

@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { lockservice } from '@fencer/protocol';
-import { startTestCell, type TestCell } from '../../../tools/fleet/test-cell.mjs';
+import { startTestCell, type TestCell } from '@fencer/fleet/testing';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const MAIN = path.join(root, 'apps/control-plane/dist/main.js');

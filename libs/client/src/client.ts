@@ -33,6 +33,12 @@ const { AcquireStatus } = lockservice;
 export interface FencerClientOptions {
   /** host:port of each node (or router) to call. */
   readonly endpoints: readonly string[];
+  /**
+   * host:port of session proxies: the KeepAlive stream goes to them (failing
+   * over between them), every other call to `endpoints`. Without proxies the
+   * stream goes to `endpoints` too.
+   */
+  readonly proxies?: readonly string[];
   /** Names this process for operators; default "<hostname>/<pid>". */
   readonly clientId?: string;
   /** Requested session TTL (the server clamps it). Default 12 s. */
@@ -83,6 +89,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
   readonly clientId: string;
   private readonly ctx: CallContext;
   private readonly keepAlive: KeepAlive;
+  private readonly keepAliveCtx: CallContext;
   private readonly sessions = new Map<string, Promise<Session>>();
   private readonly closeController = new AbortController();
   private readonly ttlMs: number;
@@ -117,7 +124,13 @@ export class FencerClient extends EventEmitter<ClientEvents> {
       policy,
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     };
-    this.keepAlive = new KeepAlive(this.ctx, options.keepAliveObserver);
+    this.keepAliveCtx = options.proxies && options.proxies.length > 0 ? { ...this.ctx, pool: new EndpointPool(options.proxies, options.credentials) } : this.ctx;
+    this.keepAlive = new KeepAlive(this.keepAliveCtx, options.keepAliveObserver);
+  }
+
+  /** Where the KeepAlive stream goes: the proxies when configured, else the endpoints. */
+  get keepAliveEndpoints(): { readonly all: readonly string[]; readonly current: string | undefined } {
+    return { all: this.keepAliveCtx.pool.list(), current: this.keepAlive.address };
   }
 
   /** The endpoints known now (configured ones plus learned leader hints), and the one preferred. */
@@ -343,6 +356,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
       this.closeController.abort(new FencerError('CANCELLED', 'the client is closed'));
       this.keepAlive.close();
       this.ctx.pool.close();
+      if (this.keepAliveCtx !== this.ctx) this.keepAliveCtx.pool.close();
     })();
     return this.closing;
   }

@@ -78,6 +78,10 @@ export class EndpointPool {
         'grpc.max_reconnect_backoff_ms': 1_000,
         // Per-call introspection bookkeeping nobody reads here.
         'grpc.enable_channelz': 0,
+        // grpc-js keeps a stream's written messages for its own retries and copies the unsent rest of that buffer
+        // on every completed write: a KeepAlive stream writing thousands of heartbeats at once went quadratic.
+        // This client retries by itself, so grpc-js keeps nothing.
+        'grpc.per_rpc_retry_buffer_size': 0,
       });
       this.stubs.set(address, s);
     }

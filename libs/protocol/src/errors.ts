@@ -9,6 +9,12 @@ import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 
 export const LOCK_REASON_KEY = 'lock-reason';
 export const LEADER_HINT_KEY = 'leader-hint';
+/**
+ * Request metadata set by a replica forwarding a call to its leader, and by a
+ * router that already follows leaders: a follower answers such a call with
+ * NOT_LEADER and a hint instead of forwarding it again.
+ */
+export const FORWARDED_KEY = 'fencer-forwarded';
 
 export interface ErrorSpec {
   readonly grpc: status;

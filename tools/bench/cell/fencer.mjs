@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Metadata, credentials } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, internalpb, isRetryable, lockservice } from '@fencer/protocol';
-import { planFleet, spawnReplica, waitForLeader, status as adminStatus, adminClient, CELL_NODE_MAIN } from '../../fleet/fleet.mjs';
+import { planFleet, spawnReplica, waitForLeader, status as adminStatus, adminClient, CELL_NODE_MAIN } from '@fencer/fleet';
 import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren } from './common.mjs';
 
 const GRANTED = 1;

@@ -12,7 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { assert, type Random } from '@fencer/base';
 import type { adminpb } from '@fencer/protocol';
-import { adminClient, planFleet, spawnReplica, status as adminStatus, writeFleetJson, type ReplicaPlan } from '../../fleet/fleet.mjs';
+import { adminClient, planFleet, spawnReplica, status as adminStatus, writeFleetJson, type ReplicaPlan } from '@fencer/fleet';
 import { LinkProxy, type LinkFault } from './proxy.js';
 import type { Link } from './partitions.js';
 

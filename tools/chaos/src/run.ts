@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom, assert } from '@fencer/base';
-import { cellNodeBuilt, waitForLeader } from '../../fleet/fleet.mjs';
+import { cellNodeBuilt, waitForLeader } from '@fencer/fleet';
 import { ChaosCell, faketimeAvailable } from './cell.js';
 import { type FinalLogs, readFinalLogs } from './final-log.js';
 import { type History, loadHistory } from './history.js';

@@ -1,0 +1,79 @@
+/**
+ * Serves the contract's KeepAlive stream over a HeartbeatBatcher: each
+ * message is one session's heartbeat, answered with that session's TTL left
+ * (or expired) once its cell leader acknowledged the batch that carried it.
+ * One stream may carry many sessions. Streams per process and heartbeats
+ * waiting per stream are bounded; beyond, the stream ends with
+ * RESOURCE_EXHAUSTED TOO_MANY_REQUESTS.
+ */
+import { FencerError } from '@fencer/base';
+import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
+import { toServiceError, type lockservice } from '@fencer/protocol';
+import type { HeartbeatBatcher } from './heartbeat-batcher.js';
+import { checkDecoded } from './tolerant-service.js';
+import { KEEPALIVE_STREAMS_MAX, STREAM_PENDING_MAX } from './limits.js';
+import type { RouterMetrics } from './metrics.js';
+
+type Stream = ServerDuplexStream<lockservice.KeepAliveRequest, lockservice.KeepAliveResponse>;
+
+export class KeepAliveStreams {
+  private open = 0;
+
+  constructor(
+    private readonly batcher: HeartbeatBatcher,
+    private readonly metrics: RouterMetrics,
+    private readonly streamsMax = KEEPALIVE_STREAMS_MAX,
+    private readonly pendingMax = STREAM_PENDING_MAX,
+  ) {}
+
+  get streams(): number {
+    return this.open;
+  }
+
+  serve = (call: Stream): void => {
+    if (this.open >= this.streamsMax) {
+      call.emit('error', toServiceError(new FencerError('TOO_MANY_REQUESTS', `this process serves ${this.streamsMax} KeepAlive streams already; connect to another`)) as ServiceError);
+      return;
+    }
+    this.open++;
+    this.metrics.streams.set(this.open);
+    let live = true;
+    let pending = 0;
+    const finish = (): void => {
+      if (!live) return;
+      live = false;
+      this.open--;
+      this.metrics.streams.set(this.open);
+    };
+    const fail = (e: FencerError): void => {
+      if (!live) return;
+      finish();
+      call.emit('error', toServiceError(e) as ServiceError);
+    };
+    call.on('data', (req: lockservice.KeepAliveRequest) => {
+      if (!live) return;
+      try {
+        checkDecoded(req);
+      } catch (e) {
+        return fail(e as FencerError);
+      }
+      if (pending >= this.pendingMax) {
+        return fail(new FencerError('TOO_MANY_REQUESTS', `at most ${this.pendingMax} heartbeats may wait on one stream; spread sessions over more streams or heartbeat less often`));
+      }
+      pending++;
+      this.batcher.heartbeat(req.sessionId, (a) => {
+        pending--;
+        if (!live) return;
+        if (a instanceof FencerError) return fail(a);
+        call.write({ sessionId: a.sessionId, ttlMsRemaining: a.ttlMsRemaining, expired: a.expired });
+      });
+    });
+    call.on('end', () => {
+      finish();
+      call.end();
+    });
+    call.on('error', finish);
+    call.on('cancelled', finish);
+    call.on('close', finish);
+  };
+}

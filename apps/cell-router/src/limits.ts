@@ -1,0 +1,47 @@
+/**
+ * Every bound of the router and the session proxy that grows with client
+ * input, each with the reason for its size. Relations are asserted when the
+ * module loads.
+ */
+import { assert } from '@fencer/base';
+
+/** Unary calls and watches one router has open towards one cell; beyond it a call gets RESOURCE_EXHAUSTED TOO_MANY_REQUESTS. */
+export const CELL_CALLS_IN_FLIGHT_MAX = 4_096;
+/** Namespaces in one routing table: a fleet of about eight cells with a few thousand tenants each. */
+export const ROUTES_MAX = 100_000;
+/** Cells in one routing table. */
+export const CELLS_MAX = 256;
+/** Replicas listed for one cell (Raft groups of 3-7, plus room for a membership change). */
+export const REPLICAS_PER_CELL_MAX = 16;
+/** Sessions one heartbeat batcher tracks at once (pending or waiting for the leader). */
+export const BATCHER_SESSIONS_MAX = 200_000;
+/** Sessions in one HeartbeatBatch; the cell refuses batches above 100,000. */
+export const BATCH_SESSIONS_MAX = 50_000;
+/** KeepAlive streams open on one proxy or router. */
+export const KEEPALIVE_STREAMS_MAX = 10_000;
+/**
+ * Heartbeats of one KeepAlive stream waiting for their batch. The client
+ * library multiplexes every session of a process on one stream, so this is
+ * about how many sessions one stream may carry; beyond it the stream ends
+ * with RESOURCE_EXHAUSTED TOO_MANY_REQUESTS.
+ */
+export const STREAM_PENDING_MAX = 20_000;
+/** Watch streams one router proxies at once. */
+export const WATCHES_MAX = 10_000;
+/** A routing file larger than this is refused (100,000 routes of ~80 bytes). */
+export const ROUTING_FILE_BYTES_MAX = 16 * 1024 * 1024;
+/** Retry backoff after UNAVAILABLE: doubles from min to max. */
+export const RETRY_BACKOFF_MS_MIN = 10;
+export const RETRY_BACKOFF_MS_MAX = 250;
+/** A call arriving without a deadline gets this budget (an Acquire adds its wait_ms). */
+export const CALL_BUDGET_MS_DEFAULT = 30_000;
+/** Heartbeat interval bounds: the proxy sends one batch per cell leader per interval. */
+export const HEARTBEAT_INTERVAL_MS_DEFAULT = 250;
+export const HEARTBEAT_INTERVAL_MS_MIN = 5;
+/** A HeartbeatBatch the leader has not answered within this is given up and resent to the next replica. */
+export const BATCH_TIMEOUT_MS = 2_000;
+
+assert(BATCH_SESSIONS_MAX <= 100_000, 'a batch fits the cell limit');
+assert(STREAM_PENDING_MAX <= BATCHER_SESSIONS_MAX, 'one stream fits the batcher');
+assert(RETRY_BACKOFF_MS_MIN < RETRY_BACKOFF_MS_MAX, 'backoff grows');
+assert(HEARTBEAT_INTERVAL_MS_MIN < HEARTBEAT_INTERVAL_MS_DEFAULT, 'the default interval is allowed');

@@ -1,0 +1,38 @@
+/**
+ * The gRPC server a router or proxy serves the lock contract on: the
+ * contract's service with tolerant decoders, bound to host:port (port 0
+ * picks one), and a stop that waits for calls to finish for a moment, then
+ * cuts the rest.
+ */
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { lockservice } from '@fencer/protocol';
+import { tolerantService } from './tolerant-service.js';
+
+/** Calls still open this long after a stop began are cut. */
+const SHUTDOWN_GRACE_MS = 2_000;
+
+export interface LockServer {
+  /** host:port actually bound. */
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+export async function startLockServer(handlers: lockservice.LockServiceServer, address: string): Promise<LockServer> {
+  const server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  server.addService(tolerantService(lockservice.LockServiceService), handlers);
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  return {
+    address: `${address.slice(0, address.lastIndexOf(':'))}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, SHUTDOWN_GRACE_MS);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+/** The cell-router process: flags, routing source, gRPC server, /metrics, SIGTERM. */
+import { createLogger } from './logger.js';
+import { RouterMetrics } from './metrics.js';
+import { parseRouterConfig, type RouterConfig } from './config.js';
+import { buildRouter } from './router.js';
+import { exitOnBug, exitOnConfigError, routingSourceFor, serveMetrics, stopOnSignals } from './process.js';
+
+let config: RouterConfig;
+try {
+  config = parseRouterConfig(process.argv.slice(2));
+} catch (e) {
+  exitOnConfigError('fencer-cell-router', e);
+}
+const logger = createLogger('cell-router');
+exitOnBug(logger);
+const metrics = new RouterMetrics(undefined, true);
+const router = buildRouter({
+  source: routingSourceFor(config, logger),
+  logger,
+  metrics,
+  autoTenants: config.autoTenants,
+  heartbeatIntervalMs: config.heartbeatIntervalMs,
+  cellCallsInFlightMax: config.cellCallsInFlightMax,
+  id: config.id,
+});
+const metricsServer = config.metricsListen ? await serveMetrics(config.metricsListen, metrics.registry) : undefined;
+const at = await router.listen(config.listen);
+logger.info({ listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants }, 'cell router serving');
+stopOnSignals(logger, async () => {
+  metricsServer?.close();
+  await router.close();
+});

@@ -1,0 +1,109 @@
+/**
+ * Goal: the router's own promises that need no real cell: calls in flight
+ * per cell are bounded (RESOURCE_EXHAUSTED TOO_MANY_REQUESTS beyond), the
+ * caller's deadline reaches the cell and a cancelled caller cancels the
+ * cell's call, NAMESPACE_MOVING is retried and NAMESPACE_NOT_HERE refreshes
+ * the table first, UNAVAILABLE NOT_LEADER is followed to the hinted replica
+ * of the same cell, and the cell's leader-hint never reaches the client.
+ * Method: an in-process router (buildRouter) on 127.0.0.1:0 with a static
+ * routing table in front of the client library's fake LockService
+ * (@fencer/client/testing), which holds waiting Acquires open and can play
+ * a follower that answers NOT_LEADER.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { FakeLockService } from '@fencer/client/testing';
+import { TestClient, errorOf, eventually } from '@fencer/fleet/contract';
+import { buildRouter, StaticRoutingSource, type Router } from '../src/index.js';
+
+let router: Router | undefined;
+let fake: FakeLockService | undefined;
+let client: TestClient | undefined;
+afterEach(async () => {
+  client?.close();
+  await router?.close();
+  await fake?.stop();
+  router = undefined;
+  client = undefined;
+});
+
+async function start(replicas: string[], cellCallsInFlightMax?: number): Promise<string> {
+  const source = new StaticRoutingSource({ version: 1, cells: new Map([['cell-1', { id: 'cell-1', replicas }]]), routes: new Map([['ns', { namespace: 'ns', cell: 'cell-1', state: 'active' as const }]]) });
+  router = buildRouter({ source, logger: pino({ level: 'silent' }), ...(cellCallsInFlightMax ? { cellCallsInFlightMax } : {}) });
+  const at = await router.listen('127.0.0.1:0');
+  client = new TestClient([at]);
+  return at;
+}
+
+describe('cell router', () => {
+  it('bounds the calls in flight per cell with RESOURCE_EXHAUSTED TOO_MANY_REQUESTS', async () => {
+    fake = await FakeLockService.start();
+    const at = await start([fake.address], 1);
+    const [a, b] = [(await client!.openSession('ns')).sessionId, (await client!.openSession('ns')).sessionId];
+    const g = await client!.acquire({ sessionId: a, name: '/ls/ns/x' });
+    // b's wait holds the one slot towards the cell.
+    const held = client!.once(at, 'acquire', { sessionId: b, name: '/ls/ns/x', mode: 1, waitMs: 20_000, requestId: 'w', lockDelayMs: 0 }, 30_000);
+    await eventually(() => (router!.pool.cell('cell-1')!.inFlight === 1 ? true : undefined), 5_000, 'the held call');
+    const e = await errorOf(client!.once(at, 'getLock', { name: '/ls/ns/x' }));
+    expect(e.code).toBe('TOO_MANY_REQUESTS');
+    expect(e.message).toMatch(/cell-1.*in flight/);
+    // The router's one slot is taken: release straight at the cell.
+    const direct = new TestClient([fake.address]);
+    await direct.call('release', { sessionId: a, name: '/ls/ns/x', token: g.token });
+    direct.close();
+    expect((await held as { status: number }).status).toBe(1); // GRANTED once the slot's holder let go
+  });
+
+  it("passes the caller's deadline on, and a caller that gives up cancels the cell's call", async () => {
+    fake = await FakeLockService.start();
+    const at = await start([fake.address]);
+    const [a, b] = [(await client!.openSession('ns')).sessionId, (await client!.openSession('ns')).sessionId];
+    await client!.acquire({ sessionId: a, name: '/ls/ns/y' });
+    const started = Date.now();
+    const e = await errorOf(client!.once(at, 'acquire', { sessionId: b, name: '/ls/ns/y', mode: 1, waitMs: 20_000, requestId: 'd', lockDelayMs: 0 }, 700));
+    expect(e.code).toBe('DEADLINE_EXCEEDED');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // The cell's call ended too: nothing is in flight towards it any more.
+    await eventually(() => (router!.pool.cell('cell-1')!.inFlight === 0 ? true : undefined), 5_000, 'the upstream call to end');
+  });
+
+  it('retries NAMESPACE_MOVING with backoff and NAMESPACE_NOT_HERE after refreshing its table, inside the deadline', async () => {
+    fake = await FakeLockService.start();
+    await start([fake.address]);
+    let refreshes = 0;
+    const refresh = router!.source.refresh.bind(router!.source);
+    router!.source.refresh = () => {
+      refreshes++;
+      return refresh();
+    };
+    fake.injectFault({ method: 'getLock', code: 'NAMESPACE_MOVING' });
+    fake.injectFault({ method: 'getLock', code: 'NAMESPACE_NOT_HERE' });
+    const r = await client!.call<{ name: string }, { lock: { name: string } }>('getLock', { name: '/ls/ns/moving' });
+    expect(r.lock.name).toBe('/ls/ns/moving');
+    expect(refreshes).toBe(1);
+    expect(client!.retries, 'the router retried, not the client').toBe(0);
+    const text = await router!.metrics.registry.metrics();
+    expect(text).toMatch(/fencer_router_retries_total\{cell="cell-1",method="getLock",reason="NAMESPACE_MOVING"\} 1/);
+    expect(text).toMatch(/fencer_router_retries_total\{cell="cell-1",method="getLock",reason="NAMESPACE_NOT_HERE"\} 1/);
+  });
+
+  it('follows NOT_LEADER to the hinted replica of the cell, and keeps the hint from the client', async () => {
+    fake = await FakeLockService.start();
+    const follower = await FakeLockService.start();
+    try {
+      follower.notLeaderHint = fake.address;
+      await start([follower.address, fake.address]);
+      const s = await client!.openSession('ns');
+      expect(s.sessionId).not.toBe('');
+      expect(router!.pool.cell('cell-1')!.knownLeader).toBe(fake.address);
+      expect(client!.retries, 'the router retried, not the client').toBe(0);
+      // An error the cell answers reaches the client without the cell's leader-hint.
+      fake.injectFault({ method: 'getLock', code: 'NAMESPACE_FORBIDDEN', leaderHint: fake.address });
+      const e = await errorOf(client!.call('getLock', { name: '/ls/ns/z' }));
+      expect(e.code).toBe('NAMESPACE_FORBIDDEN');
+      expect(e.leaderHint).toBeUndefined();
+    } finally {
+      await follower.stop();
+    }
+  });
+});

@@ -1,0 +1,1 @@
+export { buildProxy, type Proxy, type ProxyDeps } from './proxy.js';
