@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Benchmark of the leader's deadline tracking (libs/lock-fsm LeaderDuties):
+// Benchmark of the leader's deadline tracking (libs/cell LeaderDuties):
 // the cost of one `due()` call, which the cell node makes on every 100 ms
 // Raft tick, with N live sessions that each heartbeat every TTL/3 (the
 // client SDK's pace), over 60 s of virtual time. None expires, so every
 // figure is pure bookkeeping. With --before, another build of the library
-// (for example one extracted with `git archive <commit> libs/lock-fsm` and
+// (for example one extracted with `git archive <commit> libs/cell` and
 // compiled with tsc) is measured in the same run, alternating with this one.
 // Prints the figures and writes them into docs/benchmarks.md between
 // <!-- duties:start --> and <!-- duties:end -->.
@@ -28,13 +28,13 @@ const { values: opts } = parseArgs({
     'before-label': { type: 'string', default: 'before' },
   },
 });
-if (!opts['no-build']) execFileSync('npx', ['nx', 'build', 'lock-fsm'], { cwd: root, stdio: 'ignore' });
+if (!opts['no-build']) execFileSync('npx', ['nx', 'build', 'cell'], { cwd: root, stdio: 'ignore' });
 
 const TTL_MS = 12_000;
 const TICK_MS = 100;
 const TICKS = 600;
 const sizes = opts.sessions.split(',').map(Number);
-const builds = [{ label: 'this build', lib: await import(pathToFileURL(path.join(root, 'libs/lock-fsm/dist/leader-duties.js')).href) }];
+const builds = [{ label: 'this build', lib: await import(pathToFileURL(path.join(root, 'libs/cell/dist/leader-duties.js')).href) }];
 if (opts.before) builds.push({ label: opts['before-label'], lib: await import(pathToFileURL(path.resolve(opts.before)).href) });
 
 /** Mean µs of CPU per due() call over TICKS ticks. */
@@ -83,7 +83,7 @@ if (!opts['no-write']) {
     `| ---: | ${builds.map(() => '---:').join(' | ')} | ---: |`,
     ...rows.map((r) => `| ${r.n.toLocaleString('en-US')} | ${r.medians.map((m) => `${m.toFixed(0)} µs`).join(' | ')} | ${((r.medians[0] * (1000 / TICK_MS)) / 1000).toFixed(1)} ms |`),
     '',
-    'Session deadlines sit in a binary heap (`libs/lock-fsm/src/deadline-heap.ts`) that a heartbeat does not touch: a session whose entry surfaces with a later deadline is queued again, so each one is looked at about once per TTL instead of on every tick. Queued waits and lock-delays are still scanned on every tick: there are fewer of them.',
+    'Session deadlines sit in a binary heap (`libs/cell/src/deadline-heap.ts`) that a heartbeat does not touch: a session whose entry surfaces with a later deadline is queued again, so each one is looked at about once per TTL instead of on every tick. Queued waits and lock-delays are still scanned on every tick: there are fewer of them.',
     END,
   ].join('\n');
   const text = readFileSync(file, 'utf8');

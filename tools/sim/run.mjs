@@ -12,7 +12,8 @@
 // simulated to real time. --seed runs one seed; with --verbose it prints the
 // run's event log. --machine kv runs the toy register machine instead of the
 // production lock state machine (the default); --planted puts in a lock-level
-// bug (reuseToken, doubleGrant, staleLockRead) to watch a lock checker fire.
+// bug (reuseToken, doubleGrant, staleLockRead, heartbeatWithoutConfirmation)
+// to watch a lock checker fire.
 // Exits 1 if any seed failed (with --bug: if none did).
 // Builds the sim library and its dependencies first (tsc --build) unless --no-build.
 import { execFileSync } from 'node:child_process';

@@ -10,7 +10,7 @@ import { WAL_SYNC_ON_LOOP_MODES, type WalSyncOnLoop } from './wal-sync-policy.js
 export interface CellNodeConfig {
   readonly id: NodeId;
   readonly cellId: string;
-  /** gRPC address for the lock service, the peer transport and internal calls. */
+  /** gRPC address for the lock service and internal calls (peer traffic has its own listener). */
   readonly listen: string;
   readonly adminListen: string;
   /** host:port for Prometheus metrics over HTTP (/metrics). */
@@ -26,7 +26,7 @@ export interface CellNodeConfig {
   readonly peerDial: ReadonlyMap<NodeId, string>;
   /** How this node sends Raft messages: plain TCP frames (default) or gRPC streams. It receives both. */
   readonly peerTransport: 'tcp' | 'grpc';
-  /** Where the TCP peer transport listens. */
+  /** Where the peer transport (TCP frames or the gRPC stream) listens. */
   readonly peerListen: string;
   /** A member's TCP peer port is its gRPC port plus this, unless --peer-dial names its address. */
   readonly peerPortOffset: number;
@@ -93,13 +93,13 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .exitOverride()
     .requiredOption('--id <id>', 'this replica\'s node id', e('id'))
     .option('--cell-id <id>', 'the cell this replica belongs to', e('cell-id') ?? 'cell-1')
-    .option('--listen <host:port>', 'gRPC address (lock service, peers, internal)', e('listen') ?? '127.0.0.1:7001')
+    .option('--listen <host:port>', 'gRPC address for clients (lock service, internal heartbeat batches; never peer traffic)', e('listen') ?? '127.0.0.1:7001')
     .option('--admin-listen <host:port>', 'admin gRPC address', e('admin-listen') ?? '127.0.0.1:7101')
     .option('--metrics-listen <host:port>', 'Prometheus metrics address', e('metrics-listen') ?? '127.0.0.1:7201')
     .option('--data-dir <dir>', 'where the WAL and snapshots live', e('data-dir') ?? './.fencer/node')
     .option('--peers <list>', 'initial members: id=host:port,...', e('peers') ?? '')
     .option('--peer-dial <list>', 'dial overrides for the peer transport: id=host:port,...', e('peer-dial') ?? '')
-    .option('--peer-transport <kind>', 'how this node sends Raft messages: tcp or grpc (it receives both)', e('peer-transport') ?? 'tcp')
+    .option('--peer-transport <kind>', 'how the cell carries Raft messages on the peer listener: tcp frames or a grpc stream (the same on every member)', e('peer-transport') ?? 'tcp')
     .option('--peer-listen <host:port>', 'TCP peer transport address (default: the --listen host, its port + --peer-port-offset)', e('peer-listen'))
     .option('--peer-port-offset <n>', 'a member\'s TCP peer port is its gRPC port plus this', int('peer-port-offset'), Number(e('peer-port-offset') ?? 300))
     .option('--broadcast-commit', 'send every commit advance to followers at once (default: with the next append or heartbeat)', e('broadcast-commit') === '1')

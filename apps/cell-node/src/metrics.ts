@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CellMetrics } from '@fencer/cell';
 
 export class NodeMetrics {
   readonly registry = new Registry();
@@ -90,6 +91,35 @@ export class NodeMetrics {
     inc: (name: string, by = 1): void => this.replicaCounters.inc({ name }, by),
     observe: (name: string, value: number): void => this.replicaObservations.observe({ name }, value),
   };
+
+  /** What libs/cell reports, written to the gauges, counters and histograms above. */
+  cellMetrics(): CellMetrics {
+    return {
+      replica: this.replica,
+      proposed: (outcome, commitSeconds) => {
+        this.proposals.inc({ outcome });
+        if (commitSeconds !== null) this.commitLatency.observe(commitSeconds);
+      },
+      readConfirmed: (seconds) => this.readIndexLatency.observe(seconds),
+      heartbeatsAnswered: (path, count) => this.keepalives.inc({ path }, count),
+      sessionExpired: () => this.expiries.inc(),
+      leaderChanged: () => this.leaderChanges.inc(),
+      raftStatus: (read) => {
+        const s = read();
+        this.term.set(s.term);
+        this.commitIndex.set(s.commit);
+        this.appliedIndex.set(s.applied);
+        this.isLeader.set(s.isLeader ? 1 : 0);
+        this.watchers.set(s.watchers);
+      },
+      tableSizes: (read) => {
+        const s = read();
+        this.sessions.set(s.sessions);
+        this.locks.set(s.locks);
+        this.waiters.set(s.waiters);
+      },
+    };
+  }
 
   serve(listen: string): Promise<Server> {
     const [host, port] = splitHostPort(listen);

@@ -15,7 +15,7 @@
  * calls, and starts the next write while a sync runs. So does a replica
  * whose last sync took over `WAL_SYNC_ON_LOOP_SLOW_MS`: on a slow or
  * contended disk, a sync on the loop would stall heartbeats and votes too.
- * Figures: docs/benchmarks.md, "Fourth session".
+ * Figures: docs/benchmarks.md.
  */
 import type { SyncPlace } from '@fencer/wal/node';
 

@@ -48,5 +48,5 @@ export {
 } from './limits.js';
 export { SNAPSHOT_FORMAT_VERSION, EXPORT_FORMAT_VERSION } from './state-codec.js';
 export { fnv1a64 } from './hash.js';
-export { DUTY_RETRY_MS, LeaderDuties, type DelaySeed, type DutyCommand, type SessionSeed, type WaiterSeed } from './leader-duties.js';
+export { utf8ByteLength } from './codec.js';
 export type * from './types.js';

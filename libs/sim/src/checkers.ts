@@ -35,6 +35,8 @@ export type CheckerName =
   | 'fencing-token'
   /** Acknowledged grants of one name, either exclusive, never overlap in log order (lock-checkers.ts). */
   | 'lock-exclusion'
+  /** No session expires before the TTL of a heartbeat it was told was acknowledged (lock-checkers.ts). */
+  | 'early-expiry'
   | 'no-leader-after-faults'
   | 'no-convergence'
   | 'no-progress-after-faults'
@@ -56,6 +58,7 @@ export const SAFETY_CHECKERS: readonly CheckerName[] = [
   'stale-read',
   'fencing-token',
   'lock-exclusion',
+  'early-expiry',
 ];
 
 export interface Violation {

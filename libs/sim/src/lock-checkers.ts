@@ -16,7 +16,12 @@
  *   in the applied history at the index it was served at, that index is at
  *   least every acknowledged write before the read began, and no holder it
  *   shows predates the latest acknowledged grant before the read (an
- *   exclusive grant T: every holder has a token of at least T).
+ *   exclusive grant T: every holder has a token of at least T);
+ * - early-expiry: a session is never expired before the TTL of a heartbeat
+ *   it was told was acknowledged, counted from when the client sent it, on
+ *   the clock of the leader whose ExpireSession expired it (ARCHITECTURE
+ *   "Expiry"; each node's clock drifts, so the check uses that leader's
+ *   own clock readings at the send and at the proposal).
  */
 import type { NodeId } from '@fencer/base';
 import type { ApplyResult, CheckTokenAnswer, Command, LockMode, LockState } from '@fencer/lock-fsm';
@@ -55,6 +60,23 @@ interface LockHistory {
   readonly states: LockState[];
 }
 
+/** An acknowledged heartbeat: when the client sent it, the TTL it was told, and every node's clock then. */
+interface AckedHeartbeat {
+  readonly sentUs: number;
+  readonly ttlMs: number;
+  readonly clocksMs: ReadonlyMap<string, number>;
+}
+
+/** A leader proposed ExpireSession: when, and its clock then. */
+interface ExpiryProposal {
+  readonly node: NodeId;
+  readonly atUs: number;
+  readonly clockMs: number;
+}
+
+/** Acknowledged heartbeats kept per session (the latest; enough to find the last one before any proposal). */
+const heartbeatsKeptMax = 16;
+
 const grantKey = (name: string, sessionId: string, token: number): string => `${name} ${sessionId} ${token}`;
 
 export function lockFingerprint(s: LockState): string {
@@ -86,6 +108,11 @@ export class LockCheckers {
   expiries = 0;
   waitsTimedOut = 0;
   lockReadsChecked = 0;
+  heartbeatsAcked = 0;
+  private readonly heartbeats = new Map<string, AckedHeartbeat[]>();
+  /** Session and term → the first ExpireSession proposal of that term's leader. */
+  private readonly expiryProposals = new Map<string, ExpiryProposal>();
+  private readonly expiredSessions = new Set<string>();
 
   constructor(private readonly checkers: Checkers) {}
 
@@ -191,6 +218,44 @@ export class LockCheckers {
       `${a.name}: ${a.mode} grant to ${a.sessionId} at ${a.index} (token ${a.token}) ${end === undefined ? 'never ended' : `ended at ${end}`}, ` +
         `but ${b.mode} grant to ${b.sessionId} at ${b.index} (token ${b.token}) was acknowledged`,
     );
+  }
+
+  // ---- leases ----
+
+  heartbeatAcked(sessionId: string, sentUs: number, ttlMs: number, clocksMs: ReadonlyMap<string, number>): void {
+    this.heartbeatsAcked++;
+    let list = this.heartbeats.get(sessionId);
+    if (list === undefined) this.heartbeats.set(sessionId, (list = []));
+    let at = list.length;
+    while (at > 0 && (list[at - 1] as AckedHeartbeat).sentUs > sentUs) at--;
+    list.splice(at, 0, { sentUs, ttlMs, clocksMs });
+    if (list.length > heartbeatsKeptMax) list.shift();
+  }
+
+  expiryProposed(sessionId: string, term: number, node: NodeId, atUs: number, clockMs: number): void {
+    const key = `${sessionId} ${term}`;
+    if (!this.expiryProposals.has(key)) this.expiryProposals.set(key, { node, atUs, clockMs });
+  }
+
+  /** An ExpireSession of `term` expired the session (first application anywhere). */
+  expiryApplied(sessionId: string, term: number, _atUs: number): void {
+    if (this.expiredSessions.has(sessionId)) return;
+    this.expiredSessions.add(sessionId);
+    const proposal = this.expiryProposals.get(`${sessionId} ${term}`);
+    const list = this.heartbeats.get(sessionId);
+    if (proposal === undefined || list === undefined) return;
+    let ack: AckedHeartbeat | undefined;
+    for (const h of list) if (h.sentUs <= proposal.atUs) ack = h;
+    const sentClockMs = ack?.clocksMs.get(proposal.node);
+    if (ack === undefined || sentClockMs === undefined) return;
+    const elapsedMs = proposal.clockMs - sentClockMs;
+    if (elapsedMs < ack.ttlMs) {
+      this.checkers.fail(
+        'early-expiry',
+        `${sessionId} was expired by ${proposal.node} (term ${term}) ${elapsedMs.toFixed(1)} ms by its clock after a heartbeat sent at ${(ack.sentUs / 1e6).toFixed(6)} s ` +
+          `was acknowledged with a TTL of ${ack.ttlMs} ms`,
+      );
+    }
   }
 
   // ---- reads ----

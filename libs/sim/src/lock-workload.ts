@@ -1,17 +1,19 @@
 /**
- * The lock workload: what each simulated client asks for next, and what it
- * learns from an answer. The simulation carries the requests (proposals
- * through a replica, reads through ReadIndex) and decides when a client dies.
+ * The lock workload: what each simulated client asks the cell for next, and
+ * what it learns from an answer. The requests are the contract's (libs/cell's
+ * request API, as gRPC carries them); the simulation sends them to a node,
+ * which serves or forwards them, and decides when a client dies.
  *
  * Each client keeps one session at a time in one of two namespaces, takes
  * exclusive and shared locks on three names there (try-locks and waits, so
  * queues form), releases what it holds with its token, and sometimes closes
- * its session. A write is retried with the same command, the same request
- * id included, until it gets a definite answer: the state machine dedupes it
- * as it does a client's retry in production.
+ * its session. A write is retried as the same request, the same request id
+ * included, until it gets a definite answer: the cell dedupes a retried
+ * Acquire as it does a client's retry in production.
  */
-import type { Random, RequestId, SessionId } from '@fencer/base';
-import type { Command, LockMode, Outcome } from '@fencer/lock-fsm';
+import type { FencerError, Random, Result } from '@fencer/base';
+import { type CellCalls, type CellMethod, WIRE_ACQUIRE_STATUS, WIRE_MODE } from '@fencer/cell';
+import type { LockMode } from '@fencer/lock-fsm';
 import type { AckedGrant } from './lock-checkers.js';
 
 export const LOCK_NAMESPACES = ['alpha', 'beta'] as const;
@@ -19,25 +21,36 @@ export const LOCKS_PER_NAMESPACE = 3;
 /** Most locks a client holds at once; with it, it releases instead of acquiring. */
 const heldMax = 2;
 
+/** Errors after which the same request is simply tried again (no definite answer). */
+const RETRY_CODES: ReadonlySet<string> = new Set(['NOT_LEADER', 'NO_LEADER', 'TOO_MANY_REQUESTS', 'DEADLINE_EXCEEDED', 'SHUTTING_DOWN', 'OUTCOME_UNKNOWN', 'CANCELLED']);
+
+export function isRetry(error: FencerError): boolean {
+  return RETRY_CODES.has(error.code);
+}
+
 export function lockName(namespace: string, k: number): string {
   return `/ls/${namespace}/lock-${k}`;
 }
 
 export interface LockClient {
   readonly id: number;
-  session: { readonly id: SessionId; readonly namespace: string; readonly ttlMs: number } | null;
-  /** Sessions and requests this client created (for unique ids). */
-  sessionsOpened: number;
+  session: { readonly id: string; readonly namespace: string; readonly ttlMs: number } | null;
+  /** Requests this client created (for unique request ids). */
   requests: number;
   readonly held: Map<string, { readonly token: number; readonly mode: LockMode }>;
   /** The write in flight, retried as is until a definite answer. */
-  pending: Command | null;
+  pending: LockWrite | null;
 }
 
-export type LockOp = { readonly kind: 'write'; readonly command: Command } | { readonly kind: 'read'; readonly name: string; readonly token: number | null };
+export type LockWrite = { [M in Exclude<CellMethod, 'checkToken' | 'getLock' | 'listLocks'>]: { readonly method: M; readonly request: CellCalls[M]['request'] } }[Exclude<
+  CellMethod,
+  'checkToken' | 'getLock' | 'listLocks'
+>];
+
+export type LockOp = { readonly kind: 'write'; readonly write: LockWrite } | { readonly kind: 'read'; readonly name: string; readonly token: number | null };
 
 export function newLockClient(id: number): LockClient {
-  return { id, session: null, sessionsOpened: 0, requests: 0, held: new Map(), pending: null };
+  return { id, session: null, requests: 0, held: new Map(), pending: null };
 }
 
 /** The client's process died: it forgets its session, which the leader must expire. */
@@ -48,18 +61,11 @@ export function lockClientDied(c: LockClient): void {
 }
 
 export function nextLockOp(c: LockClient, r: Random, readShare: number): LockOp {
-  if (c.pending !== null) return { kind: 'write', command: c.pending };
+  if (c.pending !== null) return { kind: 'write', write: c.pending };
   const s = c.session;
   if (s === null) {
     const namespace = r.pick(LOCK_NAMESPACES);
-    const command: Command = {
-      kind: 'OpenSession',
-      sessionId: `${namespace}:c${c.id}-${++c.sessionsOpened}` as SessionId,
-      clientId: `client-${c.id}`,
-      namespace: namespace as never,
-      ttlMs: r.range(1_500, 5_000),
-    };
-    return write(c, command);
+    return write(c, { method: 'openSession', request: { namespace, clientId: `client-${c.id}`, ttlMs: r.range(1_500, 5_000) } });
   }
   if (r.chance(readShare)) {
     // Mostly the client's own namespace, where it knows tokens; sometimes the other one.
@@ -72,91 +78,71 @@ export function nextLockOp(c: LockClient, r: Random, readShare: number): LockOp 
   if (c.held.size > 0 && (x < 0.35 || c.held.size >= heldMax)) {
     const name = r.pick([...c.held.keys()]);
     const token = (c.held.get(name) as { token: number }).token;
-    return write(c, { kind: 'Release', sessionId: s.id, name, token: token as never });
+    return write(c, { method: 'release', request: { sessionId: s.id, name, token } });
   }
-  if (x > 0.97) return write(c, { kind: 'CloseSession', sessionId: s.id });
+  if (x > 0.97) return write(c, { method: 'closeSession', request: { sessionId: s.id } });
   const free = [];
   for (let k = 0; k < LOCKS_PER_NAMESPACE; k++) if (!c.held.has(lockName(s.namespace, k))) free.push(lockName(s.namespace, k));
   const tryLock = r.chance(0.3);
   return write(c, {
-    kind: 'Acquire',
-    sessionId: s.id,
-    name: r.pick(free),
-    mode: r.chance(0.65) ? 'EXCLUSIVE' : 'SHARED',
-    requestId: `c${c.id}-r${++c.requests}` as RequestId,
-    waitMs: tryLock ? 0 : r.range(200, 1_500),
-    lockDelayMs: 0,
-    tryLock,
+    method: 'acquire',
+    request: {
+      sessionId: s.id,
+      name: r.pick(free),
+      mode: r.chance(0.65) ? WIRE_MODE.EXCLUSIVE : WIRE_MODE.SHARED,
+      requestId: `c${c.id}-r${++c.requests}`,
+      waitMs: tryLock ? 0 : r.range(200, 1_500),
+      lockDelayMs: 0,
+    },
   });
 }
 
-function write(c: LockClient, command: Command): LockOp {
-  c.pending = command;
-  return { kind: 'write', command };
+function write(c: LockClient, w: LockWrite): LockOp {
+  c.pending = w;
+  return { kind: 'write', write: w };
 }
 
 /**
- * A write got an answer (the state machine's outcome). Returns the grant the
- * client was told of, if any; `waiting` when an Acquire queued (the client
- * then waits for its grant, or retries the same request).
+ * A write got an answer. Returns the grant the client was told of, if any,
+ * and whether the write is done (false: no definite answer, retry it as is).
  */
-export function lockWritten(c: LockClient, command: Command, outcome: Outcome): { grant: AckedGrant | null; waiting: boolean } {
-  const none = { grant: null, waiting: false };
-  if (c.pending !== command) return none;
+export function lockAnswered(c: LockClient, w: LockWrite, outcome: Result<unknown, FencerError>): { grant: AckedGrant | null; done: boolean } {
+  if (c.pending !== w) return { grant: null, done: true };
   if (!outcome.ok) {
+    if (isRetry(outcome.error)) return { grant: null, done: false };
     // The session is gone (expired while the client could not reach the leader) or refused: start afresh.
     lockClientDied(c);
-    return none;
+    return { grant: null, done: true };
   }
-  switch (command.kind) {
-    case 'OpenSession':
-      c.session = { id: command.sessionId, namespace: command.namespace, ttlMs: command.ttlMs };
+  c.pending = null;
+  switch (w.method) {
+    case 'openSession': {
+      const o = outcome.value as CellCalls['openSession']['response'];
+      c.session = { id: o.sessionId, namespace: w.request.namespace, ttlMs: o.ttlMs };
       break;
-    case 'CloseSession':
+    }
+    case 'closeSession':
       c.session = null;
       c.held.clear();
       break;
-    case 'Release':
+    case 'release':
       // Released, or a no-op (the hold had already ended): either way the client holds it no more.
-      c.held.delete(command.name);
+      c.held.delete(w.request.name);
       break;
-    case 'Acquire': {
-      const o = outcome as Extract<Outcome, { status: string }>;
-      if (o.status === 'QUEUED') return { grant: null, waiting: true };
-      if (o.status === 'GRANTED') {
-        c.pending = null;
-        return { grant: granted(c, command.sessionId, command.name, command.mode, o.token), waiting: false };
+    case 'acquire': {
+      const o = outcome.value as CellCalls['acquire']['response'];
+      if (o.status === WIRE_ACQUIRE_STATUS.QUEUED) {
+        // Leadership moved or the call was given up: retry the same request.
+        c.pending = w;
+        return { grant: null, done: false };
+      }
+      if (o.status === WIRE_ACQUIRE_STATUS.GRANTED) {
+        const mode: LockMode = w.request.mode === WIRE_MODE.SHARED ? 'SHARED' : 'EXCLUSIVE';
+        c.held.set(w.request.name, { token: o.token, mode });
+        return { grant: { name: w.request.name, sessionId: w.request.sessionId, token: o.token, mode }, done: true };
       }
       break;
     }
-    default:
-      break;
   }
-  c.pending = null;
-  return none;
-}
-
-/** The answer to a queued Acquire's wait: granted, cancelled (deadline), the session ended, or unknown (retry). */
-export type WaitAnswer = { readonly kind: 'granted'; readonly token: number } | { readonly kind: 'cancelled' } | { readonly kind: 'session-gone' } | { readonly kind: 'unknown' };
-
-export function lockWaitAnswered(c: LockClient, command: Command, answer: WaitAnswer): AckedGrant | null {
-  if (c.pending !== command || command.kind !== 'Acquire') return null;
-  switch (answer.kind) {
-    case 'granted':
-      c.pending = null;
-      return granted(c, command.sessionId, command.name, command.mode, answer.token);
-    case 'cancelled':
-      c.pending = null;
-      return null;
-    case 'session-gone':
-      lockClientDied(c);
-      return null;
-    case 'unknown':
-      return null;
-  }
-}
-
-function granted(c: LockClient, sessionId: SessionId, name: string, mode: LockMode, token: number): AckedGrant {
-  c.held.set(name, { token, mode });
-  return { name, sessionId, token, mode };
+  return { grant: null, done: true };
 }

@@ -1,31 +1,25 @@
 /**
- * Goal: the lock machine's pieces in the simulator do what the runs rely
- * on, and every lock checker can fire: the adapter behaves as production's
- * (outcomes, snapshots, restore), the leader duties expire and cancel on
- * time and not before, the workload's retries are the same command, and
+ * Goal: the lock pieces of the simulator do what the runs rely on, and
+ * every lock checker can fire: planted bugs rewrite only what they should,
+ * the workload retries the same request until a definite answer, and
  * each lock checker reports a broken history and stays quiet on a good one.
  * Planted bugs in whole runs are in test/planted.spec.ts.
  * Method: direct calls with hand-built commands and synthetic observation
  * sequences.
  */
 import { describe, expect, it } from 'vitest';
-import { LogIndex, NodeId, type RequestId, type Revision, SeededRandom, type SessionId, Term } from '@fencer/base';
-import { type Entry, EntryType } from '@fencer/raft';
-import { type ApplyResult, type Command, type LockState, LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
+import { FencerError, NodeId, type RequestId, type Revision, SeededRandom, type SessionId, err, ok } from '@fencer/base';
+import { type ApplyResult, type Command, type LockState, LockStateMachine } from '@fencer/lock-fsm';
 import { Checkers } from './checkers.js';
 import { LockCheckers, lockFingerprint } from './lock-checkers.js';
-import { LockMachine } from './lock-machine.js';
-import { lockName, lockWritten, newLockClient, nextLockOp } from './lock-workload.js';
+import { lockAnswered, lockName, newLockClient, nextLockOp } from './lock-workload.js';
+import { plantedHooks } from './planted.js';
 
 const n1 = NodeId('n1');
 const n2 = NodeId('n2');
 const A = 'alpha:a' as SessionId;
 const B = 'alpha:b' as SessionId;
 const L = lockName('alpha', 0);
-
-function entry(index: number, command: Command): Entry {
-  return { index: LogIndex(index), term: Term(1), type: EntryType.Normal, data: encodeCommand(command) };
-}
 
 const open = (sessionId: SessionId): Command => ({ kind: 'OpenSession', sessionId, clientId: sessionId, namespace: 'alpha' as never, ttlMs: 3_000 });
 const acquire = (sessionId: SessionId, requestId: string, mode: 'EXCLUSIVE' | 'SHARED' = 'EXCLUSIVE'): Command => ({
@@ -54,44 +48,52 @@ function history(lc: LockCheckers, commands: Command[], node = n1, rewrite?: (in
   return fsm;
 }
 
-describe('LockMachine (the cell node FsmAdapter, in the simulator)', () => {
-  it('applies entries, returns the outcome, reports the command and result, and restores from its snapshot', () => {
-    const seen: string[] = [];
-    const m = new LockMachine((command, result) => seen.push(`${command.kind}@${result.index}`), () => seen.push('restored'));
-    expect(m.apply(entry(1, open(A)))).toMatchObject({ ok: true, sessionId: A, claimed: true });
-    expect(m.apply(entry(3, acquire(A, 'r1')))).toMatchObject({ ok: true, status: 'GRANTED', token: 3 });
-    expect(seen).toEqual(['OpenSession@1', 'Acquire@3']);
-    const copy = new LockMachine(() => {}, () => seen.push('restored'));
-    copy.restore(m.snapshot());
-    expect(seen).toContain('restored');
-    expect(copy.stateHash()).toBe(m.stateHash());
-    expect(copy.fsm.getLock(L).holders.map((h) => h.token)).toEqual([3]);
-    expect(() => m.apply({ ...entry(4, open(B)), data: Uint8Array.of(1, 99) })).toThrow(/unknown command kind/);
+describe('planted lock bugs (the cell\'s test hooks)', () => {
+  it('doubleGrant rewrites what every replica reports, not the state', () => {
+    const hooks = plantedHooks('doubleGrant', () => {
+      throw new Error('not a read bug');
+    });
+    const fsm = new LockStateMachine({ autoClaim: true });
+    const commands = [open(A), open(B), acquire(A, 'r1'), acquire(B, 'r2')];
+    const reported = commands.map((c, i) => hooks.rewriteApplied!(c, fsm.apply(i + 1, c)));
+    expect(reported[3]!.outcome).toMatchObject({ status: 'GRANTED', token: 4 });
+    expect(fsm.getLock(L).waiters.map((w) => w.sessionId)).toEqual([B]);
   });
 
-  it('a planted bug rewrites what every replica reports, not the state', () => {
-    const m = new LockMachine(() => {}, () => {}, 'doubleGrant');
-    m.apply(entry(1, open(A)));
-    m.apply(entry(2, open(B)));
-    m.apply(entry(3, acquire(A, 'r1')));
-    expect(m.apply(entry(4, acquire(B, 'r2')))).toMatchObject({ status: 'GRANTED', token: 4 });
-    expect(m.fsm.getLock(L).waiters.map((w) => w.sessionId)).toEqual([B]);
+  it('each bug plants exactly its own hook, and none plants nothing', () => {
+    const lagging = new LockStateMachine({ autoClaim: true });
+    expect(Object.keys(plantedHooks(null, () => lagging))).toEqual([]);
+    expect(plantedHooks('staleLockRead', () => lagging).readState!()).toBe(lagging);
+    expect(plantedHooks('heartbeatWithoutConfirmation', () => lagging)).toEqual({ heartbeatWithoutConfirmation: true });
   });
 });
 
 describe('lock workload', () => {
-  it('retries a write as the same command until it has an answer, then moves on', () => {
+  it('retries a write as the same request until it has a definite answer, then moves on', () => {
     const c = newLockClient(1);
     const r = new SeededRandom(5);
     const first = nextLockOp(c, r, 0);
-    expect(first.kind === 'write' && first.command.kind).toBe('OpenSession');
+    if (first.kind !== 'write' || first.write.method !== 'openSession') throw new Error('a new client opens a session first');
     expect(nextLockOp(c, r, 0)).toEqual(first);
-    if (first.kind !== 'write' || first.command.kind !== 'OpenSession') throw new Error('unreachable');
-    lockWritten(c, first.command, { ok: true, sessionId: first.command.sessionId, ttlMs: first.command.ttlMs, claimed: true, existed: false });
-    expect(c.session?.id).toBe(first.command.sessionId);
+    expect(lockAnswered(c, first.write, err(new FencerError('NO_LEADER', 'election')))).toEqual({ grant: null, done: false });
+    expect(nextLockOp(c, r, 0)).toEqual(first);
+    lockAnswered(c, first.write, ok({ sessionId: 'alpha:s1', ttlMs: first.write.request.ttlMs }));
+    expect(c.session?.id).toBe('alpha:s1');
     const second = nextLockOp(c, r, 0);
-    expect(second.kind === 'write' && 'sessionId' in second.command && second.command.sessionId).toBe(first.command.sessionId);
-    expect(['Acquire', 'CloseSession']).toContain(second.kind === 'write' && second.command.kind);
+    expect(second.kind === 'write' && 'sessionId' in second.write.request && second.write.request.sessionId).toBe('alpha:s1');
+    expect(['acquire', 'closeSession']).toContain(second.kind === 'write' && second.write.method);
+  });
+
+  it('a refused write ends the session (it expired while the client could not reach the leader)', () => {
+    const c = newLockClient(2);
+    const r = new SeededRandom(7);
+    const first = nextLockOp(c, r, 0);
+    if (first.kind !== 'write') throw new Error('a write');
+    lockAnswered(c, first.write, ok({ sessionId: 'beta:s2', ttlMs: 2_000 }));
+    const next = nextLockOp(c, r, 0);
+    if (next.kind !== 'write') throw new Error('a write');
+    expect(lockAnswered(c, next.write, err(new FencerError('SESSION_NOT_FOUND', 'gone')))).toEqual({ grant: null, done: true });
+    expect(c.session).toBeNull();
   });
 });
 

@@ -5,7 +5,7 @@
  * checkers stay the same.
  */
 import type { ReplicaBug } from '@fencer/replica';
-import type { PlantedBug } from './lock-machine.js';
+import type { PlantedBug } from './planted.js';
 import type { NetworkProfile } from './network.js';
 import type { StoreKind } from './store.js';
 

@@ -1,6 +1,6 @@
 /**
  * Shared by the bug-switch test files: run seeds 1..200 of a bug's profile
- * until a safety checker fires.
+ * until a safety checker fires, then rerun that seed with the bug off.
  */
 import { expect } from 'vitest';
 import { expectClean } from './sweep.js';
@@ -16,6 +16,8 @@ export function expectCaught(bug: ReplicaBug): void {
     const safety = report.violations.find((v) => SAFETY_CHECKERS.includes(v.checker));
     if (safety) {
       console.log(`${bug}: caught at seed ${seed} by ${safety.checker}: ${safety.detail.split(' | ')[0]}\n  replay: ${replayCommand(options, bug)}`);
+      // The same seed and profile with the bug off is clean: what fired was the bug.
+      expectClean({ ...options, bugs: {} }, undefined, bug);
       return;
     }
   }

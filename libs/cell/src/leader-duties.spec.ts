@@ -9,8 +9,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { RequestId, Revision, SessionId } from '@fencer/base';
 import { DUTY_RETRY_MS, LeaderDuties } from './leader-duties.js';
-import { LockStateMachine } from './state-machine.js';
-import type { Command } from './commands.js';
+import { type Command, LockStateMachine } from '@fencer/lock-fsm';
 
 const s1 = SessionId('ns:1');
 const s2 = SessionId('ns:2');

@@ -5,7 +5,7 @@
  * Method: a fake round function completed by hand, a fake clock and timer.
  */
 import { describe, expect, it } from 'vitest';
-import { HeartbeatConfirmer } from '../src/heartbeat-confirmer.js';
+import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
 
 describe('HeartbeatConfirmer', () => {
   it('answers heartbeats that arrive during a round only after the next round', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { RequestId, Revision, SessionId } from '@fencer/base';
 import type { LockEvent, LockState } from '@fencer/lock-fsm';
-import { type HubEvent, WatchHub, type WatchSink } from '../src/watch-hub.js';
+import { type HubEvent, WatchHub, type WatchSink } from './watch-hub.js';
 
 const free = (name: string): LockState => ({ name, mode: null, holders: [], waiters: [], delayed: false });
 const ev = (revision: number, name: string): LockEvent => ({

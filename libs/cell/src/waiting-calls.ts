@@ -4,7 +4,8 @@
  * the same batch as its queueing (before the proposal's own answer arrives)
  * still reaches it. Resolved from the apply stream; answered QUEUED when
  * this node stops leading, so the client retries at the new leader with
- * the same request id.
+ * the same request id. Callbacks, not promises: the simulator runs the
+ * same code synchronously on virtual time.
  */
 import type { RequestId, Revision, SessionId } from '@fencer/base';
 
@@ -16,11 +17,9 @@ export type WaitResult =
   | { readonly kind: 'gave-up' };
 
 export interface WaitHandle {
-  readonly key: string;
-  /** Resolves with the first result for this request. */
-  readonly result: Promise<WaitResult>;
-  /** Settled already (the result is known). */
+  /** Settled already (the result is known and was delivered). */
   settled(): boolean;
+  /** Ends the call with 'gave-up' unless it has a result already. */
   cancel(): void;
 }
 
@@ -41,26 +40,24 @@ export class WaitingCalls {
     return this.total;
   }
 
-  /** Registers a call; undefined when the node already holds `max` calls open. */
-  register(sessionId: SessionId, requestId: RequestId): WaitHandle | undefined {
+  /** Registers a call answered once through `answer`; undefined when the node already holds `max` calls open. */
+  register(sessionId: SessionId, requestId: RequestId, answer: (r: WaitResult) => void): WaitHandle | undefined {
     if (this.total >= this.max) return undefined;
     const k = key(sessionId, requestId);
-    let resolveFn!: (r: WaitResult) => void;
-    const result = new Promise<WaitResult>((resolve) => (resolveFn = resolve));
     const entry: Entry = {
       settled: false,
       resolve: (r) => {
         if (entry.settled) return;
         entry.settled = true;
         this.remove(k, entry);
-        resolveFn(r);
+        answer(r);
       },
     };
     let set = this.calls.get(k);
     if (!set) this.calls.set(k, (set = new Set()));
     set.add(entry);
     this.total++;
-    return { key: k, result, settled: () => entry.settled, cancel: () => entry.resolve({ kind: 'gave-up' }) };
+    return { settled: () => entry.settled, cancel: () => entry.resolve({ kind: 'gave-up' }) };
   }
 
   resolve(sessionId: SessionId, requestId: RequestId, r: WaitResult): void {

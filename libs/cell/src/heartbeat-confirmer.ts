@@ -11,8 +11,8 @@
  * an answer from each (a socket write and a wake-up on both sides), whatever
  * the number of heartbeats it confirms; under a steady stream, back-to-back
  * rounds would spend a good part of the cell's CPU on confirmations
- * (docs/benchmarks.md, fifth session). Spacing never delays a heartbeat
- * that arrives after a quiet spell.
+ * (docs/benchmarks.md). Spacing never delays a heartbeat that arrives after
+ * a quiet spell.
  */
 export type ConfirmRound = (done: (error: Error | null) => void) => void;
 
@@ -20,7 +20,7 @@ export interface ConfirmerTiming {
   /** Least time between the starts of two rounds (0: back to back). */
   readonly spacingMs: number;
   readonly nowMs: () => number;
-  /** Runs `run` once after `ms` (a timer of the cell node's; tests pass a fake). */
+  /** Runs `run` once after `ms` (the cell's injected timer; tests pass a fake). */
   readonly after: (ms: number, run: () => void) => void;
 }
 

@@ -18,10 +18,8 @@
  * Each session is looked at about once per TTL, not on every tick.
  */
 import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
-import type { Command } from './commands.js';
+import type { Command, LockEvent, Outcome } from '@fencer/lock-fsm';
 import { DeadlineHeap } from './deadline-heap.js';
-import type { Outcome } from './state-machine.js';
-import type { LockEvent } from './types.js';
 
 export interface SessionSeed {
   readonly sessionId: SessionId;

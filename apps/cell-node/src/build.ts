@@ -1,0 +1,165 @@
+/**
+ * buildCellNode(deps): one cell node with every socket it serves, from its
+ * configuration and an injected clock, randomness, logger and metrics. It
+ * opens the WAL, composes libs/cell's LockCell with real timers, and serves:
+ * - the client port (--listen): the lock service and the internal
+ *   HeartbeatBatch, nothing else (peer traffic never reaches it);
+ * - the peer port (--peer-listen): Raft messages, as TCP frames or, with
+ *   --peer-transport grpc, the RaftTransport gRPC stream; a cell uses one
+ *   of the two on every member;
+ * - the admin port and the Prometheus metrics port.
+ * main.ts only parses the command line, handles signals and exits.
+ */
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { type Clock, type NodeId, type Random, assert } from '@fencer/base';
+import { type Cancel, TIMER_DELAY_MS_MAX } from '@fencer/cell';
+import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
+import { NodeDisk } from '@fencer/wal/node';
+import { openRaftLogStore, type WalStore } from '@fencer/wal';
+import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
+import { timedDisk } from './timed-disk.js';
+import type { CellNodeConfig } from './config.js';
+import type { Logger } from './logger.js';
+import type { NodeMetrics } from './metrics.js';
+import { CellNode } from './node.js';
+import { GrpcForwarder } from './forwarder.js';
+import { PeerTransport, type PeerTransportOptions, type RaftPeerTransport, raftTransportHandlers } from './peer-transport.js';
+import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
+import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
+import { adminHandlers } from './admin-service.js';
+
+export interface CellNodeDeps {
+  readonly config: CellNodeConfig;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly metrics: NodeMetrics;
+  /** A storage failure: the process must exit (an fsync is never retried). */
+  readonly onFatal: (error: Error) => void;
+  /** Monotonic milliseconds for WAL fsync timing. */
+  readonly nowMs: () => number;
+}
+
+export interface CellNodeApp {
+  readonly node: CellNode;
+  /** Hands leadership away (when leading), stops serving, and closes the log. */
+  close(): Promise<void>;
+}
+
+const grpcOptions = (config: CellNodeConfig) => ({
+  'grpc.max_receive_message_length': config.grpcMessageBytesMax,
+  'grpc.max_send_message_length': 64 * 1024 * 1024,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.http2.min_ping_interval_without_data_ms': 5_000,
+  // Channelz (grpc-js's introspection service, which nothing here serves) costs bookkeeping on every call.
+  'grpc.enable_channelz': 0,
+});
+
+/** Real timers for the cell; delays above Node's limit are chained by the cell and refused here. */
+function after(ms: number, run: () => void): Cancel {
+  assert(ms >= 0 && ms <= TIMER_DELAY_MS_MAX, `a timer of ${ms} ms would fire at once in Node`);
+  const t = setTimeout(run, ms);
+  return () => clearTimeout(t);
+}
+
+function bind(s: Server, address: string): Promise<void> {
+  return new Promise((resolve, reject) => s.bindAsync(address, ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve())));
+}
+
+function openStore(config: CellNodeConfig, metrics: NodeMetrics, syncView: SyncPolicyView, nowMs: () => number): Promise<{ store: WalStore; disk: NodeDisk }> {
+  const nodeDisk = new NodeDisk({ syncOnLoop: walSyncOnLoop(config.walSyncOnLoop, syncView) });
+  const disk = timedDisk(nodeDisk, (kind, seconds) => metrics.walFsync.observe({ kind }, seconds), nowMs);
+  return new Promise((resolve, reject) =>
+    openRaftLogStore(disk, config.dataDir, {}, (err, s) => (err || !s ? reject(new Error(`cannot open the log in ${config.dataDir}: ${err?.message ?? 'no store'}`)) : resolve({ store: s, disk: nodeDisk }))),
+  );
+}
+
+export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
+  const { config, logger, metrics } = deps;
+  // The WAL opens before the node exists; until then (recovery) the node counts as an idle follower.
+  const syncView: SyncPolicyView = { isLeader: () => false, callsInFlight: () => 0 };
+  const { store, disk } = await openStore(config, metrics, syncView, deps.nowMs);
+  metrics.watchWal(() => store.stats, () => disk.stats);
+  if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
+
+  let transport: RaftPeerTransport | undefined;
+  const forwarder = new GrpcForwarder(config.id);
+  const node = new CellNode(config, store, { clock: deps.clock, random: deps.random, logger, metrics: metrics.cellMetrics(), send: (m) => transport?.send(m), onFatal: deps.onFatal, after }, forwarder);
+  syncView.isLeader = () => node.isLeader;
+  const transportOptions: PeerTransportOptions = {
+    selfId: config.id,
+    cellId: config.cellId,
+    sendQueueMax: config.peerSendQueueMax,
+    reconnectDelayMs: 100,
+    logger,
+    onUnreachable: (peer) => node.replica.reportUnreachable(peer),
+    onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
+    onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
+  };
+  transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
+  // A member's peer address: --peer-dial's, else the member directory's, else its client port + --peer-port-offset.
+  const setPeer = (id: NodeId, address: string): void => {
+    try {
+      transport?.setPeer(id, config.peerDial.get(id) ?? node.peerAddressOf(id) ?? address);
+    } catch (err) {
+      logger.error({ peer: id, address, err: (err as Error).message }, 'no peer address for this member: it gets no Raft messages from here');
+    }
+  };
+  for (const [id, address] of node.addresses) setPeer(id, address);
+  node.cell.core.members.onAddress = setPeer;
+
+  const service = new LockServiceImpl(node, metrics);
+  syncView.callsInFlight = () => service.callsInFlight;
+  const server = new Server(grpcOptions(config));
+  server.addService(lockservice.LockServiceService, lockServiceHandlers(service));
+  server.addService(internalpb.CellInternalService, internalHandlers(service));
+  const adminServer = new Server(grpcOptions(config));
+  adminServer.addService(adminpb.CellAdminService, adminHandlers(node));
+
+  const receive = (m: Parameters<typeof node.replica.receive>[0]): void => node.replica.receive(m);
+  let closePeers: () => Promise<void>;
+  if (config.peerTransport === 'tcp') {
+    const peerServer = new TcpPeerServer(config.cellId, receive, logger);
+    await peerServer.listen(config.peerListen);
+    closePeers = () => peerServer.close();
+  } else {
+    const peerServer = new Server(grpcOptions(config));
+    peerServer.addService(raftpb.RaftTransportService, raftTransportHandlers(config.cellId, receive, logger));
+    await bind(peerServer, config.peerListen);
+    closePeers = () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
+  }
+  await bind(server, config.listen);
+  await bind(adminServer, config.adminListen);
+  const metricsServer = await metrics.serve(config.metricsListen);
+
+  const ticker = setInterval(() => node.tick(), config.tickMs);
+  logger.info({ id: config.id, listen: config.listen, peerListen: config.peerListen, peerTransport: config.peerTransport, admin: config.adminListen, metrics: config.metricsListen }, 'cell node serving');
+
+  const close = async (): Promise<void> => {
+    if (node.isLeader) {
+      const target = node.bestTransferTarget();
+      if (target) {
+        node.replica.transferLeadership(target);
+        const until = Date.now() + config.shutdownTransferMs;
+        while (node.isLeader && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+        logger.info({ to: target, moved: !node.isLeader }, 'leadership transfer before shutdown');
+      }
+    }
+    node.cell.close();
+    let graceTimer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([new Promise<void>((r) => server.tryShutdown(() => r())), new Promise<void>((r) => adminServer.tryShutdown(() => r()))]),
+      new Promise((r) => (graceTimer = setTimeout(r, 2_000))),
+    ]);
+    clearTimeout(graceTimer);
+    server.forceShutdown();
+    adminServer.forceShutdown();
+    clearInterval(ticker);
+    transport?.close();
+    await closePeers();
+    forwarder.close();
+    metricsServer.close();
+    await new Promise<void>((resolve, reject) => node.replica.close((err) => (err ? reject(err) : resolve())));
+  };
+  return { node, close };
+}

@@ -1,0 +1,37 @@
+/**
+ * Every bound of the cell layer, named, with the relations between them
+ * asserted when the module loads. Per-node sizes that operators tune
+ * (waiting calls, watchers, watch history) come from the node's
+ * configuration; these are the fixed ones.
+ */
+import { assert } from '@fencer/base';
+import { WAIT_MS_MAX } from '@fencer/lock-fsm';
+
+/**
+ * Largest delay a timer may be given: Node turns any setTimeout delay above
+ * 2^31 - 1 ms into 1 ms, so a longer wait is chained in steps of this.
+ */
+export const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
+
+/** Sessions in one HeartbeatBatch (a session proxy's batch, or a follower's relay). */
+export const HEARTBEAT_BATCH_SESSIONS_MAX = 100_000;
+
+/** Heartbeat batches waiting for the next leadership-confirmation round on one leader. */
+export const HEARTBEATS_WAITING_MAX = 1_000_000;
+
+/** A forwarded call the leader does not answer within this long fails with NO_LEADER. */
+export const FORWARD_TIMEOUT_MS = 10_000;
+
+/** A held-open Acquire answers QUEUED if nothing decided it this long after its wait ran out. */
+export const WAIT_GRACE_MS = 5_000;
+
+/** Follower Watches from now waiting for their replica to catch up with the leader's read index. */
+export const CATCH_UP_WAITS_MAX = 10_000;
+
+/** A follower that has not applied up to the leader's read index within this long answers UNAVAILABLE. */
+export const CATCH_UP_TIMEOUT_MS = FORWARD_TIMEOUT_MS;
+
+assert(HEARTBEATS_WAITING_MAX >= HEARTBEAT_BATCH_SESSIONS_MAX, 'one full heartbeat batch always fits the confirmation queue');
+assert(WAIT_GRACE_MS < FORWARD_TIMEOUT_MS, 'a leader answers a held Acquire before the forwarding follower gives up on it');
+assert(WAIT_MS_MAX + FORWARD_TIMEOUT_MS <= Number.MAX_SAFE_INTEGER, 'the longest wait plus its forwarding slack is an exact number of ms');
+assert(CATCH_UP_TIMEOUT_MS <= TIMER_DELAY_MS_MAX && FORWARD_TIMEOUT_MS <= TIMER_DELAY_MS_MAX, 'fixed timeouts fit one timer');

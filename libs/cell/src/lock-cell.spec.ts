@@ -1,0 +1,232 @@
+/**
+ * Goal: the lock cell's request API keeps its promises wherever a call
+ * lands: a follower forwards to the leader; a queued Acquire with a wait
+ * longer than any Node timer is held until the holder releases; a leader cut
+ * off from its followers acknowledges no heartbeat (the confirmation round
+ * fails), unless the test-only bug switch skips the round; a Watch from now
+ * on a follower that has not yet applied a grant still starts with it.
+ * Method: three LockCells over the production log store on in-memory disks,
+ * a manual clock, fake timers that record every delay they are given, and a
+ * forwarder and network that deliver when the test pumps them.
+ */
+import { describe, expect, it } from 'vitest';
+import { type FencerError, ManualClock, NodeId, type Result, SeededRandom } from '@fencer/base';
+import type { Message } from '@fencer/raft';
+import { noopLogger } from '@fencer/replica';
+import { MemDisk, type RaftLogStore, openRaftLogStore } from '@fencer/wal';
+import type { Cancel, CellEnv } from './env.js';
+import { noopCellMetrics } from './env.js';
+import { TIMER_DELAY_MS_MAX } from './limits.js';
+import { type LeaderForwarder, LockCell, type LockCellConfig, type LockCellTestHooks } from './lock-cell.js';
+import type { HubEvent } from './watch-hub.js';
+import { WIRE_ACQUIRE_STATUS, WIRE_MODE } from './wire.js';
+
+const thirtyDaysMs = 30 * 24 * 3600 * 1000;
+
+class Harness {
+  readonly ids = ['c1', 'c2', 'c3'].map((id) => NodeId(id));
+  readonly clock = new ManualClock(1_000);
+  readonly cells = new Map<string, LockCell>();
+  readonly disks = new Map<string, MemDisk>();
+  readonly delays: number[] = [];
+  private readonly timers: { atMs: number; run: () => void; live: boolean }[] = [];
+  private readonly inbox: Message[] = [];
+  private readonly calls: (() => void)[] = [];
+  readonly isolated = new Set<string>();
+
+  constructor(hooks: LockCellTestHooks = {}) {
+    for (const id of this.ids) {
+      const disk = new MemDisk();
+      this.disks.set(id, disk);
+      let store: RaftLogStore | undefined;
+      openRaftLogStore(disk, '/raft', {}, (err, s) => {
+        if (err) throw err;
+        store = s;
+      });
+      disk.runPending();
+      this.cells.set(id, new LockCell(this.config(id), store!, this.env(id), this.forwarder(id), hooks));
+    }
+  }
+
+  private config(id: NodeId): LockCellConfig {
+    return {
+      id,
+      peers: new Map(this.ids.map((p) => [p, `${p}:7001`])),
+      join: false,
+      replica: { raft: { electionTicks: 10, heartbeatTicks: 1 } },
+      readsWaitingMax: 100,
+      defaultPeerAddress: (a) => a.replace(':7001', ':7301'),
+      tickMs: 100,
+      ttlDefaultMs: 5_000,
+      ttlMinMs: 1_000,
+      ttlMaxMs: 60_000,
+      waitingCallsMax: 100,
+      watchHistoryMax: 100,
+      watcherBufferMax: 100,
+      watchersMax: 10,
+      watchProgressMs: 1_000,
+      heartbeatRoundSpacingMs: 0,
+    };
+  }
+
+  private env(id: NodeId): CellEnv {
+    return {
+      clock: this.clock,
+      random: new SeededRandom(this.ids.indexOf(id) + 7),
+      logger: noopLogger,
+      metrics: noopCellMetrics,
+      send: (messages) => this.inbox.push(...messages),
+      onFatal: (error) => {
+        throw error;
+      },
+      after: (ms, run): Cancel => {
+        this.delays.push(ms);
+        const t = { atMs: this.clock.monoMs() + ms, run, live: true };
+        this.timers.push(t);
+        return () => (t.live = false);
+      },
+    };
+  }
+
+  private forwarder(from: NodeId): LeaderForwarder {
+    const relay = (leader: NodeId, send: (cell: LockCell, back: (answer: () => void) => void) => void): Cancel => {
+      let live = true;
+      if (this.isolated.has(from) || this.isolated.has(leader)) return () => {};
+      this.calls.push(() => send(this.cell(leader), (answer) => this.calls.push(() => live && answer())));
+      return () => (live = false);
+    };
+    return {
+      forward: (leader, _address, method, request, done) => relay(leader, (cell, back) => cell.call(method, request, { forwarded: true }, (o, r) => back(() => done(o, r)))),
+      heartbeats: (leader, _address, ids, done) => relay(leader, (cell, back) => cell.heartbeat(ids, { forwarded: true }, (r) => back(() => done(r)))),
+    };
+  }
+
+  cell(id: string): LockCell {
+    return this.cells.get(id)!;
+  }
+
+  /** Delivers messages and calls and completes disk writes until nothing moves. */
+  pump(): void {
+    for (let i = 0; i < 10_000; i++) {
+      let moved = 0;
+      for (const disk of this.disks.values()) moved += disk.runPending();
+      for (const m of this.inbox.splice(0)) {
+        moved++;
+        if (this.isolated.has(m.from) || this.isolated.has(m.to)) continue;
+        this.cell(m.to).core.replica.receive(m);
+      }
+      for (const call of this.calls.splice(0)) {
+        moved++;
+        call();
+      }
+      if (moved === 0) return;
+    }
+    throw new Error('the cell did not settle');
+  }
+
+  /** Moves the clock by `ms` in ticks, firing timers and ticking every cell. */
+  advance(ms: number): void {
+    for (let t = 0; t < ms; t += 100) {
+      this.clock.advance(100);
+      for (const cell of this.cells.values()) cell.tick();
+      for (const timer of [...this.timers]) {
+        if (timer.live && timer.atMs <= this.clock.monoMs()) {
+          timer.live = false;
+          timer.run();
+        }
+      }
+      this.pump();
+    }
+  }
+
+  elect(id: string): void {
+    this.cell(id).core.replica.campaign();
+    this.pump();
+    this.advance(300);
+    expect(this.cell(id).isLeader).toBe(true);
+  }
+}
+
+function answer<T>(): { done: (r: Result<T, FencerError>) => void; got: Result<T, FencerError>[] } {
+  const got: Result<T, FencerError>[] = [];
+  return { done: (r) => got.push(r), got };
+}
+
+function openSession(h: Harness, via: string, namespace: string): string {
+  const a = answer<{ sessionId: string }>();
+  h.cell(via).call('openSession', { namespace, clientId: 't', ttlMs: 30_000 }, { forwarded: false }, a.done);
+  h.pump();
+  const r = a.got[0]!;
+  if (!r.ok) throw r.error;
+  return r.value.sessionId;
+}
+
+describe('LockCell request API', () => {
+  it('holds a 30-day Acquire sent to a follower until the holder releases, with no timer above Node\'s limit', () => {
+    const h = new Harness();
+    h.elect('c1');
+    const a = openSession(h, 'c2', 'ns');
+    const b = openSession(h, 'c3', 'ns');
+    const first = answer<{ status: number; token: number }>();
+    h.cell('c2').call('acquire', { sessionId: a, name: '/ls/ns/x', mode: WIRE_MODE.EXCLUSIVE, waitMs: 0, requestId: 'a1', lockDelayMs: 0 }, { forwarded: false }, first.done);
+    h.pump();
+    const held = first.got[0]!;
+    expect(held.ok && held.value.status).toBe(WIRE_ACQUIRE_STATUS.GRANTED);
+    const waiting = answer<{ status: number; token: number }>();
+    h.cell('c3').call('acquire', { sessionId: b, name: '/ls/ns/x', mode: WIRE_MODE.EXCLUSIVE, waitMs: thirtyDaysMs, requestId: 'b1', lockDelayMs: 0 }, { forwarded: false }, waiting.done);
+    h.pump();
+    // Keep both sessions alive while time passes.
+    const beat = (): void => void h.cell('c1').heartbeat([a, b], { forwarded: false }, () => {});
+    for (let i = 0; i < 5; i++) {
+      beat();
+      h.advance(2_000);
+    }
+    expect(waiting.got).toEqual([]);
+    expect(h.cell('c1').fsm.getLock('/ls/ns/x').waiters.map((w) => w.sessionId)).toEqual([b]);
+    const released = answer<{ ok: boolean }>();
+    h.cell('c2').call('release', { sessionId: a, name: '/ls/ns/x', token: held.ok ? held.value.token : 0 }, { forwarded: false }, released.done);
+    h.pump();
+    expect(waiting.got).toHaveLength(1);
+    const granted = waiting.got[0]!;
+    expect(granted.ok && granted.value.status).toBe(WIRE_ACQUIRE_STATUS.GRANTED);
+    expect(granted.ok && held.ok && granted.value.token > held.value.token).toBe(true);
+    expect(Math.max(...h.delays)).toBeLessThanOrEqual(TIMER_DELAY_MS_MAX);
+  });
+
+  it.each([
+    [false, 'refuses'],
+    [true, 'acknowledges (the planted bug)'],
+  ] as const)('a leader cut off from its followers, heartbeatWithoutConfirmation=%s: %s the heartbeat', (bug) => {
+    const h = new Harness(bug ? { heartbeatWithoutConfirmation: true } : {});
+    h.elect('c1');
+    const a = openSession(h, 'c1', 'ns');
+    h.isolated.add('c1');
+    const got = answer<{ ttlMsRemaining: number }[]>();
+    h.cell('c1').heartbeat([a], { forwarded: false }, got.done);
+    h.advance(3_000);
+    const acked = got.got.some((r) => r.ok && r.value.some((x) => x.ttlMsRemaining > 0));
+    expect(acked).toBe(bug);
+  });
+
+  it('a Watch from now on a follower that has not applied a grant yet starts with it', () => {
+    const h = new Harness();
+    h.elect('c1');
+    const a = openSession(h, 'c1', 'ns');
+    h.advance(200);
+    // The follower hears of nothing: the grant commits on c1 and c3 only.
+    h.isolated.add('c2');
+    const g = answer<{ status: number }>();
+    h.cell('c1').call('acquire', { sessionId: a, name: '/ls/ns/w', mode: WIRE_MODE.EXCLUSIVE, waitMs: 0, requestId: 'w1', lockDelayMs: 0 }, { forwarded: false }, g.done);
+    h.pump();
+    expect(g.got[0]!.ok).toBe(true);
+    expect(h.cell('c2').fsm.getLock('/ls/ns/w').holders).toEqual([]);
+    h.isolated.delete('c2');
+    const events: HubEvent[] = [];
+    const started: (FencerError | null)[] = [];
+    h.cell('c2').watch({ name: '/ls/ns/', prefix: true, sinceRevision: 0 }, { write: (e) => (events.push(e), 0), end: () => {} }, (e) => started.push(e));
+    h.pump();
+    h.advance(500);
+    expect(started).toEqual([null]);
+    expect(events[0]).toMatchObject({ type: 'snapshot', lock: { name: '/ls/ns/w' } });
+  });
+});
