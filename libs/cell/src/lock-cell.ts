@@ -117,6 +117,10 @@ export interface LockCellConfig extends GroupConfig {
 export interface LockCellTestHooks {
   /** Planted bug: the leader extends leases at once, without confirming it still leads. */
   readonly heartbeatWithoutConfirmation?: boolean;
+  /** Planted bug: every replica answers GetLock, CheckToken and ListLocks from its own applied state at once (no ReadIndex round, no forwarding). */
+  readonly readWithoutBarrier?: boolean;
+  /** Planted bug: the leader answers GRANTED for a free lock as soon as it proposes the Acquire, before the entry commits. */
+  readonly grantBeforeCommit?: boolean;
   /** Rewrites what the state machine reports for an entry (planted lock-level bugs). */
   readonly rewriteApplied?: (command: Command, applied: ApplyResult) => ApplyResult;
   /** The state linearizable reads are answered from (a planted stale read). */
@@ -131,6 +135,9 @@ export type WatchRequest = { readonly name: string; readonly prefix: boolean; re
 
 /** Options of the lock state machine on every replica: without a control plane the cell owns every namespace. */
 const FSM_OPTIONS = { autoClaim: true } as const;
+
+/** The linearizable reads (the readWithoutBarrier test hook serves these locally). */
+const READ_METHODS: ReadonlySet<CellMethod> = new Set<CellMethod>(['getLock', 'checkToken', 'listLocks']);
 
 function fail(code: FencerError['code'], message: string, leaderHint?: string): never {
   throw new FencerError(code, message, leaderHint);
@@ -270,7 +277,7 @@ export class LockCell {
     };
     try {
       (validators[method] as (req: RequestOf<M>) => void)(request);
-      if (this.isLeader) return this.serve(method, request, answer);
+      if (this.isLeader || (this.hooks.readWithoutBarrier === true && READ_METHODS.has(method))) return this.serve(method, request, answer);
       return this.forward(method, request, ctx, answer);
     } catch (e) {
       if (!(e instanceof FencerError)) throw e;
@@ -367,7 +374,8 @@ export class LockCell {
 
   /** A linearizable read: a ReadIndex round, then `answer` from the applied state. */
   private read(done: CallDone<unknown>, answer: (fsm: LockStateMachine) => unknown): Cancel {
-    this.core.readBarrier((error) => {
+    const barrier = this.hooks.readWithoutBarrier === true ? (then: (error: FencerError | null) => void) => then(null) : (then: (error: FencerError | null) => void) => this.core.readBarrier(then);
+    barrier((error) => {
       if (error) return done(err(error));
       try {
         done(ok(answer(this.hooks.readState?.() ?? this.fsm)));
@@ -440,6 +448,7 @@ export class LockCell {
       finish(err(new FencerError('TOO_MANY_REQUESTS', 'too many Acquire calls are waiting on this node; retry later')));
       return () => {};
     }
+    if (this.hooks.grantBeforeCommit === true) this.grantBeforeCommitted(req, finish);
     this.core.propose(data, (r) => {
       if (!r.ok) return finish(r);
       receipt = { index: r.value.index, term: r.value.term, data };
@@ -459,6 +468,14 @@ export class LockCell {
       finish(err(new FencerError('CANCELLED', 'the caller gave up')));
       if (wasQueued) this.propose({ kind: 'CancelWait', sessionId, name: req.name, requestId, reason: 'cancelled' }, () => {});
     };
+  }
+
+  /** The planted bug: GRANTED for a lock free in the applied state, with the token the next log entry would carry, before anything commits. */
+  private grantBeforeCommitted(req: AcquireRequest, finish: (outcome: Result<AcquireResponse, FencerError>) => void): void {
+    const lock = this.fsm.getLock(req.name);
+    if (lock.holders.length > 0 || lock.waiters.length > 0) return;
+    const token = this.core.replica.status().lastIndex + 1 + this.fsm.revisionBase;
+    finish(ok({ status: WIRE_ACQUIRE_STATUS.GRANTED, token, holders: [], queuePosition: 0, revision: token }));
   }
 
   private timedOut(name: string, revision: number): AcquireResponse {
