@@ -15,22 +15,24 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom, assert } from '@fencer/base';
 import { cellNodeBuilt, waitForLeader } from '../../fleet/fleet.mjs';
-import { ChaosCell, faketimeAvailable } from './cell.js';
+import { type ChaosBug, ChaosCell, faketimeAvailable, fiuAvailable, FIU_RUN } from './cell.js';
 import { type FinalLogs, readFinalLogs } from './final-log.js';
 import { type History, loadHistory } from './history.js';
 import { CONVERGE_MS_MAX, LINEARIZABILITY_STATES_MAX } from './limits.js';
-import { FULL_NEMESIS, type FaultKind, type FaultRecord, Nemesis, type WorkerProcess } from './nemesis.js';
+import { FULL_NEMESIS, SOAK_NEMESIS, type FaultKind, type FaultRecord, Nemesis, type WorkerProcess } from './nemesis.js';
 import { LinkProxy } from './proxy.js';
 import type { ResourceState } from './resource.js';
 import { WORKER_CONFIG_ENV, type WorkerConfig } from './workload-config.js';
-import { buildLockHistories } from './check/lock-history.js';
+import { buildLockHistories, type LeaderSample, leaderTimelineClock } from './check/lock-history.js';
+import { monoNowMs } from './history.js';
 import { type LinearizabilityResult, checkLock } from './check/linearizability.js';
 import { checkTokens } from './check/tokens.js';
 import { checkResource, type ResourceReport } from './check/resource-check.js';
 import { type CanonicalLog, checkWatches, watchSnapshotQueries, type WatchReport } from './check/watch-check.js';
 import { checkGrantsInLog, type LogGrantReport } from './check/log-check.js';
 
-export type NemesisMode = 'full' | 'client-pauses' | 'none';
+/** full: processes, network, clients; soak: full plus clock-rate skew and disk faults under fiu. */
+export type NemesisMode = 'full' | 'soak' | 'client-pauses' | 'none';
 
 export interface ChaosOptions {
   readonly seconds: number;
@@ -42,6 +44,10 @@ export interface ChaosOptions {
   /** The resource checks tokens (false: the negative control). */
   readonly fence?: boolean;
   readonly nemesis?: NemesisMode;
+  /** Relative weights of the nemesis's faults, replacing the mode's (for runs that make one bug observable). */
+  readonly weights?: Readonly<Partial<Record<FaultKind, number>>>;
+  /** A planted cell bug every replica runs with (the checkers must catch it). */
+  readonly bug?: ChaosBug;
   readonly snapshotEveryEntries?: number;
   readonly ttlMs?: number;
   /** Seconds between nemesis actions, as a range. */
@@ -72,6 +78,8 @@ export interface ChaosFigures {
   readonly expiriesSeenByClients: number;
   readonly sessionsAbandoned: number;
   readonly faultsByKind: Partial<Record<FaultKind, number>>;
+  /** Replicas that exited by themselves under an armed disk fault (each must be a clean exit 1). */
+  readonly diskFaultExits: number;
   readonly watchStreams: number;
   readonly watchEvents: number;
   readonly logEntries: number;
@@ -140,6 +148,8 @@ export function rerunCommand(o: ChaosOptions): string {
   const parts = [`npm run chaos -- --seconds ${o.seconds} --seed ${o.seed}`];
   if (o.fence === false) parts.push('--no-fence');
   if (o.nemesis && o.nemesis !== 'full') parts.push(`--nemesis ${o.nemesis}`);
+  if (o.bug) parts.push(`--bug ${o.bug}`);
+  if (o.weights) parts.push(`--weights '${JSON.stringify(o.weights)}'`);
   if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
   return parts.join(' ');
 }
@@ -169,7 +179,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     '--watch-history-max', '20000',
     '--watch-progress-ms', '1000',
   ];
-  const cell = new ChaosCell({ replicas, dataDir, logDir, extraArgs, random: random.fork() });
+  const cell = new ChaosCell({ replicas, dataDir, logDir, extraArgs, random: random.fork(), ...(o.bug ? { bug: o.bug } : {}) });
   const children: ChildProcess[] = [];
   const clientLinks: LinkProxy[] = [];
   const workers: WorkerProcess[] = [];
@@ -179,11 +189,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (!faketimeAvailable() && process.env['CI'] === 'true') {
     throw new Error('chaos: faketime is not installed (Debian package faketime); CI=true requires its clock-shift restarts');
   }
+  if (!fiuAvailable() && process.env['CI'] === 'true') {
+    throw new Error(`chaos: fiu-run is not installed at ${FIU_RUN} (Debian package fiu-utils); CI=true requires its disk faults`);
+  }
   log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`);
   let resourceState: ResourceState | undefined;
   let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
   let crashes: ReturnType<ChaosCell['crashed']> = [];
   const leaderTerms = new Set<string>();
+  const leaderSamples: LeaderSample[] = [];
   let nemesis: Nemesis | undefined;
   const workerProblems: string[] = [];
   try {
@@ -238,12 +252,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const poller = (async () => {
       while (polling) {
         const st = await cell.statuses(400);
-        for (const s of st.values()) if (s.role === 'leader') leaderTerms.add(`${s.term}/${s.nodeId}`);
+        const t = monoNowMs();
+        for (const s of st.values()) {
+          if (s.role !== 'leader') continue;
+          leaderTerms.add(`${s.term}/${s.nodeId}`);
+          leaderSamples.push({ t, leader: s.nodeId, rate: cell.rateOf(s.nodeId) });
+        }
         await sleep(1_000);
       }
     })();
 
-    const weights = nemesisMode === 'full' ? FULL_NEMESIS : nemesisMode === 'client-pauses' ? { 'pause-client': 1 } : {};
+    const weights = o.weights ?? (nemesisMode === 'full' ? FULL_NEMESIS : nemesisMode === 'soak' ? SOAK_NEMESIS : nemesisMode === 'client-pauses' ? { 'pause-client': 1 } : {});
     nemesis = new Nemesis({
       cell,
       workers,
@@ -299,6 +318,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       checkerMs[name] = Math.round(performance.now() - started);
     }
   };
+  flag(
+    'disk faults',
+    cell.faultExits.filter((e) => e.code !== 1 || e.signal !== null).map((e) => `replica ${e.id} under "${e.fault}" exited with code ${e.code}, signal ${e.signal} instead of a clean exit 1: see ${logDir}`),
+  );
   flag('processes', [...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`), ...workerProblems]);
   if (!converged.ok) flag('convergence', [`the healed cell did not converge within ${CONVERGE_MS_MAX} ms: ${converged.why}`]);
 
@@ -315,11 +338,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     flag('final logs', finalLogs.problems);
   }
 
-  const lockHistories = timed('build lock histories', () => buildLockHistories(history));
+  const lockHistories = timed('build lock histories', () => buildLockHistories(history, leaderTimelineClock(leaderSamples)));
   flag(
     'expiry',
     lockHistories.earlyEnds.map(
-      (w) => `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}) and before any close`,
+      (w) => `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}, by the fastest leader clock then, less the allowed drift) and before any close`,
     ),
   );
   flag('odd failures', lockHistories.oddFailures.slice(0, 20).map((op) => `${op.p}#${op.id} ${JSON.stringify(op.op)} failed with ${op.code}`), lockHistories.oddFailures.length);
@@ -375,6 +398,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     expiriesSeenByClients: expiriesSeen,
     sessionsAbandoned: abandoned,
     faultsByKind: nemesis?.started ?? {},
+    diskFaultExits: cell.faultExits.length,
     watchStreams: history.watches.length,
     watchEvents: watchReport?.events ?? 0,
     logEntries: finalLogs?.commonIndex ?? 0,
@@ -420,7 +444,7 @@ export function summarize(r: ChaosReport): string {
     `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
     `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
     `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}`,
-    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; replicas that exited on a disk fault ${f.diskFaultExits}`,
     `  log: ${f.logEntries} entries (from ${f.logFloor}); grants checked in the log ${f.grantsCheckedInLog}, compacted ${f.grantsCompacted}`,
     `  checkers (ms): ${Object.entries(f.checkerMs).map(([k, v]) => `${k} ${v}`).join(', ')}; linearizability ${f.linearizability.names} names, ${f.linearizability.events} events, ${f.linearizability.statesVisited} states (slowest ${f.linearizability.slowest})`,
   ];
