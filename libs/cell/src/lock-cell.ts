@@ -448,7 +448,7 @@ export class LockCell {
       finish(err(new FencerError('TOO_MANY_REQUESTS', 'too many Acquire calls are waiting on this node; retry later')));
       return () => {};
     }
-    if (this.hooks.grantBeforeCommit === true) this.grantBeforeCommitted(req, finish);
+    const freeBefore = this.hooks.grantBeforeCommit === true && this.isFree(req.name);
     this.core.propose(data, (r) => {
       if (!r.ok) return finish(r);
       receipt = { index: r.value.index, term: r.value.term, data };
@@ -462,6 +462,7 @@ export class LockCell {
       if (early) return answerWait(early);
       safety = afterChained(this.env.after, waitMs + WAIT_GRACE_MS, () => handle.cancel());
     });
+    if (freeBefore) this.grantBeforeCommitted(finish);
     return () => {
       if (finished) return;
       const wasQueued = queued;
@@ -470,11 +471,14 @@ export class LockCell {
     };
   }
 
-  /** The planted bug: GRANTED for a lock free in the applied state, with the token the next log entry would carry, before anything commits. */
-  private grantBeforeCommitted(req: AcquireRequest, finish: (outcome: Result<AcquireResponse, FencerError>) => void): void {
-    const lock = this.fsm.getLock(req.name);
-    if (lock.holders.length > 0 || lock.waiters.length > 0) return;
-    const token = this.core.replica.status().lastIndex + 1 + this.fsm.revisionBase;
+  private isFree(name: string): boolean {
+    const lock = this.fsm.getLock(name);
+    return lock.holders.length === 0 && lock.waiters.length === 0;
+  }
+
+  /** The planted bug: GRANTED, with the token of the entry just appended to this leader's log, before it commits. */
+  private grantBeforeCommitted(finish: (outcome: Result<AcquireResponse, FencerError>) => void): void {
+    const token = this.core.replica.status().lastIndex + this.fsm.revisionBase;
     finish(ok({ status: WIRE_ACQUIRE_STATUS.GRANTED, token, holders: [], queuePosition: 0, revision: token }));
   }
 
