@@ -7,7 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { Metadata } from '@grpc/grpc-js';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -43,6 +43,9 @@ export interface SpawnOptions {
   readonly clock?: { readonly faketime: string; readonly monotonic: boolean };
   readonly fiu?: boolean;
 }
+
+/** Admin calls that change membership, sent to the leader. */
+type MembershipCall = { method: 'removeMember'; request: adminpb.RemoveMemberRequest } | { method: 'addMember'; request: adminpb.AddMemberRequest };
 
 /** A disk fault armed with fiu-ctrl: the failure point and the errno it fails with. */
 export interface DiskFault {
@@ -111,6 +114,8 @@ export class ChaosCell {
   /** Exits of replicas whose armed disk fault made them exit: the code and the last log lines say whether it was clean. */
   readonly faultExits: Array<{ id: string; code: number | null; signal: string | null; fault: string }> = [];
   private readonly armed = new Map<string, string>();
+  /** Replicas that were removed and added back with an empty data folder: they always start with --join (never bootstrap again). */
+  private readonly joiners = new Set<string>();
 
   constructor(private readonly opts: CellOptions) {}
 
@@ -157,6 +162,7 @@ export class ChaosCell {
     assert(saved !== undefined, `${id} is in fleet.json`);
     const env: Record<string, string> = { ...saved.env };
     let argv = [...saved.argv];
+    if (this.joiners.has(id)) argv.push('--join');
     if (this.opts.bug) {
       argv[1] = CHAOS_NODE_MAIN;
       env['FENCER_CHAOS_BUG'] = this.opts.bug;
@@ -190,6 +196,39 @@ export class ChaosCell {
     this.children.set(id, child);
     this.state.set(id, 'up');
     this.replica(id).pid = child.pid ?? 0;
+  }
+
+  /**
+   * A membership change through the admin API on whichever replica leads,
+   * looked for again while leadership moves (as `fencer cell add-member`
+   * does), until timeoutMs. Resolves with what happened, never throws.
+   */
+  async changeMembership(call: MembershipCall, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
+    const until = Date.now() + timeoutMs;
+    let last = 'no leader';
+    while (Date.now() < until) {
+      const leader = await this.leader();
+      if (leader !== undefined) {
+        const admin = this.admins.get(leader)!;
+        const deadline = Math.min(until, Date.now() + 5_000);
+        const r = await new Promise<{ ok: boolean; detail: string }>((resolve) => {
+          const cb = (err: { details?: string } | null, res?: { index: number }) => resolve(err ? { ok: false, detail: err.details ?? 'error' } : { ok: true, detail: `at index ${res?.index} by ${leader}` });
+          if (call.method === 'removeMember') admin.removeMember(call.request, new Metadata(), { deadline }, cb);
+          else admin.addMember(call.request, new Metadata(), { deadline }, cb);
+        });
+        if (r.ok) return r;
+        last = r.detail;
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    return { ok: false, detail: `${call.method} gave up after ${timeoutMs} ms: ${last}` };
+  }
+
+  /** Deletes a replica's data folder (it must not be running); from now on it starts with --join. */
+  wipe(id: string): void {
+    assert(!this.alive(id), `${id} is stopped before its data folder is wiped`);
+    rmSync(this.dataDirOf(id), { recursive: true, force: true });
+    this.joiners.add(id);
   }
 
   /** The clock rate a replica runs at now (faketime's "xR"; 1 without one). */

@@ -33,6 +33,7 @@ export type FaultKind =
   | 'clock-restart'
   | 'clock-rate'
   | 'disk-fault'
+  | 'membership'
   | 'partition'
   | 'link-delay'
   | 'link-drop'
@@ -51,6 +52,7 @@ const SLOT: Record<FaultKind, Slot> = {
   'clock-restart': 'process',
   'clock-rate': 'process',
   'disk-fault': 'process',
+  membership: 'process',
   partition: 'network',
   'link-delay': 'network',
   'link-drop': 'network',
@@ -76,7 +78,10 @@ export const FULL_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
 };
 
 /** The soak's nemesis: the full one plus clock-rate skew and disk faults under fiu. */
-export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = { ...FULL_NEMESIS, 'clock-rate': 2, 'disk-fault': 2 };
+export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = { ...FULL_NEMESIS, 'clock-rate': 2, 'disk-fault': 2, membership: 2 };
+
+/** How long a membership change may look for a leader that accepts it. */
+const MEMBERSHIP_CHANGE_MS = 30_000;
 
 /** One-shot disk faults: the write path's positional writes (EIO, disk full), the log's fdatasync, a segment's or snapshot's rename. */
 export const DISK_FAULTS: readonly DiskFault[] = [
@@ -263,6 +268,33 @@ export class Nemesis {
     return { detail: `${fault.name} in ${id} (under fiu-run): ${exited ? 'it exited' : `not reached within ${DISK_FAULT_EXIT_MS} ms; killed`}`, durationMs: rnd.range(500, 3_000), heal };
   }
 
+  /**
+   * A follower stopped and removed from the cell through the admin API;
+   * half the time its data folder is wiped too (a replaced disk). At the
+   * heal it is added back as a voter and started (with --join when wiped,
+   * so it never bootstraps a cell of its own).
+   */
+  private async replaceMember(): Promise<{ detail: string; durationMs: number; heal: () => Promise<string> } | string> {
+    const cell = this.o.cell;
+    const rnd = this.random;
+    const leader = await cell.leader();
+    const followers = this.upIds().filter((id) => id !== leader);
+    if (leader === undefined || followers.length === 0) return 'no leader or no follower up';
+    const id = rnd.pick(followers);
+    const wipe = rnd.chance(0.5);
+    await cell.kill(id);
+    const removed = await cell.changeMembership({ method: 'removeMember', request: { id } }, MEMBERSHIP_CHANGE_MS);
+    // Wiped only once it is surely out: a voter's disk must never vanish under the cell.
+    if (wipe && removed.ok) cell.wipe(id);
+    const r = cell.replica(id);
+    const heal = async (): Promise<string> => {
+      const added = await cell.changeMembership({ method: 'addMember', request: { id, address: r.grpc, learner: false, peerAddress: r.peer } }, MEMBERSHIP_CHANGE_MS);
+      if (!cell.alive(id)) cell.spawn(id);
+      return `added ${id} back: ${added.ok ? added.detail : `FAILED ${added.detail}`}`;
+    };
+    return { detail: `remove ${id}${removed.ok ? ` (${removed.detail})` : ` FAILED: ${removed.detail}`}${wipe && removed.ok ? ', data folder wiped' : ''}`, durationMs: rnd.range(1_000, 6_000), heal };
+  }
+
   /** Starts one fault: its description, how long it lasts and how to heal it; or why it was skipped. */
   private async begin(kind: FaultKind): Promise<{ detail: string; durationMs: number; heal?: () => Promise<string> } | string> {
     const cell = this.o.cell;
@@ -330,6 +362,8 @@ export class Nemesis {
       }
       case 'disk-fault':
         return this.diskFault();
+      case 'membership':
+        return this.replaceMember();
       case 'kill-minority': {
         const up = this.upIds();
         if (up.length < cell.ids.length) return 'a replica is already down';
