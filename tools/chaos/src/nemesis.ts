@@ -34,6 +34,7 @@ export type FaultKind =
   | 'clock-rate'
   | 'disk-fault'
   | 'membership'
+  | 'slow-leader-isolated'
   | 'partition'
   | 'link-delay'
   | 'link-drop'
@@ -53,6 +54,7 @@ const SLOT: Record<FaultKind, Slot> = {
   'clock-rate': 'process',
   'disk-fault': 'process',
   membership: 'process',
+  'slow-leader-isolated': 'process',
   partition: 'network',
   'link-delay': 'network',
   'link-drop': 'network',
@@ -295,6 +297,45 @@ export class Nemesis {
     return { detail: `remove ${id}${removed.ok ? ` (${removed.detail})` : ` FAILED: ${removed.detail}`}${wipe && removed.ok ? ', data folder wiped' : ''}`, durationMs: rnd.range(1_000, 6_000), heal };
   }
 
+  /**
+   * A deposed leader that is slow to notice: a follower restarted with its
+   * clock at a quarter of the real rate, made leader by a transfer, then cut
+   * from its peers (not from clients) for longer than a session TTL. Its
+   * check-quorum runs on its slow clock, so the majority elects a new leader
+   * long before it steps down; a correct leader confirms leadership before
+   * extending a lease, so clients that keep talking to it get no extension.
+   */
+  private async slowLeaderIsolated(): Promise<{ detail: string; durationMs: number; heal: () => Promise<string> } | string> {
+    const cell = this.o.cell;
+    const rnd = this.random;
+    const leader = await cell.leader();
+    const followers = this.upIds().filter((id) => id !== leader);
+    if (leader === undefined || followers.length === 0) return 'no leader or no follower up';
+    const id = rnd.pick(followers);
+    await cell.kill(id);
+    cell.spawn(id, { clock: { faketime: '+0 x0.25', monotonic: true } });
+    const healRestart = async (): Promise<string> => {
+      cell.healLinks();
+      if (cell.state.get(id) !== 'paused') {
+        await cell.kill(id);
+        cell.spawn(id);
+      }
+      return `healed links, restarted ${id} at the real rate`;
+    };
+    const until = this.now() + 20_000;
+    let moved = '';
+    while (this.now() < until && !moved.includes(`leader now ${id}`)) {
+      const current = await cell.leader();
+      if (current !== undefined && current !== id && (await cell.status(id, 500)) !== undefined) moved = await cell.transferLeadership(current, id);
+      else await sleep(300);
+    }
+    if (!moved.includes(`leader now ${id}`)) return { detail: `${id} at x0.25 never became leader (${moved || 'no transfer'})`, durationMs: 0, heal: healRestart };
+    // Clients find the new leader before it is cut off.
+    await sleep(1_500);
+    cell.cutLinks(cell.ids.filter((o) => o !== id).flatMap((o) => [{ from: id, to: o }, { from: o, to: id }]));
+    return { detail: `leader ${id} at clock rate x0.25 cut from its peers`, durationMs: this.o.ttlMs + rnd.range(4_000, 8_000), heal: healRestart };
+  }
+
   /** Starts one fault: its description, how long it lasts and how to heal it; or why it was skipped. */
   private async begin(kind: FaultKind): Promise<{ detail: string; durationMs: number; heal?: () => Promise<string> } | string> {
     const cell = this.o.cell;
@@ -364,6 +405,8 @@ export class Nemesis {
         return this.diskFault();
       case 'membership':
         return this.replaceMember();
+      case 'slow-leader-isolated':
+        return this.slowLeaderIsolated();
       case 'kill-minority': {
         const up = this.upIds();
         if (up.length < cell.ids.length) return 'a replica is already down';
@@ -471,7 +514,7 @@ export class Nemesis {
 }
 
 function available(kind: FaultKind): boolean {
-  if (kind === 'clock-restart' || kind === 'clock-rate') return faketimeAvailable();
+  if (kind === 'clock-restart' || kind === 'clock-rate' || kind === 'slow-leader-isolated') return faketimeAvailable();
   if (kind === 'disk-fault') return fiuAvailable();
   return true;
 }
