@@ -82,6 +82,9 @@ export const FULL_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
 /** The soak's nemesis: the full one plus clock-rate skew and disk faults under fiu. */
 export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = { ...FULL_NEMESIS, 'clock-rate': 2, 'disk-fault': 2, membership: 2 };
 
+/** How long the slow-leader fault tries to make its x0.25 replica leader. */
+const SLOW_LEADER_START_MS = 40_000;
+
 /** How long a membership change may look for a leader that accepts it. */
 const MEMBERSHIP_CHANGE_MS = 30_000;
 
@@ -125,6 +128,13 @@ export interface NemesisOptions {
   readonly intervalMs: readonly [number, number];
   readonly scheduleFile: string;
   readonly t0Ms: number;
+}
+
+/** A fault that began: what it did, how long it lasts, how to heal it. */
+interface Started {
+  readonly detail: string;
+  readonly durationMs: number;
+  readonly heal: () => Promise<string>;
 }
 
 interface Active {
@@ -249,7 +259,7 @@ export class Nemesis {
    * restarted without faults at the heal. One the fault never reached in
    * time is killed instead (recorded as such).
    */
-  private async diskFault(): Promise<{ detail: string; durationMs: number; heal: () => Promise<string> } | string> {
+  private async diskFault(): Promise<Started | string> {
     const cell = this.o.cell;
     const rnd = this.random;
     const id = rnd.pick(this.upIds());
@@ -270,19 +280,24 @@ export class Nemesis {
     return { detail: `${fault.name} in ${id} (under fiu-run): ${exited ? 'it exited' : `not reached within ${DISK_FAULT_EXIT_MS} ms; killed`}`, durationMs: rnd.range(500, 3_000), heal };
   }
 
+  /** An up follower of a known leader, at random. */
+  private async pickFollower(): Promise<string | undefined> {
+    const leader = await this.o.cell.leader();
+    const followers = this.upIds().filter((id) => id !== leader);
+    return leader === undefined || followers.length === 0 ? undefined : this.random.pick(followers);
+  }
+
   /**
    * A follower stopped and removed from the cell through the admin API;
    * half the time its data folder is wiped too (a replaced disk). At the
    * heal it is added back as a voter and started (with --join when wiped,
    * so it never bootstraps a cell of its own).
    */
-  private async replaceMember(): Promise<{ detail: string; durationMs: number; heal: () => Promise<string> } | string> {
+  private async replaceMember(): Promise<Started | string> {
     const cell = this.o.cell;
     const rnd = this.random;
-    const leader = await cell.leader();
-    const followers = this.upIds().filter((id) => id !== leader);
-    if (leader === undefined || followers.length === 0) return 'no leader or no follower up';
-    const id = rnd.pick(followers);
+    const id = await this.pickFollower();
+    if (id === undefined) return 'no leader or no follower up';
     const wipe = rnd.chance(0.5);
     await cell.kill(id);
     const removed = await cell.changeMembership({ method: 'removeMember', request: { id } }, MEMBERSHIP_CHANGE_MS);
@@ -305,13 +320,11 @@ export class Nemesis {
    * long before it steps down; a correct leader confirms leadership before
    * extending a lease, so clients that keep talking to it get no extension.
    */
-  private async slowLeaderIsolated(): Promise<{ detail: string; durationMs: number; heal: () => Promise<string> } | string> {
+  private async slowLeaderIsolated(): Promise<Started | string> {
     const cell = this.o.cell;
     const rnd = this.random;
-    const leader = await cell.leader();
-    const followers = this.upIds().filter((id) => id !== leader);
-    if (leader === undefined || followers.length === 0) return 'no leader or no follower up';
-    const id = rnd.pick(followers);
+    const id = await this.pickFollower();
+    if (id === undefined) return 'no leader or no follower up';
     await cell.kill(id);
     cell.spawn(id, { clock: { faketime: '+0 x0.25', monotonic: true } });
     const healRestart = async (): Promise<string> => {
@@ -322,14 +335,15 @@ export class Nemesis {
       }
       return `healed links, restarted ${id} at the real rate`;
     };
-    const until = this.now() + 20_000;
+    // A node whose timers run at a quarter of the real rate starts slowly.
+    const until = this.now() + SLOW_LEADER_START_MS;
     let moved = '';
     while (this.now() < until && !moved.includes(`leader now ${id}`)) {
       const current = await cell.leader();
-      if (current !== undefined && current !== id && (await cell.status(id, 500)) !== undefined) moved = await cell.transferLeadership(current, id);
+      if (current !== undefined && current !== id && (await cell.status(id, 2_000)) !== undefined) moved = await cell.transferLeadership(current, id);
       else await sleep(300);
     }
-    if (!moved.includes(`leader now ${id}`)) return { detail: `${id} at x0.25 never became leader (${moved || 'no transfer'})`, durationMs: 0, heal: healRestart };
+    if (!moved.includes(`leader now ${id}`)) return { detail: `${id} at x0.25 never became leader within ${SLOW_LEADER_START_MS} ms (${moved || 'its Status never answered'})`, durationMs: 0, heal: healRestart };
     // Clients find the new leader before it is cut off.
     await sleep(1_500);
     cell.cutLinks(cell.ids.filter((o) => o !== id).flatMap((o) => [{ from: id, to: o }, { from: o, to: id }]));

@@ -9,11 +9,17 @@
  *   Acquire): grants whose entries a new leader overwrote, or that were
  *   queued behind another request in the same batch, are not in the final
  *   committed log at their token; the grants-in-log checker flags them.
+ * - heartbeatWithoutConfirmation (a leader extends leases without a
+ *   confirmation round): a leader whose clock runs at x0.25, cut from its
+ *   peers but not from clients, goes on acknowledging heartbeats long after
+ *   the majority elected a successor, which expires those sessions a full
+ *   TTL after its election: the early-expiry checker (the Expiry promise,
+ *   by the fastest leader clock, less the allowed drift) flags them.
  * Method: runChaos with the bug planted in every replica (tools/chaos's own
  * entry point, support/chaos-node.mjs; cell-node's main cannot plant one),
- * 20 s of a nemesis chosen to expose it (followers paused, delayed and
+ * 20-60 s of a nemesis chosen to expose it (followers paused, delayed and
  * partitioned so they lag; leaders killed and partitioned so appended
- * entries are lost); then the same options and seed without the bug, which
+ * entries are lost; the slow isolated leader); then the same options and seed without the bug, which
  * must show no violation. Seeds are fixed (FENCER_CHAOS_SEED shifts them).
  * A failure prints the summary with the rerun command.
  */
@@ -37,6 +43,11 @@ const CASES: ReadonlyArray<{ bug: ChaosBug; catchers: readonly string[]; options
     bug: 'grantBeforeCommit',
     catchers: ['grants in log'],
     options: { seconds: 20, seed: seed(11), weights: { 'kill-leader': 3, partition: 3, 'pause-leader': 2, 'link-delay': 1 } },
+  },
+  {
+    bug: 'heartbeatWithoutConfirmation',
+    catchers: ['expiry'],
+    options: { seconds: 60, seed: seed(14), weights: { 'slow-leader-isolated': 1 } },
   },
 ];
 
