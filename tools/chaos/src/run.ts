@@ -8,7 +8,7 @@
  * command that reruns the same seed.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -142,6 +142,26 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
       resolve(true);
     });
   });
+}
+
+/**
+ * A replica that met an armed disk fault must have exited with code 1, no
+ * signal, after saying why (the storage-failure line): never a crash or an
+ * assertion. One such line per fault exit is looked for in its log.
+ */
+function diskFaultProblems(exits: ChaosCell['faultExits'], logDir: string): string[] {
+  const problems: string[] = [];
+  const exitsById = new Map<string, number>();
+  for (const e of exits) {
+    exitsById.set(e.id, (exitsById.get(e.id) ?? 0) + 1);
+    if (e.code !== 1 || e.signal !== null) problems.push(`replica ${e.id} under "${e.fault}" exited with code ${e.code}, signal ${e.signal} instead of a clean exit 1: see ${logDir}`);
+  }
+  for (const [id, n] of exitsById) {
+    const file = path.join(logDir, `${id}.log`);
+    const said = existsSync(file) ? readFileSync(file, 'utf8').split('storage failure (fsync is never retried): exiting:').length - 1 : 0;
+    if (said < n) problems.push(`replica ${id} exited ${n} times on a disk fault but said "storage failure" ${said} times: see ${file}`);
+  }
+  return problems;
 }
 
 export function rerunCommand(o: ChaosOptions): string {
@@ -318,10 +338,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       checkerMs[name] = Math.round(performance.now() - started);
     }
   };
-  flag(
-    'disk faults',
-    cell.faultExits.filter((e) => e.code !== 1 || e.signal !== null).map((e) => `replica ${e.id} under "${e.fault}" exited with code ${e.code}, signal ${e.signal} instead of a clean exit 1: see ${logDir}`),
-  );
+  flag('disk faults', diskFaultProblems(cell.faultExits, logDir));
   flag('processes', [...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`), ...workerProblems]);
   if (!converged.ok) flag('convergence', [`the healed cell did not converge within ${CONVERGE_MS_MAX} ms: ${converged.why}`]);
 
