@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom, assert } from '@fencer/base';
 import { cellNodeBuilt, waitForLeader } from '../../fleet/fleet.mjs';
-import { type ChaosBug, ChaosCell, faketimeAvailable, fiuAvailable, FIU_RUN } from './cell.js';
+import { type ChaosBug, ChaosCell, FAKETIME_LIB, faketimeAvailable, fiuAvailable, FIU_RUN } from './cell.js';
 import { type FinalLogs, readFinalLogs } from './final-log.js';
 import { type History, loadHistory } from './history.js';
 import { CONVERGE_MS_MAX, LINEARIZABILITY_STATES_MAX } from './limits.js';
@@ -24,7 +24,7 @@ import { LinkProxy } from './proxy.js';
 import type { ResourceState } from './resource.js';
 import { WORKER_CONFIG_ENV, type WorkerConfig } from './workload-config.js';
 import { buildLockHistories, type LeaderSample, leaderTimelineClock } from './check/lock-history.js';
-import { monoNowMs } from './history.js';
+import { CLOCK_RATE_ENV, monoNowMs } from './history.js';
 import { type LinearizabilityResult, checkLock } from './check/linearizability.js';
 import { checkTokens } from './check/tokens.js';
 import { checkResource, type ResourceReport } from './check/resource-check.js';
@@ -46,6 +46,8 @@ export interface ChaosOptions {
   readonly nemesis?: NemesisMode;
   /** Relative weights of the nemesis's faults, replacing the mode's (for runs that make one bug observable). */
   readonly weights?: Readonly<Partial<Record<FaultKind, number>>>;
+  /** One client worker (the last) runs under faketime at this clock rate (its library's timers, lease and heartbeats skewed). */
+  readonly clientClockRate?: number;
   /** A planted cell bug every replica runs with (the checkers must catch it). */
   readonly bug?: ChaosBug;
   readonly snapshotEveryEntries?: number;
@@ -80,6 +82,8 @@ export interface ChaosFigures {
   readonly faultsByKind: Partial<Record<FaultKind, number>>;
   /** Replicas that exited by themselves under an armed disk fault (each must be a clean exit 1). */
   readonly diskFaultExits: number;
+  /** The clock rate of the last client worker (1: not skewed). */
+  readonly clientClockRate: number;
   readonly watchStreams: number;
   readonly watchEvents: number;
   readonly logEntries: number;
@@ -169,6 +173,7 @@ export function rerunCommand(o: ChaosOptions): string {
   if (o.fence === false) parts.push('--no-fence');
   if (o.nemesis && o.nemesis !== 'full') parts.push(`--nemesis ${o.nemesis}`);
   if (o.bug) parts.push(`--bug ${o.bug}`);
+  if (o.clientClockRate !== undefined) parts.push(`--client-clock-rate ${o.clientClockRate}`);
   if (o.weights) parts.push(`--weights '${JSON.stringify(o.weights)}'`);
   if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
   return parts.join(' ');
@@ -193,6 +198,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const fence = o.fence ?? true;
   const nemesisMode = o.nemesis ?? 'full';
   const rerun = rerunCommand(o);
+  // The soak skews one client's clock too (x0.5 or x2), unless told otherwise.
+  const clientClockRate = o.clientClockRate ?? (nemesisMode === 'soak' && faketimeAvailable() ? random.pick([0.5, 2]) : 1);
   const extraArgs = [
     '--ttl-min-ms', '2000',
     '--snapshot-every-entries', String(o.snapshotEveryEntries ?? 1_000_000),
@@ -261,7 +268,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         abandonRate: o.abandonRate ?? 0.3,
       };
       const stderr = openSync(path.join(logDir, `${id}.log`), 'a');
-      const child = fork(WORKER_MAIN, [], { execArgv: [], env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      const skewed = clientClockRate !== 1 && w === workerCount - 1;
+      const clockEnv = skewed ? { LD_PRELOAD: FAKETIME_LIB, FAKETIME: `+0 x${clientClockRate}`, [CLOCK_RATE_ENV]: String(clientClockRate) } : {};
+      const child = fork(WORKER_MAIN, [], { execArgv: [], env: { ...process.env, ...clockEnv, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      if (skewed) {
+        child.on('message', (m: { clockAnchorPlease?: boolean }) => {
+          if (m.clockAnchorPlease === true) child.send({ clockAnchorMs: monoNowMs() });
+        });
+      }
       children.push(child);
       workers.push({ id, child, links, paused: false });
     }
@@ -416,6 +430,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     sessionsAbandoned: abandoned,
     faultsByKind: nemesis?.started ?? {},
     diskFaultExits: cell.faultExits.length,
+    clientClockRate,
     watchStreams: history.watches.length,
     watchEvents: watchReport?.events ?? 0,
     logEntries: finalLogs?.commonIndex ?? 0,
@@ -461,7 +476,7 @@ export function summarize(r: ChaosReport): string {
     `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
     `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
     `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}`,
-    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; replicas that exited on a disk fault ${f.diskFaultExits}`,
+    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; replicas that exited on a disk fault ${f.diskFaultExits}; last client's clock rate x${f.clientClockRate}`,
     `  log: ${f.logEntries} entries (from ${f.logFloor}); grants checked in the log ${f.grantsCheckedInLog}, compacted ${f.grantsCompacted}`,
     `  checkers (ms): ${Object.entries(f.checkerMs).map(([k, v]) => `${k} ${v}`).join(', ')}; linearizability ${f.linearizability.names} names, ${f.linearizability.events} events, ${f.linearizability.statesVisited} states (slowest ${f.linearizability.slowest})`,
   ];
