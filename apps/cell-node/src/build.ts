@@ -12,7 +12,7 @@
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type Clock, type NodeId, type Random, assert } from '@fencer/base';
-import { type Cancel, TIMER_DELAY_MS_MAX } from '@fencer/cell';
+import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
 import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
@@ -38,6 +38,8 @@ export interface CellNodeDeps {
   readonly onFatal: (error: Error) => void;
   /** Monotonic milliseconds for WAL fsync timing. */
   readonly nowMs: () => number;
+  /** Planted bugs for the chaos harness's own entry point only; main.ts never sets them. */
+  readonly testHooks?: LockCellTestHooks;
 }
 
 export interface CellNodeApp {
@@ -84,7 +86,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
 
   let transport: RaftPeerTransport | undefined;
   const forwarder = new GrpcForwarder(config.id);
-  const node = new CellNode(config, store, { clock: deps.clock, random: deps.random, logger, metrics: metrics.cellMetrics(), send: (m) => transport?.send(m), onFatal: deps.onFatal, after }, forwarder);
+  const node = new CellNode(config, store, { clock: deps.clock, random: deps.random, logger, metrics: metrics.cellMetrics(), send: (m) => transport?.send(m), onFatal: deps.onFatal, after }, forwarder, deps.testHooks);
   syncView.isLeader = () => node.isLeader;
   const transportOptions: PeerTransportOptions = {
     selfId: config.id,

@@ -5,7 +5,7 @@
  * (lock-service.ts, admin-service.ts) and build.ts's sockets sit on top.
  */
 import { FencerError, type LogIndex, type NodeId } from '@fencer/base';
-import { type CellEnv, type LeaderForwarder, type LockCellConfig, LockCell } from '@fencer/cell';
+import { type CellEnv, type LeaderForwarder, type LockCellConfig, type LockCellTestHooks, LockCell } from '@fencer/cell';
 import type { ConfChange } from '@fencer/raft';
 import type { Replica } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
@@ -58,8 +58,9 @@ export class CellNode {
     store: RaftLogStore,
     readonly env: NodeEnv,
     forwarder: LeaderForwarder,
+    testHooks: LockCellTestHooks = {},
   ) {
-    this.cell = new LockCell(lockCellConfig(config), store, env, forwarder);
+    this.cell = new LockCell(lockCellConfig(config), store, env, forwarder, testHooks);
   }
 
   get id(): NodeId {

@@ -122,6 +122,10 @@ export interface LockCellConfig extends GroupConfig {
 export interface LockCellTestHooks {
   /** Planted bug: the leader extends leases at once, without confirming it still leads. */
   readonly heartbeatWithoutConfirmation?: boolean;
+  /** Planted bug: every replica answers GetLock, CheckToken and ListLocks from its own applied state at once (no ReadIndex round, no forwarding). */
+  readonly readWithoutBarrier?: boolean;
+  /** Planted bug: the leader answers GRANTED for a free lock as soon as it proposes the Acquire, before the entry commits. */
+  readonly grantBeforeCommit?: boolean;
   /** Rewrites what the state machine reports for an entry (planted lock-level bugs). */
   readonly rewriteApplied?: (command: Command, applied: ApplyResult) => ApplyResult;
   /** The state linearizable reads are answered from (a planted stale read). */
@@ -136,7 +140,9 @@ export interface LockCellTestHooks {
 
 export type WatchRequest = { readonly name: string; readonly prefix: boolean; readonly sinceRevision: number };
 
-/** Options of the lock state machine on every replica: without a control plane the cell owns every namespace. */
+/** The linearizable reads (the readWithoutBarrier test hook serves these locally). */
+const READ_METHODS: ReadonlySet<CellMethod> = new Set<CellMethod>(['getLock', 'checkToken', 'listLocks']);
+
 function fail(code: FencerError['code'], message: string, leaderHint?: string): never {
   throw new FencerError(code, message, leaderHint);
 }
@@ -276,7 +282,7 @@ export class LockCell {
     };
     try {
       (validators[method] as (req: RequestOf<M>) => void)(request);
-      if (this.isLeader) return this.serve(method, request, answer);
+      if (this.isLeader || (this.hooks.readWithoutBarrier === true && READ_METHODS.has(method))) return this.serve(method, request, answer);
       return this.forward(method, request, ctx, answer);
     } catch (e) {
       if (!(e instanceof FencerError)) throw e;
@@ -373,7 +379,8 @@ export class LockCell {
 
   /** A linearizable read: a ReadIndex round, then `answer` from the applied state. */
   private read(done: CallDone<unknown>, answer: (fsm: LockStateMachine) => unknown): Cancel {
-    this.core.readBarrier((error) => {
+    const barrier = this.hooks.readWithoutBarrier === true ? (then: (error: FencerError | null) => void) => then(null) : (then: (error: FencerError | null) => void) => this.core.readBarrier(then);
+    barrier((error) => {
       if (error) return done(err(error));
       try {
         done(ok(answer(this.hooks.readState?.() ?? this.fsm)));
@@ -446,6 +453,7 @@ export class LockCell {
       finish(err(new FencerError('TOO_MANY_REQUESTS', 'too many Acquire calls are waiting on this node; retry later')));
       return () => {};
     }
+    const freeBefore = this.hooks.grantBeforeCommit === true && this.isFree(req.name);
     this.core.propose(data, (r) => {
       if (!r.ok) return finish(r);
       receipt = { index: r.value.index, term: r.value.term, data };
@@ -459,12 +467,24 @@ export class LockCell {
       if (early) return answerWait(early);
       safety = afterChained(this.env.after, waitMs + WAIT_GRACE_MS, () => handle.cancel());
     });
+    if (freeBefore) this.grantBeforeCommitted(finish);
     return () => {
       if (finished) return;
       const wasQueued = queued;
       finish(err(new FencerError('CANCELLED', 'the caller gave up')));
       if (wasQueued) this.propose({ kind: 'CancelWait', sessionId, name: req.name, requestId, reason: 'cancelled' }, () => {});
     };
+  }
+
+  private isFree(name: string): boolean {
+    const lock = this.fsm.getLock(name);
+    return lock.holders.length === 0 && lock.waiters.length === 0;
+  }
+
+  /** The planted bug: GRANTED, with the token of the entry just appended to this leader's log, before it commits. */
+  private grantBeforeCommitted(finish: (outcome: Result<AcquireResponse, FencerError>) => void): void {
+    const token = this.core.replica.status().lastIndex + this.fsm.revisionBase;
+    finish(ok({ status: WIRE_ACQUIRE_STATUS.GRANTED, token, holders: [], queuePosition: 0, revision: token }));
   }
 
   private timedOut(name: string, revision: number): AcquireResponse {

@@ -7,9 +7,11 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { Metadata } from '@grpc/grpc-js';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { assert, type Random } from '@fencer/base';
 import type { adminpb } from '@fencer/protocol';
 import { adminClient, planFleet, spawnReplica, status as adminStatus, writeFleetJson, type ReplicaPlan } from '@fencer/fleet';
@@ -22,12 +24,50 @@ export function faketimeAvailable(): boolean {
   return existsSync(FAKETIME_LIB);
 }
 
+/** Debian fiu-utils' launcher; fiu-ctrl sits beside it. FIU_RUN overrides where it is looked for. */
+export const FIU_RUN = process.env['FIU_RUN'] ?? '/usr/bin/fiu-run';
+
+export function fiuAvailable(): boolean {
+  return existsSync(FIU_RUN) && existsSync(path.join(path.dirname(FIU_RUN), 'fiu-ctrl'));
+}
+
+/** The planted cell bugs the chaos entry point (support/chaos-node.mjs) can switch on. */
+export const CHAOS_BUGS = ['readWithoutBarrier', 'heartbeatWithoutConfirmation', 'grantBeforeCommit'] as const;
+export type ChaosBug = (typeof CHAOS_BUGS)[number];
+
+const CHAOS_NODE_MAIN = fileURLToPath(new URL('../support/chaos-node.mjs', import.meta.url));
+
+/** How a replica is started: a faketime clock (offset and/or rate) and whether it runs under fiu-run. */
+export interface SpawnOptions {
+  /** faketime's FAKETIME value: an offset ("+3h"), a rate ("+0 x2"), or both. */
+  readonly clock?: { readonly faketime: string; readonly monotonic: boolean };
+  readonly fiu?: boolean;
+}
+
+/** Admin calls that change membership, sent to the leader. */
+type MembershipCall = { method: 'removeMember'; request: adminpb.RemoveMemberRequest } | { method: 'addMember'; request: adminpb.AddMemberRequest };
+
+/** A disk fault armed with fiu-ctrl: the failure point and the errno it fails with. */
+export interface DiskFault {
+  readonly points: readonly string[];
+  readonly errno: number;
+  readonly name: string;
+}
+
+/** faketime's clock rate in a FAKETIME value ("+0 x2" runs at 2), 1 when none is given. */
+export function faketimeRate(faketime: string | undefined): number {
+  const m = faketime === undefined ? null : /x([0-9.]+)\s*$/.exec(faketime);
+  return m ? Number(m[1]) : 1;
+}
+
 export interface CellOptions {
   readonly replicas: number;
   readonly dataDir: string;
   readonly logDir: string;
   readonly extraArgs: readonly string[];
   readonly random: Random;
+  /** A planted bug every replica runs with (the chaos entry point instead of cell-node's main). */
+  readonly bug?: ChaosBug;
 }
 
 type Admin = ReturnType<typeof adminClient>;
@@ -53,7 +93,8 @@ async function choosePortBase(replicas: number, random: Random): Promise<number>
   throw new Error('no free port range for the cell after 50 tries');
 }
 
-export type ReplicaState = 'up' | 'killed' | 'paused';
+/** 'faulted': a disk fault is armed, so the replica is expected to exit by itself (cleanly, non-zero). */
+export type ReplicaState = 'up' | 'killed' | 'paused' | 'faulted';
 
 export class ChaosCell {
   readonly replicas: ReplicaPlan[] = [];
@@ -66,8 +107,15 @@ export class ChaosCell {
   private readonly admins = new Map<string, Admin>();
   private readonly selfExits: Array<{ id: string; code: number | null; signal: string | null }> = [];
   private stopping = false;
-  /** Replicas currently running under faketime, with their offset. */
+  /** Replicas currently running under faketime, with their FAKETIME value. */
   readonly shifted = new Map<string, string>();
+  /** Replicas currently running under fiu-run, with their fiu-ctrl control file prefix. */
+  readonly underFiu = new Map<string, string>();
+  /** Exits of replicas whose armed disk fault made them exit: the code and the last log lines say whether it was clean. */
+  readonly faultExits: Array<{ id: string; code: number | null; signal: string | null; fault: string }> = [];
+  private readonly armed = new Map<string, string>();
+  /** Replicas that were removed and added back with an empty data folder: they always start with --join (never bootstrap again). */
+  private readonly joiners = new Set<string>();
 
   constructor(private readonly opts: CellOptions) {}
 
@@ -107,28 +155,108 @@ export class ChaosCell {
     return r;
   }
 
-  /** Starts a replica from fleet.json's argv and env (plus faketime when a clock shift is given). */
-  spawn(id: string, clockShift?: { offset: string; monotonic: boolean }): void {
+  /** Starts a replica from fleet.json's argv and env, under faketime and/or fiu-run when asked, with the planted bug if the cell has one. */
+  spawn(id: string, how: SpawnOptions = {}): void {
     const fleet = JSON.parse(readFileSync(this.fleetFile, 'utf8')) as { cells: Array<{ replicas: ReplicaPlan[] }> };
     const saved = fleet.cells[0]!.replicas.find((r) => r.id === id);
     assert(saved !== undefined, `${id} is in fleet.json`);
     const env: Record<string, string> = { ...saved.env };
-    if (clockShift) {
-      env.LD_PRELOAD = FAKETIME_LIB;
-      env.FAKETIME = clockShift.offset;
-      if (!clockShift.monotonic) env.FAKETIME_DONT_FAKE_MONOTONIC = '1';
-      this.shifted.set(id, clockShift.offset);
+    let argv = [...saved.argv];
+    if (this.joiners.has(id)) argv.push('--join');
+    if (this.opts.bug) {
+      argv[1] = CHAOS_NODE_MAIN;
+      env['FENCER_CHAOS_BUG'] = this.opts.bug;
+    }
+    if (how.clock) {
+      env['LD_PRELOAD'] = FAKETIME_LIB;
+      env['FAKETIME'] = how.clock.faketime;
+      if (!how.clock.monotonic) env['FAKETIME_DONT_FAKE_MONOTONIC'] = '1';
+      this.shifted.set(id, how.clock.faketime);
     } else {
       this.shifted.delete(id);
     }
-    const child = spawnReplica({ ...saved, env }, { logDir: this.opts.logDir });
+    if (how.fiu) {
+      assert(fiuAvailable(), `fiu-run not found at ${FIU_RUN}: install the Debian package fiu-utils`);
+      const ctl = path.join(this.opts.logDir, `fiu-${id}`);
+      argv = [FIU_RUN, '-x', '-f', ctl, ...argv];
+      // libuv's io_uring path would bypass the preloaded fault points.
+      env['UV_USE_IO_URING'] = '0';
+      this.underFiu.set(id, ctl);
+    } else {
+      this.underFiu.delete(id);
+    }
+    this.armed.delete(id);
+    const child = spawnReplica({ ...saved, argv, env }, { logDir: this.opts.logDir });
     // An exit the harness did not cause is a crash, even if the nemesis later "kills" and restarts that replica.
     child.once('exit', (code, signal) => {
-      if (this.state.get(id) !== 'killed' && !this.stopping) this.selfExits.push({ id, code, signal });
+      const fault = this.armed.get(id);
+      if (fault !== undefined && this.state.get(id) === 'faulted') this.faultExits.push({ id, code, signal, fault });
+      else if (this.state.get(id) !== 'killed' && !this.stopping) this.selfExits.push({ id, code, signal });
     });
     this.children.set(id, child);
     this.state.set(id, 'up');
     this.replica(id).pid = child.pid ?? 0;
+  }
+
+  /**
+   * A membership change through the admin API on whichever replica leads,
+   * looked for again while leadership moves (as `fencer cell add-member`
+   * does), until timeoutMs. Resolves with what happened, never throws.
+   */
+  async changeMembership(call: MembershipCall, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
+    const until = Date.now() + timeoutMs;
+    let last = 'no leader';
+    while (Date.now() < until) {
+      const leader = await this.leader();
+      if (leader !== undefined) {
+        const admin = this.admins.get(leader)!;
+        const deadline = Math.min(until, Date.now() + 5_000);
+        const r = await new Promise<{ ok: boolean; detail: string }>((resolve) => {
+          const cb = (err: { details?: string } | null, res?: { index: number }) => resolve(err ? { ok: false, detail: err.details ?? 'error' } : { ok: true, detail: `at index ${res?.index} by ${leader}` });
+          if (call.method === 'removeMember') admin.removeMember(call.request, new Metadata(), { deadline }, cb);
+          else admin.addMember(call.request, new Metadata(), { deadline }, cb);
+        });
+        if (r.ok) return r;
+        last = r.detail;
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    return { ok: false, detail: `${call.method} gave up after ${timeoutMs} ms: ${last}` };
+  }
+
+  /** Deletes a replica's data folder (it must not be running); from now on it starts with --join. */
+  wipe(id: string): void {
+    assert(!this.alive(id), `${id} is stopped before its data folder is wiped`);
+    rmSync(this.dataDirOf(id), { recursive: true, force: true });
+    this.joiners.add(id);
+  }
+
+  /** The clock rate a replica runs at now (faketime's "xR"; 1 without one). */
+  rateOf(id: string): number {
+    return faketimeRate(this.shifted.get(id));
+  }
+
+  /**
+   * Arms a one-shot disk fault in a replica running under fiu-run; the
+   * replica is then expected to exit by itself (a storage error is never
+   * retried). Resolves with whether it exited within `exitWithinMs`.
+   */
+  async armDiskFault(id: string, fault: DiskFault, exitWithinMs: number): Promise<boolean> {
+    const ctl = this.underFiu.get(id);
+    const child = this.children.get(id);
+    assert(ctl !== undefined && child !== undefined && this.alive(id), `${id} runs under fiu-run`);
+    this.state.set(id, 'faulted');
+    this.armed.set(id, fault.name);
+    const exited = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), exitWithinMs);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    const fiuCtrl = path.join(path.dirname(FIU_RUN), 'fiu-ctrl');
+    execFileSync(fiuCtrl, [...fault.points.flatMap((p) => ['-c', `enable name=${p},failinfo=${fault.errno},onetime`]), '-f', ctl, String(child.pid)]);
+    return exited;
   }
 
   alive(id: string): boolean {

@@ -8,6 +8,7 @@
 import { randomInt } from 'node:crypto';
 import { Command, InvalidArgumentError } from 'commander';
 import { type NemesisMode, runChaos, summarize } from './run.js';
+import { CHAOS_BUGS, type ChaosBug } from './cell.js';
 
 const int = (what: string) => (v: string): number => {
   const n = Number(v);
@@ -20,14 +21,32 @@ const program = new Command('fencer-chaos')
   .option('--seconds <s>', 'how long the nemesis runs', int('--seconds'), 60)
   .option('--seed <x>', 'seed of the fault schedule and the workloads', int('--seed'))
   .option('--no-fence', 'the negative control: the resource accepts every token (the checker must flag it)')
-  .option('--nemesis <mode>', 'full | client-pauses | none', 'full')
+  .option('--nemesis <mode>', 'full | soak (full plus clock-rate skew and fiu disk faults) | client-pauses | none', 'full')
+  .option('--client-clock-rate <r>', 'run the last client worker under faketime at this clock rate (e.g. 0.5 or 2)', (v: string) => {
+    const n = Number(v);
+    if (!(n > 0 && n <= 10)) throw new InvalidArgumentError('--client-clock-rate must be a number in (0, 10]');
+    return n;
+  })
+  .option('--bug <name>', `plant a cell bug the checkers must catch: ${CHAOS_BUGS.join(' | ')}`)
+  .option('--weights <json>', 'the nemesis\'s fault weights as JSON, replacing the mode\'s (e.g. \'{"partition":1}\')')
   .option('--snapshot-every-entries <n>', 'snapshot and compact the log every n entries (default: never within a run)', int('--snapshot-every-entries'))
   .option('--work-dir <dir>', 'where data, logs, history and the report go (default: a new temporary directory)')
   .allowExcessArguments(false);
 program.parse(process.argv.slice(2), { from: 'user' });
-const o = program.opts<{ seconds: number; seed?: number; fence: boolean; nemesis: string; snapshotEveryEntries?: number; workDir?: string }>();
-if (!['full', 'client-pauses', 'none'].includes(o.nemesis)) {
-  console.error(`--nemesis must be full, client-pauses or none, got "${o.nemesis}"`);
+const o = program.opts<{ seconds: number; seed?: number; fence: boolean; nemesis: string; bug?: string; weights?: string; clientClockRate?: number; snapshotEveryEntries?: number; workDir?: string }>();
+if (!['full', 'soak', 'client-pauses', 'none'].includes(o.nemesis)) {
+  console.error(`--nemesis must be full, soak, client-pauses or none, got "${o.nemesis}"`);
+  process.exit(2);
+}
+if (o.bug !== undefined && !(CHAOS_BUGS as readonly string[]).includes(o.bug)) {
+  console.error(`--bug must be one of ${CHAOS_BUGS.join(', ')}, got "${o.bug}"`);
+  process.exit(2);
+}
+let weights: Record<string, number> | undefined;
+try {
+  weights = o.weights === undefined ? undefined : (JSON.parse(o.weights) as Record<string, number>);
+} catch (err) {
+  console.error(`--weights must be a JSON object of fault kinds to weights: ${(err as Error).message}`);
   process.exit(2);
 }
 const seed = o.seed ?? randomInt(1, 2 ** 31);
@@ -36,6 +55,9 @@ const report = await runChaos({
   seed,
   fence: o.fence,
   nemesis: o.nemesis as NemesisMode,
+  ...(o.bug !== undefined ? { bug: o.bug as ChaosBug } : {}),
+  ...(o.clientClockRate !== undefined ? { clientClockRate: o.clientClockRate } : {}),
+  ...(weights !== undefined ? { weights } : {}),
   ...(o.snapshotEveryEntries !== undefined ? { snapshotEveryEntries: o.snapshotEveryEntries } : {}),
   ...(o.workDir ? { workDir: o.workDir } : {}),
 });

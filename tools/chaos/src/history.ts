@@ -15,9 +15,38 @@ import path from 'node:path';
 import { assert } from '@fencer/base';
 import { HISTORY_RECORDS_PER_WORKER_MAX } from './limits.js';
 
-/** Milliseconds on CLOCK_MONOTONIC: comparable across the processes of one machine. */
-export function monoNowMs(): number {
+/**
+ * A client process run under faketime at rate R (FENCER_CHAOS_CLOCK_RATE
+ * tells it R) reads a monotonic clock that runs R times the real one, from
+ * a base of faketime's choosing; its history times are mapped back to real
+ * time through one anchor (its reading when the harness sent its own real
+ * reading), so they compare with every other process's.
+ */
+export const CLOCK_RATE_ENV = 'FENCER_CHAOS_CLOCK_RATE';
+const clockRate = Number(process.env[CLOCK_RATE_ENV] ?? '1');
+assert(Number.isFinite(clockRate) && clockRate > 0, `${CLOCK_RATE_ENV} must be a positive number, got ${process.env[CLOCK_RATE_ENV]}`);
+let anchor: { readonly readMs: number; readonly realMs: number } | undefined;
+
+function readMonoMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
+}
+
+/** Whether this process's clock is skewed and still waits for its anchor. */
+export function needsClockAnchor(): boolean {
+  return clockRate !== 1 && anchor === undefined;
+}
+
+/** Ties this process's skewed clock to the harness's real one: `realMs` was read just now. */
+export function setClockAnchor(realMs: number): void {
+  anchor = { readMs: readMonoMs(), realMs };
+}
+
+/** Milliseconds on CLOCK_MONOTONIC (real rate): comparable across the processes of one machine. */
+export function monoNowMs(): number {
+  const readMs = readMonoMs();
+  if (clockRate === 1) return readMs;
+  assert(anchor !== undefined, 'a skewed client reads history time only after its clock anchor arrived');
+  return anchor.realMs + (readMs - anchor.readMs) / clockRate;
 }
 
 export type Mode = 'X' | 'S';

@@ -19,7 +19,7 @@ import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { assert, type Random } from '@fencer/base';
 import type { ChaosCell } from './cell.js';
-import { faketimeAvailable } from './cell.js';
+import { type DiskFault, faketimeAvailable, fiuAvailable } from './cell.js';
 import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX } from './limits.js';
 import { bridge, isolate, majorityMinority, oneWay, ring, type Partition } from './partitions.js';
 import type { LinkProxy } from './proxy.js';
@@ -31,6 +31,10 @@ export type FaultKind =
   | 'pause-leader'
   | 'pause-followers'
   | 'clock-restart'
+  | 'clock-rate'
+  | 'disk-fault'
+  | 'membership'
+  | 'slow-leader-isolated'
   | 'partition'
   | 'link-delay'
   | 'link-drop'
@@ -47,6 +51,10 @@ const SLOT: Record<FaultKind, Slot> = {
   'pause-leader': 'process',
   'pause-followers': 'process',
   'clock-restart': 'process',
+  'clock-rate': 'process',
+  'disk-fault': 'process',
+  membership: 'process',
+  'slow-leader-isolated': 'process',
   partition: 'network',
   'link-delay': 'network',
   'link-drop': 'network',
@@ -70,6 +78,28 @@ export const FULL_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
   'pause-client': 4,
   'client-link': 3,
 };
+
+/** The soak's nemesis: the full one plus clock-rate skew and disk faults under fiu. */
+export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = { ...FULL_NEMESIS, 'clock-rate': 2, 'disk-fault': 2, membership: 2 };
+
+/** How long the slow-leader fault tries to make its x0.25 replica leader. */
+const SLOW_LEADER_START_MS = 40_000;
+
+/** How long a membership change may look for a leader that accepts it. */
+const MEMBERSHIP_CHANGE_MS = 30_000;
+
+/** One-shot disk faults: the write path's positional writes (EIO, disk full), the log's fdatasync, a segment's or snapshot's rename. */
+export const DISK_FAULTS: readonly DiskFault[] = [
+  { name: 'pwrite EIO', points: ['posix/io/rw/pwrite', 'posix/io/rw/pwritev'], errno: 5 },
+  { name: 'pwrite ENOSPC', points: ['posix/io/rw/pwrite', 'posix/io/rw/pwritev'], errno: 28 },
+  { name: 'fdatasync EIO', points: ['posix/io/sync/fdatasync', 'posix/io/sync/fsync'], errno: 5 },
+  { name: 'rename EIO', points: ['posix/io/dir/rename'], errno: 5 },
+];
+
+/** How long a replica under an armed disk fault may go on before the harness gives up on the fault firing (a rename is rare). */
+const DISK_FAULT_EXIT_MS = 8_000;
+/** How long a replica restarted under fiu-run gets to answer its admin Status before the fault is armed. */
+const FIU_START_MS = 15_000;
 
 export interface WorkerProcess {
   readonly id: string;
@@ -100,6 +130,13 @@ export interface NemesisOptions {
   readonly t0Ms: number;
 }
 
+/** A fault that began: what it did, how long it lasts, how to heal it. */
+interface Started {
+  readonly detail: string;
+  readonly durationMs: number;
+  readonly heal: () => Promise<string>;
+}
+
 interface Active {
   readonly slot: Slot;
   readonly kind: FaultKind;
@@ -116,8 +153,10 @@ export class Nemesis {
 
   constructor(private readonly o: NemesisOptions) {
     this.random = o.random;
-    this.kinds = (Object.keys(o.weights) as FaultKind[]).filter((k) => (o.weights[k] ?? 0) > 0 && (k !== 'clock-restart' || faketimeAvailable()));
+    this.kinds = (Object.keys(o.weights) as FaultKind[]).filter((k) => (o.weights[k] ?? 0) > 0 && available(k));
     assert(o.intervalMs[0] > 0 && o.intervalMs[0] <= o.intervalMs[1], 'nemesis interval is a range');
+    const unknown = Object.keys(o.weights).filter((k) => !(k in SLOT));
+    assert(unknown.length === 0, `unknown fault kinds ${unknown.join(', ')}; known: ${Object.keys(SLOT).join(', ')}`);
   }
 
   private now(): number {
@@ -173,7 +212,7 @@ export class Nemesis {
     const restarted: string[] = [];
     for (const id of cell.ids) {
       if (cell.state.get(id) === 'paused') cell.resume(id);
-      if (cell.state.get(id) === 'killed') {
+      if (cell.state.get(id) === 'killed' || (cell.state.get(id) === 'faulted' && !cell.alive(id))) {
         cell.spawn(id);
         restarted.push(id);
       }
@@ -214,12 +253,109 @@ export class Nemesis {
     return this.o.cell.ids.filter((id) => this.o.cell.state.get(id) === 'up');
   }
 
+  /**
+   * A replica restarted under fiu-run, then a one-shot disk fault armed in
+   * it: it must exit by itself (a storage error is never retried); it is
+   * restarted without faults at the heal. One the fault never reached in
+   * time is killed instead (recorded as such).
+   */
+  private async diskFault(): Promise<Started | string> {
+    const cell = this.o.cell;
+    const rnd = this.random;
+    const id = rnd.pick(this.upIds());
+    if (id === undefined) return 'no replica up';
+    const fault = rnd.pick(DISK_FAULTS);
+    await cell.kill(id);
+    cell.spawn(id, { fiu: true });
+    const until = this.now() + FIU_START_MS;
+    while (this.now() < until && (await cell.status(id, 500)) === undefined) await sleep(200);
+    const heal = async (): Promise<string> => {
+      if (cell.alive(id) && cell.state.get(id) !== 'up') await cell.kill(id);
+      if (!cell.alive(id)) cell.spawn(id);
+      return `restarted ${id} without faults`;
+    };
+    if (!cell.alive(id) || cell.state.get(id) !== 'up') return { detail: `${id} under fiu-run did not come up`, durationMs: 0, heal };
+    const exited = await cell.armDiskFault(id, fault, DISK_FAULT_EXIT_MS);
+    if (!exited) await cell.kill(id);
+    return { detail: `${fault.name} in ${id} (under fiu-run): ${exited ? 'it exited' : `not reached within ${DISK_FAULT_EXIT_MS} ms; killed`}`, durationMs: rnd.range(500, 3_000), heal };
+  }
+
+  /** An up follower of a known leader, at random. */
+  private async pickFollower(): Promise<string | undefined> {
+    const leader = await this.o.cell.leader();
+    const followers = this.upIds().filter((id) => id !== leader);
+    return leader === undefined || followers.length === 0 ? undefined : this.random.pick(followers);
+  }
+
+  /**
+   * A follower stopped and removed from the cell through the admin API;
+   * half the time its data folder is wiped too (a replaced disk). At the
+   * heal it is added back as a voter and started (with --join when wiped,
+   * so it never bootstraps a cell of its own).
+   */
+  private async replaceMember(): Promise<Started | string> {
+    const cell = this.o.cell;
+    const rnd = this.random;
+    const id = await this.pickFollower();
+    if (id === undefined) return 'no leader or no follower up';
+    const wipe = rnd.chance(0.5);
+    await cell.kill(id);
+    const removed = await cell.changeMembership({ method: 'removeMember', request: { id } }, MEMBERSHIP_CHANGE_MS);
+    // Wiped only once it is surely out: a voter's disk must never vanish under the cell.
+    if (wipe && removed.ok) cell.wipe(id);
+    const r = cell.replica(id);
+    const heal = async (): Promise<string> => {
+      const added = await cell.changeMembership({ method: 'addMember', request: { id, address: r.grpc, learner: false, peerAddress: r.peer } }, MEMBERSHIP_CHANGE_MS);
+      if (!cell.alive(id)) cell.spawn(id);
+      return `added ${id} back: ${added.ok ? added.detail : `FAILED ${added.detail}`}`;
+    };
+    return { detail: `remove ${id}${removed.ok ? ` (${removed.detail})` : ` FAILED: ${removed.detail}`}${wipe && removed.ok ? ', data folder wiped' : ''}`, durationMs: rnd.range(1_000, 6_000), heal };
+  }
+
+  /**
+   * A deposed leader that is slow to notice: a follower restarted with its
+   * clock at a quarter of the real rate, made leader by a transfer, then cut
+   * from its peers (not from clients) for longer than a session TTL. Its
+   * check-quorum runs on its slow clock, so the majority elects a new leader
+   * long before it steps down; a correct leader confirms leadership before
+   * extending a lease, so clients that keep talking to it get no extension.
+   */
+  private async slowLeaderIsolated(): Promise<Started | string> {
+    const cell = this.o.cell;
+    const rnd = this.random;
+    const id = await this.pickFollower();
+    if (id === undefined) return 'no leader or no follower up';
+    await cell.kill(id);
+    cell.spawn(id, { clock: { faketime: '+0 x0.25', monotonic: true } });
+    const healRestart = async (): Promise<string> => {
+      cell.healLinks();
+      if (cell.state.get(id) !== 'paused') {
+        await cell.kill(id);
+        cell.spawn(id);
+      }
+      return `healed links, restarted ${id} at the real rate`;
+    };
+    // A node whose timers run at a quarter of the real rate starts slowly.
+    const until = this.now() + SLOW_LEADER_START_MS;
+    let moved = '';
+    while (this.now() < until && !moved.includes(`leader now ${id}`)) {
+      const current = await cell.leader();
+      if (current !== undefined && current !== id && (await cell.status(id, 2_000)) !== undefined) moved = await cell.transferLeadership(current, id);
+      else await sleep(300);
+    }
+    if (!moved.includes(`leader now ${id}`)) return { detail: `${id} at x0.25 never became leader within ${SLOW_LEADER_START_MS} ms (${moved || 'its Status never answered'})`, durationMs: 0, heal: healRestart };
+    // Clients find the new leader before it is cut off.
+    await sleep(1_500);
+    cell.cutLinks(cell.ids.filter((o) => o !== id).flatMap((o) => [{ from: id, to: o }, { from: o, to: id }]));
+    return { detail: `leader ${id} at clock rate x0.25 cut from its peers`, durationMs: this.o.ttlMs + rnd.range(4_000, 8_000), heal: healRestart };
+  }
+
   /** Starts one fault: its description, how long it lasts and how to heal it; or why it was skipped. */
   private async begin(kind: FaultKind): Promise<{ detail: string; durationMs: number; heal?: () => Promise<string> } | string> {
     const cell = this.o.cell;
     const rnd = this.random;
     const restartAfter = (ids: string[]) => async (): Promise<string> => {
-      for (const id of ids) if (cell.state.get(id) === 'killed') cell.spawn(id);
+      for (const id of ids) if (cell.state.get(id) === 'killed' || (cell.state.get(id) === 'faulted' && !cell.alive(id))) cell.spawn(id);
       return `restarted ${ids.join(',')}`;
     };
     const resumeAfter = (ids: string[]) => async (): Promise<string> => {
@@ -259,9 +395,32 @@ export class Nemesis {
         const offset = rnd.pick(['+17m', '-45m', '+3h', '-2h', '+1d', '-1d', '+30d', '-7d']);
         const monotonic = rnd.chance(0.5);
         await cell.kill(id);
-        cell.spawn(id, { offset, monotonic });
+        cell.spawn(id, { clock: { faketime: offset, monotonic } });
         return { detail: `restart ${id} under faketime ${offset}${monotonic ? '' : ' (wall clock only)'}`, durationMs: 0 };
       }
+      case 'clock-rate': {
+        // The monotonic clock too: the node's timers, TTLs and election timeouts all run at the rate.
+        const id = rnd.pick(this.upIds());
+        const rate = rnd.pick(['0.5', '2']);
+        await cell.kill(id);
+        cell.spawn(id, { clock: { faketime: `+0 x${rate}`, monotonic: true } });
+        return {
+          detail: `restart ${id} under faketime at rate x${rate}`,
+          durationMs: rnd.range(3_000, 15_000),
+          heal: async () => {
+            if (!cell.shifted.has(id) || cell.state.get(id) === 'paused') return `${id} left as it is`;
+            await cell.kill(id);
+            cell.spawn(id);
+            return `restart ${id} at the real rate`;
+          },
+        };
+      }
+      case 'disk-fault':
+        return this.diskFault();
+      case 'membership':
+        return this.replaceMember();
+      case 'slow-leader-isolated':
+        return this.slowLeaderIsolated();
       case 'kill-minority': {
         const up = this.upIds();
         if (up.length < cell.ids.length) return 'a replica is already down';
@@ -366,6 +525,12 @@ export class Nemesis {
       }
     }
   }
+}
+
+function available(kind: FaultKind): boolean {
+  if (kind === 'clock-restart' || kind === 'clock-rate' || kind === 'slow-leader-isolated') return faketimeAvailable();
+  if (kind === 'disk-fault') return fiuAvailable();
+  return true;
 }
 
 function sleep(ms: number): Promise<void> {

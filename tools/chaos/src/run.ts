@@ -8,29 +8,31 @@
  * command that reruns the same seed.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom, assert } from '@fencer/base';
 import { cellNodeBuilt, waitForLeader } from '@fencer/fleet';
-import { ChaosCell, faketimeAvailable } from './cell.js';
+import { type ChaosBug, ChaosCell, FAKETIME_LIB, faketimeAvailable, fiuAvailable, FIU_RUN } from './cell.js';
 import { type FinalLogs, readFinalLogs } from './final-log.js';
 import { type History, loadHistory } from './history.js';
 import { CONVERGE_MS_MAX, LINEARIZABILITY_STATES_MAX } from './limits.js';
-import { FULL_NEMESIS, type FaultKind, type FaultRecord, Nemesis, type WorkerProcess } from './nemesis.js';
+import { FULL_NEMESIS, SOAK_NEMESIS, type FaultKind, type FaultRecord, Nemesis, type WorkerProcess } from './nemesis.js';
 import { LinkProxy } from './proxy.js';
 import type { ResourceState } from './resource.js';
 import { WORKER_CONFIG_ENV, type WorkerConfig } from './workload-config.js';
-import { buildLockHistories } from './check/lock-history.js';
+import { buildLockHistories, type LeaderSample, leaderTimelineClock } from './check/lock-history.js';
+import { CLOCK_RATE_ENV, monoNowMs } from './history.js';
 import { type LinearizabilityResult, checkLock } from './check/linearizability.js';
 import { checkTokens } from './check/tokens.js';
 import { checkResource, type ResourceReport } from './check/resource-check.js';
 import { type CanonicalLog, checkWatches, watchSnapshotQueries, type WatchReport } from './check/watch-check.js';
 import { checkGrantsInLog, type LogGrantReport } from './check/log-check.js';
 
-export type NemesisMode = 'full' | 'client-pauses' | 'none';
+/** full: processes, network, clients; soak: full plus clock-rate skew and disk faults under fiu. */
+export type NemesisMode = 'full' | 'soak' | 'client-pauses' | 'none';
 
 export interface ChaosOptions {
   readonly seconds: number;
@@ -42,6 +44,12 @@ export interface ChaosOptions {
   /** The resource checks tokens (false: the negative control). */
   readonly fence?: boolean;
   readonly nemesis?: NemesisMode;
+  /** Relative weights of the nemesis's faults, replacing the mode's (for runs that make one bug observable). */
+  readonly weights?: Readonly<Partial<Record<FaultKind, number>>>;
+  /** One client worker (the last) runs under faketime at this clock rate (its library's timers, lease and heartbeats skewed). */
+  readonly clientClockRate?: number;
+  /** A planted cell bug every replica runs with (the checkers must catch it). */
+  readonly bug?: ChaosBug;
   readonly snapshotEveryEntries?: number;
   readonly ttlMs?: number;
   /** Seconds between nemesis actions, as a range. */
@@ -72,6 +80,10 @@ export interface ChaosFigures {
   readonly expiriesSeenByClients: number;
   readonly sessionsAbandoned: number;
   readonly faultsByKind: Partial<Record<FaultKind, number>>;
+  /** Replicas that exited by themselves under an armed disk fault (each must be a clean exit 1). */
+  readonly diskFaultExits: number;
+  /** The clock rate of the last client worker (1: not skewed). */
+  readonly clientClockRate: number;
   readonly watchStreams: number;
   readonly watchEvents: number;
   readonly logEntries: number;
@@ -136,10 +148,33 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
   });
 }
 
+/**
+ * A replica that met an armed disk fault must have exited with code 1, no
+ * signal, after saying why (the storage-failure line): never a crash or an
+ * assertion. One such line per fault exit is looked for in its log.
+ */
+function diskFaultProblems(exits: ChaosCell['faultExits'], logDir: string): string[] {
+  const problems: string[] = [];
+  const exitsById = new Map<string, number>();
+  for (const e of exits) {
+    exitsById.set(e.id, (exitsById.get(e.id) ?? 0) + 1);
+    if (e.code !== 1 || e.signal !== null) problems.push(`replica ${e.id} under "${e.fault}" exited with code ${e.code}, signal ${e.signal} instead of a clean exit 1: see ${logDir}`);
+  }
+  for (const [id, n] of exitsById) {
+    const file = path.join(logDir, `${id}.log`);
+    const said = existsSync(file) ? readFileSync(file, 'utf8').split('storage failure (fsync is never retried): exiting:').length - 1 : 0;
+    if (said < n) problems.push(`replica ${id} exited ${n} times on a disk fault but said "storage failure" ${said} times: see ${file}`);
+  }
+  return problems;
+}
+
 export function rerunCommand(o: ChaosOptions): string {
   const parts = [`npm run chaos -- --seconds ${o.seconds} --seed ${o.seed}`];
   if (o.fence === false) parts.push('--no-fence');
   if (o.nemesis && o.nemesis !== 'full') parts.push(`--nemesis ${o.nemesis}`);
+  if (o.bug) parts.push(`--bug ${o.bug}`);
+  if (o.clientClockRate !== undefined) parts.push(`--client-clock-rate ${o.clientClockRate}`);
+  if (o.weights) parts.push(`--weights '${JSON.stringify(o.weights)}'`);
   if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
   return parts.join(' ');
 }
@@ -163,13 +198,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const fence = o.fence ?? true;
   const nemesisMode = o.nemesis ?? 'full';
   const rerun = rerunCommand(o);
+  // The soak skews one client's clock too (x0.5 or x2), unless told otherwise.
+  const clientClockRate = o.clientClockRate ?? (nemesisMode === 'soak' && faketimeAvailable() ? random.pick([0.5, 2]) : 1);
   const extraArgs = [
     '--ttl-min-ms', '2000',
     '--snapshot-every-entries', String(o.snapshotEveryEntries ?? 1_000_000),
     '--watch-history-max', '20000',
     '--watch-progress-ms', '1000',
   ];
-  const cell = new ChaosCell({ replicas, dataDir, logDir, extraArgs, random: random.fork() });
+  const cell = new ChaosCell({ replicas, dataDir, logDir, extraArgs, random: random.fork(), ...(o.bug ? { bug: o.bug } : {}) });
   const children: ChildProcess[] = [];
   const clientLinks: LinkProxy[] = [];
   const workers: WorkerProcess[] = [];
@@ -179,11 +216,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (!faketimeAvailable() && process.env['CI'] === 'true') {
     throw new Error('chaos: faketime is not installed (Debian package faketime); CI=true requires its clock-shift restarts');
   }
+  if (!fiuAvailable() && process.env['CI'] === 'true') {
+    throw new Error(`chaos: fiu-run is not installed at ${FIU_RUN} (Debian package fiu-utils); CI=true requires its disk faults`);
+  }
   log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`);
   let resourceState: ResourceState | undefined;
   let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
   let crashes: ReturnType<ChaosCell['crashed']> = [];
   const leaderTerms = new Set<string>();
+  const leaderSamples: LeaderSample[] = [];
   let nemesis: Nemesis | undefined;
   const workerProblems: string[] = [];
   try {
@@ -227,7 +268,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         abandonRate: o.abandonRate ?? 0.3,
       };
       const stderr = openSync(path.join(logDir, `${id}.log`), 'a');
-      const child = fork(WORKER_MAIN, [], { execArgv: [], env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      const skewed = clientClockRate !== 1 && w === workerCount - 1;
+      const clockEnv = skewed ? { LD_PRELOAD: FAKETIME_LIB, FAKETIME: `+0 x${clientClockRate}`, [CLOCK_RATE_ENV]: String(clientClockRate) } : {};
+      const child = fork(WORKER_MAIN, [], { execArgv: [], env: { ...process.env, ...clockEnv, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      if (skewed) {
+        child.on('message', (m: { clockAnchorPlease?: boolean }) => {
+          if (m.clockAnchorPlease === true) child.send({ clockAnchorMs: monoNowMs() });
+        });
+      }
       children.push(child);
       workers.push({ id, child, links, paused: false });
     }
@@ -238,12 +286,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const poller = (async () => {
       while (polling) {
         const st = await cell.statuses(400);
-        for (const s of st.values()) if (s.role === 'leader') leaderTerms.add(`${s.term}/${s.nodeId}`);
+        const t = monoNowMs();
+        for (const s of st.values()) {
+          if (s.role !== 'leader') continue;
+          leaderTerms.add(`${s.term}/${s.nodeId}`);
+          leaderSamples.push({ t, leader: s.nodeId, rate: cell.rateOf(s.nodeId) });
+        }
         await sleep(1_000);
       }
     })();
 
-    const weights = nemesisMode === 'full' ? FULL_NEMESIS : nemesisMode === 'client-pauses' ? { 'pause-client': 1 } : {};
+    const weights = o.weights ?? (nemesisMode === 'full' ? FULL_NEMESIS : nemesisMode === 'soak' ? SOAK_NEMESIS : nemesisMode === 'client-pauses' ? { 'pause-client': 1 } : {});
     nemesis = new Nemesis({
       cell,
       workers,
@@ -299,6 +352,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       checkerMs[name] = Math.round(performance.now() - started);
     }
   };
+  flag('disk faults', diskFaultProblems(cell.faultExits, logDir));
   flag('processes', [...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`), ...workerProblems]);
   if (!converged.ok) flag('convergence', [`the healed cell did not converge within ${CONVERGE_MS_MAX} ms: ${converged.why}`]);
 
@@ -315,11 +369,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     flag('final logs', finalLogs.problems);
   }
 
-  const lockHistories = timed('build lock histories', () => buildLockHistories(history));
+  const lockHistories = timed('build lock histories', () => buildLockHistories(history, leaderTimelineClock(leaderSamples)));
   flag(
     'expiry',
     lockHistories.earlyEnds.map(
-      (w) => `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}) and before any close`,
+      (w) => `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}, by the fastest leader clock then, less the allowed drift) and before any close`,
     ),
   );
   flag('odd failures', lockHistories.oddFailures.slice(0, 20).map((op) => `${op.p}#${op.id} ${JSON.stringify(op.op)} failed with ${op.code}`), lockHistories.oddFailures.length);
@@ -375,6 +429,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     expiriesSeenByClients: expiriesSeen,
     sessionsAbandoned: abandoned,
     faultsByKind: nemesis?.started ?? {},
+    diskFaultExits: cell.faultExits.length,
+    clientClockRate,
     watchStreams: history.watches.length,
     watchEvents: watchReport?.events ?? 0,
     logEntries: finalLogs?.commonIndex ?? 0,
@@ -420,7 +476,7 @@ export function summarize(r: ChaosReport): string {
     `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
     `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
     `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}`,
-    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; replicas that exited on a disk fault ${f.diskFaultExits}; last client's clock rate x${f.clientClockRate}`,
     `  log: ${f.logEntries} entries (from ${f.logFloor}); grants checked in the log ${f.grantsCheckedInLog}, compacted ${f.grantsCompacted}`,
     `  checkers (ms): ${Object.entries(f.checkerMs).map(([k, v]) => `${k} ${v}`).join(', ')}; linearizability ${f.linearizability.names} names, ${f.linearizability.events} events, ${f.linearizability.statesVisited} states (slowest ${f.linearizability.slowest})`,
   ];

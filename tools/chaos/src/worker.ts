@@ -14,7 +14,7 @@ import http from 'node:http';
 import { ErrorCode, SeededRandom, type Random } from '@fencer/base';
 import { fromServiceError, lockservice } from '@fencer/protocol';
 import type { ServiceError } from '@grpc/grpc-js';
-import { HistoryWriter, type Mode, type OpResult, type WatchSegment, type WatchType, monoNowMs } from './history.js';
+import { HistoryWriter, type Mode, type OpResult, type WatchSegment, type WatchType, monoNowMs, needsClockAnchor, setClockAnchor } from './history.js';
 import { KeepAliveManager, type LiveSession } from './keepalive.js';
 import { WATCH_EVENTS_PER_STREAM_MAX } from './limits.js';
 import { type CallResult, Rpc, sleep } from './rpc.js';
@@ -408,7 +408,19 @@ process.on('disconnect', () => {
   stopping = true;
   setTimeout(() => process.exit(1), 20_000).unref();
 });
-main().catch((e: unknown) => {
+// Under a skewed clock the history waits for the harness's real time to map its own onto.
+const anchored = needsClockAnchor()
+  ? new Promise<void>((resolve) => {
+      process.on('message', (m: unknown) => {
+        if (typeof m === 'object' && m !== null && typeof (m as { clockAnchorMs?: unknown }).clockAnchorMs === 'number') {
+          setClockAnchor((m as { clockAnchorMs: number }).clockAnchorMs);
+          resolve();
+        }
+      });
+      process.send?.({ clockAnchorPlease: true });
+    })
+  : Promise.resolve();
+anchored.then(main).catch((e: unknown) => {
   process.stderr.write(`chaos worker ${cfg.id}: ${(e as Error)?.stack ?? String(e)}\n`);
   process.exit(1);
 });

@@ -10,8 +10,16 @@
  * (a close answered, SESSION_NOT_FOUND, KeepAlive's expired); when the
  * client never learned, the end is optional. A window that is empty is an
  * early expiry, reported on its own.
+ *
+ * "Never before" is judged by the leader's monotonic clock, the contract's
+ * clock. A leader whose clock runs at rate R (faketime's xR) lets TTL pass
+ * in TTL/R of real time, so the real-time bound divides the TTL by the
+ * highest rate among the replicas that led between the last acknowledged
+ * heartbeat and the end (the run records leaders and their rates), and
+ * allows the drift the client library allows (libs/client's leaseMarginMs).
  */
 import type { History, Op } from '../history.js';
+import { CLIENT_DEFAULTS, leaseMarginMs } from '@fencer/client';
 import type { LockEvent, RequestExpectation } from './lock-model.js';
 
 export interface SessionWindow {
@@ -24,6 +32,47 @@ export interface SessionWindow {
   readonly closeInvoked: number;
 }
 
+/** Who led when, at what clock rate: the contract's clock, as seen from real time. */
+export interface ExpiryClock {
+  /** Highest clock rate of any replica that led at some time in [fromMs, toMs] (history times); 1 when all ran at the real rate. */
+  rateMax(fromMs: number, toMs: number): number;
+  /** The clock drift the contract allows over one TTL, in ms. */
+  driftMs(ttlMs: number): number;
+}
+
+/** Every leader at the real rate, the client library's default drift allowance. */
+export const REAL_RATE_CLOCK: ExpiryClock = {
+  rateMax: () => 1,
+  driftMs: (ttlMs) => leaseMarginMs(ttlMs, CLIENT_DEFAULTS.driftPpm, CLIENT_DEFAULTS.driftMarginMs),
+};
+
+/** A leader timeline sampled by the run: at `t` (history time) `leader` led with its clock at `rate`. */
+export interface LeaderSample {
+  readonly t: number;
+  readonly leader: string;
+  readonly rate: number;
+}
+
+/**
+ * An ExpiryClock from leader samples: a sample's rate counts from the sample
+ * before it to the one after it (a leader may have started between samples).
+ */
+export function leaderTimelineClock(samples: readonly LeaderSample[], base: ExpiryClock = REAL_RATE_CLOCK): ExpiryClock {
+  const sorted = [...samples].sort((a, b) => a.t - b.t);
+  return {
+    rateMax(fromMs, toMs) {
+      let rate = 1;
+      for (let i = 0; i < sorted.length; i++) {
+        const lo = i > 0 ? sorted[i - 1]!.t : -Infinity;
+        const hi = i + 1 < sorted.length ? sorted[i + 1]!.t : Infinity;
+        if (hi >= fromMs && lo <= toMs) rate = Math.max(rate, sorted[i]!.rate);
+      }
+      return rate;
+    },
+    driftMs: base.driftMs,
+  };
+}
+
 export interface LockHistories {
   readonly byName: Map<string, LockEvent[]>;
   readonly expectations: Map<string, RequestExpectation>;
@@ -34,7 +83,7 @@ export interface LockHistories {
   readonly oddFailures: Op[];
 }
 
-export function sessionWindows(history: History): Map<string, SessionWindow> {
+export function sessionWindows(history: History, clock: ExpiryClock = REAL_RATE_CLOCK): Map<string, SessionWindow> {
   const open = new Map<string, { inv: number; ttl: number }>();
   const closeInv = new Map<string, number>();
   const seen = new Map<string, number>();
@@ -54,15 +103,16 @@ export function sessionWindows(history: History): Map<string, SessionWindow> {
     const facts = history.sessions.get(s);
     if (facts && facts.endSeenMs < Infinity) saw(s, facts.endSeenMs);
     const lastAlive = Math.max(inv, facts?.lastAckedSendMs ?? -Infinity);
-    const expiryNotBefore = lastAlive + ttl;
+    const end = seen.get(s) ?? Infinity;
+    const expiryNotBefore = lastAlive + ttl / clock.rateMax(lastAlive, Math.min(end, lastAlive + ttl)) - clock.driftMs(ttl);
     const closeInvoked = closeInv.get(s) ?? Infinity;
-    out.set(s, { s, start: Math.min(closeInvoked, expiryNotBefore), end: seen.get(s) ?? Infinity, ttl, expiryNotBefore, closeInvoked });
+    out.set(s, { s, start: Math.min(closeInvoked, expiryNotBefore), end, ttl, expiryNotBefore, closeInvoked });
   }
   return out;
 }
 
-export function buildLockHistories(history: History): LockHistories {
-  const sessions = sessionWindows(history);
+export function buildLockHistories(history: History, clock: ExpiryClock = REAL_RATE_CLOCK): LockHistories {
+  const sessions = sessionWindows(history, clock);
   const byName = new Map<string, LockEvent[]>();
   const expectations = new Map<string, RequestExpectation>();
   const touched = new Map<string, Set<string>>();
