@@ -20,7 +20,7 @@ let joiner: ChildProcess | undefined;
 let plan: ReplicaPlan;
 
 function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient, req: Req): Promise<Res> {
-  const c = adminClient(address) as unknown as Record<string, Function>;
+  const c = adminClient(address) as unknown as Record<string, (...args: unknown[]) => unknown>;
   return new Promise((resolve, reject) =>
     c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, r: Res) => {
       (c as unknown as { close(): void }).close();

@@ -49,7 +49,7 @@ export function toFencerError(e: unknown): FencerError {
 function callOnce<Req, Res>(stub: LockServiceStub, method: UnaryMethod, request: Req, timeoutMs: number, signal?: AbortSignal): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const fn = (stub as unknown as Record<string, Function>)[method] as Function;
+    const fn = (stub as unknown as Record<string, (...args: unknown[]) => unknown>)[method]!;
     const onAbort = (): void => call.cancel();
     const call = fn.call(stub, request, new Metadata(), { deadline: Date.now() + timeoutMs }, (err: ServiceError | null, res: Res) => {
       signal?.removeEventListener('abort', onAbort);

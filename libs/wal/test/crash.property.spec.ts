@@ -229,7 +229,7 @@ describe('crash recovery (property)', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 120 }), fc.nat(), fc.nat(), (count, fileSeed, bitSeed) => {
         const disk = new MemDisk();
-        let store = reopen(disk, new SeededRandom(1), 0);
+        const store = reopen(disk, new SeededRandom(1), 0);
         let state = emptyModel;
         const states: ModelState[] = [state];
         for (let i = 1; i <= count; i++) {

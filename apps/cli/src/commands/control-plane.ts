@@ -62,7 +62,7 @@ export function resolveControlPlane(o: CpOptions, env: Readonly<Record<string, s
 }
 
 /** One request, tried on each instance until one answers; a problem document becomes a CpError. */
-async function request(ctx: Ctx, method: string, urlPath: string, body?: unknown, idempotent = false): Promise<any> {
+async function request(ctx: Ctx, method: string, urlPath: string, body?: unknown, idempotent = false): Promise<unknown> {
   const started = Date.now();
   const headers: Record<string, string> = {};
   if (ctx.token) headers['authorization'] = `Bearer ${ctx.token}`;
@@ -152,6 +152,8 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
     c
       .option('--control-plane <urls>', 'control-plane URLs, http://host:port[,…] (default: $FENCER_CONTROL_PLANE, then fleet.json controlPlane.urls)')
       .option('--token <token>', 'bearer token (default: $FENCER_TOKEN, then admin-token beside fleet.json)');
+  // Commander hands each action its own mix of arguments, options and the command.
+  /* eslint-disable @typescript-eslint/no-explicit-any */
   const run = (body: (ctx: Ctx, ...args: any[]) => Promise<void>) =>
     async (...args: any[]): Promise<void> => {
       const cmd = args[args.length - 1] as Command;
@@ -164,6 +166,7 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
         done(e.exitCode);
       }
     };
+  /* eslint-enable @typescript-eslint/no-explicit-any */
   const out = (ctx: Ctx, json: unknown, human: string): void => ctx.io.stdout(ctx.json ? `${JSON.stringify(json)}\n` : human);
 
   const tenants = program.command('tenants').description('tenants and their namespaces (control plane)');

@@ -33,6 +33,8 @@ afterAll(async () => {
   await cell?.stop();
 });
 
+// The predicate takes the event's own argument types, which differ per event.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 function until(emitter: EventEmitter, event: string, pred: (...args: any[]) => boolean, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
