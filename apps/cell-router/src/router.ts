@@ -164,7 +164,7 @@ export function buildRouter(deps: RouterDeps): Router {
 
   /** One attempt of a unary call on one replica; cancelled with the client's call. */
   function attempt<Res>(target: string, method: Method, req: unknown, deadlineMs: number, onCancel: (cancel: () => void) => void): Promise<Res> {
-    const stub = pool.lockStub(target) as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const stub = pool.lockStub(target) as unknown as Record<string, (...args: unknown[]) => { cancel(): void }>;
     // Marked as forwarded already, a follower answers NOT_LEADER with a leader-hint instead of forwarding the
     // call itself: the router then calls the leader directly, from this call on, saving a hop on every call.
     const md = new Metadata();
