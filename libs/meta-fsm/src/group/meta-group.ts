@@ -15,7 +15,7 @@
  */
 import { FencerError, type NodeId } from '@fencer/base';
 import { type Cancel, type CellEnv, type Done, type GroupEvents, GroupCore, type ReplicaFactory, afterChained, noopCellMetrics } from '@fencer/cell';
-import { noopLogger, type RaftTuning, type Replica, type StateMachine } from '@fencer/replica';
+import { noopLogger, type RaftTuning, type Replica, type ReplicaConfig, type StateMachine } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
 import { decodeMetaEntry, encodeMetaEntry, type MetaEntry } from '../commands.js';
 import type { MetaLimits } from '../limits.js';
@@ -30,6 +30,8 @@ export interface MetaGroupConfig {
   readonly snapshotEveryEntries?: number;
   /** Overrides of META_LIMITS: replicated semantics, the same on every member. */
   readonly limits?: Partial<MetaLimits>;
+  /** Test-only: replica bugs put back in (the simulator's planted bugs, with `createReplica` as the factory). Unset in production. */
+  readonly bugs?: ReplicaConfig['bugs'];
 }
 
 /** The group's environment: CellEnv, with the logger and metrics sink optional (no-ops by default). */
@@ -60,6 +62,7 @@ export class MetaGroup {
     const replica = {
       ...(config.raft ? { raft: config.raft } : {}),
       ...(config.snapshotEveryEntries ? { snapshotEveryEntries: config.snapshotEveryEntries } : {}),
+      ...(config.bugs ? { bugs: config.bugs } : {}),
     };
     this.core = new GroupCore(
       { id: config.id, peers: config.peers, join: false, replica, readsWaitingMax: META_READS_WAITING_MAX, defaultPeerAddress: (a) => a },
