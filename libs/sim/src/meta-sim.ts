@@ -52,7 +52,10 @@ export interface MetaViolation {
 export interface MetaRunReport {
   readonly seed: number;
   readonly violations: readonly MetaViolation[];
-  readonly stats: { readonly acked: number; readonly crashes: number; readonly powerCuts: number; readonly reads: number; readonly applied: number; readonly snapshotIndex: number };
+  /** The hash of every event that ran (kind, node, time): equal for equal runs. */
+  readonly traceHash: string;
+  readonly simulatedSeconds: number;
+  readonly stats: { readonly events: number } & { readonly acked: number; readonly crashes: number; readonly powerCuts: number; readonly reads: number; readonly applied: number; readonly snapshotIndex: number };
 }
 
 const IDS = ['m1', 'm2', 'm3'].map((s) => NodeId(s));
@@ -223,7 +226,9 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
   return {
     seed: options.seed,
     violations,
-    stats: { acked: acked.size, crashes, powerCuts, reads, applied: first?.replica.applied ?? 0, snapshotIndex: first?.replica.latestSnapshotIndex ?? 0 },
+    traceHash: sched.trace.hex(),
+    simulatedSeconds: (runMs + META_HEAL_MS) / 1000,
+    stats: { events: sched.eventsRun, acked: acked.size, crashes, powerCuts, reads, applied: first?.replica.applied ?? 0, snapshotIndex: first?.replica.latestSnapshotIndex ?? 0 },
   };
 }
 
