@@ -99,7 +99,7 @@ function runMetaSeed(sim, args, seed) {
     ok: fired.length === 0,
     safety: fired.some((c) => c !== 'stalled'),
     fired,
-    violations: report.violations.slice(0, 5).map((v) => ({ ...v, timeUs: 0 })),
+    violations: report.violations.slice(0, 5),
     violationCount: report.violations.length,
     traceHash: report.traceHash,
     simulatedSeconds: report.simulatedSeconds,

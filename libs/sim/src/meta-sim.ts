@@ -47,6 +47,8 @@ export interface MetaSimOptions {
 export interface MetaViolation {
   readonly checker: MetaCheckerName;
   readonly detail: string;
+  /** Virtual time the checker fired at (the end-of-run checks: the end of healing). */
+  readonly timeUs: number;
 }
 
 export interface MetaRunReport {
@@ -84,7 +86,7 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
   const clock = { monoMs: nowMs, wallMs: () => 1_700_000_000_000 + nowMs() };
   const later = (ms: number, tag: number, run: () => void): void => sched.after(Math.round(ms * US_PER_MS), tag, run);
   const violations: MetaViolation[] = [];
-  const fail = (checker: MetaCheckerName, detail: string): void => void violations.push({ checker, detail });
+  const fail = (checker: MetaCheckerName, detail: string): void => void violations.push({ checker, detail, timeUs: sched.now });
 
   let lossy = true;
   // A disk completes its calls in order: a call's fsync ends no earlier than the one before it.
