@@ -54,7 +54,16 @@ const store: WalStore = await new Promise((resolve) =>
 );
 if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
-let transport: TcpPeerTransport | undefined;
+// The transport reports unreachable peers to the group, which sends through the transport: the group is
+// built right after, before any peer is set, so the callback never runs before it exists.
+const transport = new TcpPeerTransport({
+  selfId: config.id,
+  cellId: META_GROUP_ID,
+  sendQueueMax: 4096,
+  reconnectDelayMs: 100,
+  logger,
+  onUnreachable: (peer) => group.replica.reportUnreachable(peer),
+});
 const group = new MetaGroup(
   {
     id: config.id,
@@ -66,7 +75,7 @@ const group = new MetaGroup(
   {
     clock,
     random: new SeededRandom(randomBytes(6).readUIntBE(0, 6)),
-    send: (messages) => transport?.send(messages),
+    send: (messages) => transport.send(messages),
     logger,
     metrics: { ...noopCellMetrics, replica: metrics.replica },
     onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
@@ -76,14 +85,6 @@ const group = new MetaGroup(
     },
   },
 );
-transport = new TcpPeerTransport({
-  selfId: config.id,
-  cellId: META_GROUP_ID,
-  sendQueueMax: 4096,
-  reconnectDelayMs: 100,
-  logger,
-  onUnreachable: (peer) => group.replica.reportUnreachable(peer),
-});
 for (const [id, address] of config.peers) if (id !== config.id) transport.setPeer(id, address);
 const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), logger);
 await peerServer.listen(config.peerListen).catch((err: unknown) => die(`cannot listen for peers on ${config.peerListen}`, err));
@@ -110,7 +111,7 @@ async function shutdown(signal: string): Promise<void> {
   await app.close();
   clearInterval(ticker);
   cells.close();
-  transport?.close();
+  transport.close();
   await peerServer.close();
   metricsServer.close();
   await new Promise<void>((resolve) => group.close((err) => (err ? die('closing the log failed', err) : resolve())));

@@ -15,7 +15,9 @@ import { MetaGroup as SimulatedMetaGroup } from '@fencer/meta-fsm/group';
 import { metaReplayCommand, runMetaSimulation } from '@fencer/sim';
 import { MetaGroup } from '../src/index.js';
 
-const SEEDS = process.env['META_SIM_SEED'] ? [Number(process.env['META_SIM_SEED'])] : Array.from({ length: Number(process.env['META_SIM_SEEDS'] ?? 12) }, (_, i) => i + 1);
+const SEEDS = process.env['META_SIM_SEED']
+  ? [Number(process.env['META_SIM_SEED'])]
+  : Array.from({ length: Number(process.env['META_SIM_SEEDS'] ?? 12) }, (_, i) => i + 1);
 
 describe('the meta group under loss and crashes (seeded simulation)', () => {
   it('the simulator drives the production class', () => {

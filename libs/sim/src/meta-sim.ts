@@ -59,7 +59,14 @@ export interface MetaRunReport {
   /** The hash of every event that ran (kind, node, time): equal for equal runs. */
   readonly traceHash: string;
   readonly simulatedSeconds: number;
-  readonly stats: { readonly events: number } & { readonly acked: number; readonly crashes: number; readonly powerCuts: number; readonly reads: number; readonly applied: number; readonly snapshotIndex: number };
+  readonly stats: { readonly events: number } & {
+    readonly acked: number;
+    readonly crashes: number;
+    readonly powerCuts: number;
+    readonly reads: number;
+    readonly applied: number;
+    readonly snapshotIndex: number;
+  };
 }
 
 const IDS = ['m1', 'm2', 'm3'].map((s) => NodeId(s));
@@ -101,7 +108,13 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
       return ms;
     };
   };
-  const members: Member[] = IDS.map((id, n) => ({ id, n, disk: new ModelDisk((d, fn) => later(d, Tag.disk | (n << 8), fn), fsyncMs()), group: undefined, epoch: 0 }));
+  const members: Member[] = IDS.map((id, n) => ({
+    id,
+    n,
+    disk: new ModelDisk((d, fn) => later(d, Tag.disk | (n << 8), fn), fsyncMs()),
+    group: undefined,
+    epoch: 0,
+  }));
   const byId = new Map(members.map((m) => [m.id as string, m]));
   const peers = new Map(IDS.map((id) => [id, `http://${id}.meta`]));
 
@@ -112,7 +125,13 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
     m.disk.open((err, store) => {
       if (err || !store || epoch !== m.epoch) return;
       m.group = new MetaGroup(
-        { id: m.id, peers, raft: { electionTicks: 10, heartbeatTicks: 1 }, snapshotEveryEntries: 16, ...(options.bug ? { bugs: { [options.bug]: true } } : {}) },
+        {
+          id: m.id,
+          peers,
+          raft: { electionTicks: 10, heartbeatTicks: 1 },
+          snapshotEveryEntries: 16,
+          ...(options.bug ? { bugs: { [options.bug]: true } } : {}),
+        },
         store,
         {
           clock,
@@ -186,9 +205,17 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
     const known = [...acked];
     const r = random.int(10);
     let command: MetaCommand;
-    if (r < 7 || known.length === 0) command = { kind: 'CreateTenant', namespace: `t${next++}`, cell: random.pick(['cell-1', 'cell-2']), atMs: clock.wallMs() };
+    if (r < 7 || known.length === 0)
+      command = { kind: 'CreateTenant', namespace: `t${next++}`, cell: random.pick(['cell-1', 'cell-2']), atMs: clock.wallMs() };
     else if (r < 9) command = { kind: 'UpdateTenant', namespace: random.pick(known), quotas: { maxLocks: random.range(1, 100) } };
-    else command = { kind: 'StartMove', id: `mv${next++}`, namespace: random.pick(known), toCell: random.pick(['cell-1', 'cell-2']), atMs: clock.wallMs() };
+    else
+      command = {
+        kind: 'StartMove',
+        id: `mv${next++}`,
+        namespace: random.pick(known),
+        toCell: random.pick(['cell-1', 'cell-2']),
+        atMs: clock.wallMs(),
+      };
     group.propose({ command }, (res) => {
       if (res.ok && command.kind === 'CreateTenant' && !isMetaFailure(res.value.outcome)) acked.add(command.namespace);
     });
@@ -196,7 +223,8 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
       if (error) return;
       reads++;
       const version = group.state.routingVersion;
-      if (version < lastVersion) fail('routingWentBack', `a read behind a barrier saw routing version ${version} after ${lastVersion} at ${nowMs()} ms`);
+      if (version < lastVersion)
+        fail('routingWentBack', `a read behind a barrier saw routing version ${version} after ${lastVersion} at ${nowMs()} ms`);
       lastVersion = version;
     });
   };
@@ -222,8 +250,10 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
     if (new Set(snapshots).size !== 1) fail('membersDiverge', 'members hold different snapshot bytes after healing');
     const state = first.state;
     const lost = [...acked].filter((ns) => state.tenant(ns) === undefined);
-    if (lost.length > 0) fail('ackedWriteLost', `${lost.length} acknowledged creates missing after healing, first ${lost.slice(0, 3).join(', ')}`);
-    if (state.routingVersion !== state.tenants().length) fail('membersDiverge', `routing version ${state.routingVersion} but ${state.tenants().length} tenants`);
+    if (lost.length > 0)
+      fail('ackedWriteLost', `${lost.length} acknowledged creates missing after healing, first ${lost.slice(0, 3).join(', ')}`);
+    if (state.routingVersion !== state.tenants().length)
+      fail('membersDiverge', `routing version ${state.routingVersion} but ${state.tenants().length} tenants`);
     try {
       state.assertInvariants();
     } catch (e) {
@@ -235,7 +265,15 @@ export function runMetaSimulation(options: MetaSimOptions): MetaRunReport {
     violations,
     traceHash: sched.trace.hex(),
     simulatedSeconds: (runMs + healMs) / 1000,
-    stats: { events: sched.eventsRun, acked: acked.size, crashes, powerCuts, reads, applied: first?.replica.applied ?? 0, snapshotIndex: first?.replica.latestSnapshotIndex ?? 0 },
+    stats: {
+      events: sched.eventsRun,
+      acked: acked.size,
+      crashes,
+      powerCuts,
+      reads,
+      applied: first?.replica.applied ?? 0,
+      snapshotIndex: first?.replica.latestSnapshotIndex ?? 0,
+    },
   };
 }
 

@@ -17,7 +17,10 @@ const SWEEP_SEEDS = Number(process.env['META_SWEEP_SEEDS'] ?? 40);
 
 function expectCleanMeta(options: MetaSimOptions): ReturnType<typeof runMetaSimulation> {
   const report = runMetaSimulation(options);
-  const detail = report.violations.slice(0, 3).map((v) => `${v.checker}: ${v.detail}`).join('\n  ');
+  const detail = report.violations
+    .slice(0, 3)
+    .map((v) => `${v.checker}: ${v.detail}`)
+    .join('\n  ');
   expect(report.violations.length, `seed ${options.seed} failed; replay: ${metaReplayCommand(options)}\n  ${detail}`).toBe(0);
   return report;
 }

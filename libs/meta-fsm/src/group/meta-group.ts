@@ -14,7 +14,16 @@
  * synchronous event loop cannot.
  */
 import { FencerError, type NodeId } from '@fencer/base';
-import { type Cancel, type CellEnv, type Done, type GroupEvents, GroupCore, type ReplicaFactory, afterChained, noopCellMetrics } from '@fencer/cell';
+import {
+  type Cancel,
+  type CellEnv,
+  type Done,
+  type GroupEvents,
+  GroupCore,
+  type ReplicaFactory,
+  afterChained,
+  noopCellMetrics,
+} from '@fencer/cell';
 import { noopLogger, type RaftTuning, type Replica, type ReplicaConfig, type StateMachine } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
 import { decodeMetaEntry, encodeMetaEntry, type MetaEntry } from '../commands.js';
@@ -43,7 +52,12 @@ export class MetaGroup {
   private readonly listeners = new Set<() => void>();
   private readonly routingWaiters = new Set<() => void>();
 
-  constructor(config: MetaGroupConfig, store: RaftLogStore, private readonly env: MetaGroupEnv, makeReplica?: ReplicaFactory) {
+  constructor(
+    config: MetaGroupConfig,
+    store: RaftLogStore,
+    private readonly env: MetaGroupEnv,
+    makeReplica?: ReplicaFactory,
+  ) {
     this.fsm = new MetaStateMachine(config.limits);
     const adapter: StateMachine = {
       apply: (entry) => {
