@@ -4,8 +4,7 @@
  * `StateMachine` adapter, so the replica, fsync-before-acknowledge,
  * snapshots, crash recovery, shared ReadIndex rounds, the leadership observer
  * and the member directory are the very code a lock cell runs. This file adds
- * only what is the meta group's own: encoding its entries, telling listeners
- * after each apply, and waiting for the routing version to pass a value.
+ * only what is the meta group's own: encoding its entries, and waiting for the routing version to pass a value.
  *
  * Pure, like GroupCore: time, randomness, timers and the network come in
  * through the `CellEnv`, so the control-plane process and the simulator run
@@ -49,7 +48,6 @@ export type MetaGroupEnv = Omit<CellEnv, 'logger' | 'metrics'> & Partial<Pick<Ce
 export class MetaGroup {
   private fsm: MetaStateMachine;
   readonly core: GroupCore;
-  private readonly listeners = new Set<() => void>();
   private readonly routingWaiters = new Set<() => void>();
 
   constructor(
@@ -136,12 +134,6 @@ export class MetaGroup {
     return new Promise((resolve, reject) => this.readBarrier((error) => (error ? reject(error) : resolve(this.fsm))));
   }
 
-  /** Told after every applied entry or restored snapshot; returns the unsubscribe function. */
-  onApplied(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
   /**
    * Calls `done` once, when the routing version applied here passes
    * `sinceVersion` or after `waitMs`, whichever is first; the returned Cancel
@@ -179,7 +171,6 @@ export class MetaGroup {
   }
 
   private changed(): void {
-    for (const l of [...this.listeners]) l();
     for (const w of [...this.routingWaiters]) w();
   }
 }
