@@ -4,7 +4,8 @@
  * `StateMachine` adapter, so the replica, fsync-before-acknowledge,
  * snapshots, crash recovery, shared ReadIndex rounds, the leadership observer
  * and the member directory are the very code a lock cell runs. This file adds
- * only what is the meta group's own: encoding its entries, and waiting for the routing version to pass a value.
+ * only what is the meta group's own: encoding its entries, and waiting for
+ * the routing version to pass a value.
  *
  * Pure, like GroupCore: time, randomness, timers and the network come in
  * through the `CellEnv`, so the control-plane process and the simulator run
