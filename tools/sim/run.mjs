@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The deterministic simulator's runner.
 //
-//   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--machine lock|kv] [--bug NAME] [--jobs J]
+//   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--machine lock|kv|meta] [--bug NAME] [--jobs J]
 //   node tools/sim/run.mjs --seed X --seconds S [--replicas R] [--machine lock|kv] [--bug NAME | --profile NAME] [--planted NAME] [--verbose]
 //
 // Runs seeds F..F+N-1 (default F=1) of the CI sweep (all faults on; five
@@ -11,7 +11,10 @@
 // seed with the one command that replays it exactly, and the ratio of
 // simulated to real time. --seed runs one seed; with --verbose it prints the
 // run's event log. --machine kv runs the toy register machine instead of the
-// production lock state machine (the default); --planted puts in a lock-level
+// production lock state machine (the default); --machine meta runs the
+// control plane's meta group (three members, its own faults and checkers:
+// runMetaSimulation; --seconds, --bug ackBeforeFsync and --jobs apply, the
+// other options do not); --planted puts in a lock-level
 // bug (reuseToken, doubleGrant, staleLockRead, heartbeatWithoutConfirmation)
 // to watch a lock checker fire.
 // Exits 1 if any seed failed (with --bug: if none did).
@@ -28,7 +31,7 @@ const distEntry = pathToFileURL(resolve(root, 'libs/sim/dist/index.js')).href;
 function usage(message) {
   if (message) console.error(`run.mjs: ${message}`);
   console.error(
-    'usage: node tools/sim/run.mjs (--seeds N | --seed X) [--seconds S] [--from F] [--replicas R] [--machine lock|kv] [--bug NAME | --profile NAME] [--planted NAME] [--jobs J] [--verbose] [--json] [--no-build]',
+    'usage: node tools/sim/run.mjs (--seeds N | --seed X) [--seconds S] [--from F] [--replicas R] [--machine lock|kv|meta] [--bug NAME | --profile NAME] [--planted NAME] [--jobs J] [--verbose] [--json] [--no-build]',
   );
   process.exit(2);
 }
@@ -67,7 +70,10 @@ function parseArgs(argv) {
   }
   if ((args.seeds === undefined) === (args.seed === undefined)) usage('give exactly one of --seeds N or --seed X');
   if (args.bug !== undefined && args.profile !== undefined) usage('give at most one of --bug and --profile');
-  if (args.machine !== undefined && args.machine !== 'lock' && args.machine !== 'kv') usage(`--machine is lock or kv, got ${args.machine}`);
+  if (args.machine !== undefined && !['lock', 'kv', 'meta'].includes(args.machine)) usage(`--machine is lock, kv or meta, got ${args.machine}`);
+  if (args.machine === 'meta' && (args.replicas !== undefined || args.profile !== undefined || args.planted !== undefined)) {
+    usage('--machine meta takes --seconds, --bug and --jobs; not --replicas, --profile or --planted');
+  }
   return args;
 }
 
@@ -82,10 +88,35 @@ function optionsFor(sim, args, seed) {
   return sim.sweepOptions(seed, overrides);
 }
 
+/** One seed of the meta group's run, as the same small record. */
+function runMetaSeed(sim, args, seed) {
+  const options = { seed, ...(args.seconds !== undefined ? { runMs: args.seconds * 1000 } : {}), ...(args.bug !== undefined ? { bug: args.bug } : {}) };
+  const started = performance.now();
+  const report = sim.runMetaSimulation(options);
+  const fired = [...new Set(report.violations.map((v) => v.checker))];
+  return {
+    seed,
+    ok: fired.length === 0,
+    safety: fired.some((c) => c !== 'stalled'),
+    fired,
+    violations: report.violations.slice(0, 5),
+    violationCount: report.violations.length,
+    traceHash: report.traceHash,
+    simulatedSeconds: report.simulatedSeconds,
+    realMs: performance.now() - started,
+    events: report.stats.events,
+    replay: sim.metaReplayCommand(options),
+  };
+}
+
 /** Runs seeds; returns one small record per seed (workers post these back). */
 function runSeeds(sim, args, seeds, log) {
   const out = [];
   for (const seed of seeds) {
+    if (args.machine === 'meta') {
+      out.push(runMetaSeed(sim, args, seed));
+      continue;
+    }
     const options = optionsFor(sim, args, seed);
     const report = sim.runSimulation(options, log);
     const safety = report.fired.some((c) => sim.SAFETY_CHECKERS.includes(c));
@@ -117,8 +148,9 @@ if (!isMainThread) {
     execFileSync('npx', ['tsc', '--build', 'libs/sim/tsconfig.lib.json'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   }
   const sim = await import(distEntry);
+  const bugNames = args.machine === 'meta' ? sim.META_BUGS : sim.BUGS;
   for (const name of [args.bug, args.profile]) {
-    if (name !== undefined && !sim.BUGS.includes(name)) usage(`unknown bug ${name}; one of ${sim.BUGS.join(', ')}`);
+    if (name !== undefined && !bugNames.includes(name)) usage(`unknown bug ${name}; one of ${bugNames.join(', ')}`);
   }
   if (args.planted !== undefined && !sim.PLANTED_BUGS.includes(args.planted)) usage(`unknown planted bug ${args.planted}; one of ${sim.PLANTED_BUGS.join(', ')}`);
   if (args.planted !== undefined && args.machine === 'kv') usage('--planted bugs are lock-level: not with --machine kv');

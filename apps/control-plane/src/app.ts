@@ -17,7 +17,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { FencerError, type NodeId } from '@fencer/base';
+import { FencerError } from '@fencer/base';
 import {
   isMetaFailure,
   type MetaApplied,
@@ -31,7 +31,7 @@ import {
 import type { Counter, Histogram } from 'prom-client';
 import { bearerOf, hashToken, newToken, sameSecret, tenantTokenValid } from './auth.js';
 import type { CellDirectory } from './cells.js';
-import { bodyBytesMax, forwardTimeoutMs, routingWaitersMax, writesInFlightMax } from './limits.js';
+import { bodyBytesMax, forwardTimeoutMs, writesInFlightMax } from './limits.js';
 import { isNotLeader, type MetaStore } from './meta-group.js';
 import { contractAjv, contractSchema, openapi, ref, requestBodySchema, responseSchema } from './openapi.js';
 import { PROBLEMS, ProblemError, problemOf, type ProblemCode } from './problems.js';
@@ -46,8 +46,6 @@ export interface ControlPlaneDeps {
   readonly cells: CellDirectory;
   /** Auth on: the admin token every admin call must bear. Absent: auth off (the local default). */
   readonly adminToken?: string;
-  /** HTTP base URL of every meta-group member, for forwarding to the leader. */
-  readonly memberUrls?: ReadonlyMap<NodeId, string>;
   readonly wallMs?: () => number;
   readonly newId?: () => string;
   readonly newTenantToken?: () => string;
@@ -131,10 +129,6 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : stringAjv).compile(schema));
 
   let writesInFlight = 0;
-  const waiters = new Set<() => void>();
-  meta.onApplied(() => {
-    for (const w of [...waiters]) w();
-  });
 
   // ------------------------------------------------------------ errors
 
@@ -183,7 +177,7 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
 
   async function forward(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const leader = meta.leader;
-    const url = leader === null ? undefined : deps.memberUrls?.get(leader);
+    const url = leader === null ? undefined : meta.leaderAddress();
     if (request.headers[FORWARDED_HEADER] !== undefined || url === undefined) {
       throw new ProblemError('NOT_LEADER', leader === null ? 'the meta group has no leader right now; retry' : `the leader ${leader} has no known URL; retry`);
     }
@@ -280,7 +274,7 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   app.get('/v1/health', { config: cfg('public', true) }, async (_request, reply) => {
     if (meta.isLeader) return { status: 'ok', role: 'leader' };
     const leader = meta.leader;
-    if (leader !== null && deps.memberUrls?.has(leader)) return { status: 'ok', role: 'follower', leader };
+    if (leader !== null && meta.leaderAddress() !== undefined) return { status: 'ok', role: 'follower', leader };
     return sendProblem(reply, 'NOT_LEADER', 'this instance neither leads the meta group nor knows its leader');
   });
 
@@ -318,20 +312,17 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
       const { sinceVersion, waitMs } = request.query as { sinceVersion?: number; waitMs?: number };
       const state = await meta.read();
       if (sinceVersion === undefined || !waitMs || state.routingVersion > sinceVersion) return routingOf(state);
-      if (waiters.size >= routingWaitersMax) throw new ProblemError('RESOURCE_EXHAUSTED', `more than ${routingWaitersMax} routing long polls here; retry`);
       await new Promise<void>((resolve) => {
         const done = (): void => {
-          waiters.delete(check);
-          clearTimeout(timer);
-          request.raw.off('close', done);
+          request.raw.off('close', stop);
           resolve();
         };
-        const check = (): void => {
-          if (meta.state.routingVersion > sinceVersion) done();
+        const cancel = meta.waitRouting(sinceVersion, waitMs, done);
+        const stop = (): void => {
+          cancel();
+          done();
         };
-        const timer = setTimeout(done, waitMs);
-        waiters.add(check);
-        request.raw.on('close', done);
+        request.raw.on('close', stop);
       });
       return routingOf(meta.state);
     },

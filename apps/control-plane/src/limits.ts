@@ -1,14 +1,13 @@
 /**
  * Every bound of the control plane's HTTP edge, in one place (CONVENTIONS
  * "Limits"). The meta state machine's own limits (tenants, journal records,
- * idempotency keys) live in @fencer/meta-fsm.
+ * idempotency keys) live in @fencer/meta-fsm, and one member's (reads waiting
+ * for a ReadIndex round, routing long polls) in @fencer/meta-fsm/group.
  */
 import { assert } from '@fencer/base';
 
 /** Largest request body accepted (413 beyond it): every body of the contract is a few hundred bytes. */
 export const bodyBytesMax = 64 * 1024;
-/** Routing long polls held open at once on one instance; beyond it, 429 RESOURCE_EXHAUSTED. */
-export const routingWaitersMax = 10_000;
 /** Contract: waitMs maximum of GET /v1/routing. */
 export const routingWaitMsMax = 60_000;
 /** Writes waiting for the meta group at once on one instance (the replica has its own proposal bound too). */

@@ -13,10 +13,11 @@ import { type Clock, SeededRandom } from '@fencer/base';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { NodeDisk } from '@fencer/wal/node';
 import { TcpPeerServer, TcpPeerTransport } from '@fencer/cell-node';
+import { noopCellMetrics } from '@fencer/cell';
+import { MetaGroup } from '@fencer/meta-fsm/group';
 import { buildApp } from './app.js';
 import { GrpcCellDirectory } from './cells.js';
 import { parseConfig, type ControlPlaneConfig } from './config.js';
-import { MetaGroup } from './meta-group.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import { loadOrCreateAdminToken } from './auth.js';
 
@@ -53,20 +54,9 @@ const store: WalStore = await new Promise((resolve) =>
 );
 if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
-let transport: TcpPeerTransport | undefined;
-const group = new MetaGroup(
-  { id: config.id, peers: [...config.peers.keys()], raft: { electionTicks: config.electionTicks }, snapshotEveryEntries: config.snapshotEveryEntries },
-  store,
-  {
-    clock,
-    random: new SeededRandom(randomBytes(6).readUIntBE(0, 6)),
-    send: (messages) => transport?.send(messages),
-    logger,
-    metrics: metrics.replica,
-    onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
-  },
-);
-transport = new TcpPeerTransport({
+// The transport reports unreachable peers to the group, which sends through the transport: the group is
+// built right after, before any peer is set, so the callback never runs before it exists.
+const transport = new TcpPeerTransport({
   selfId: config.id,
   cellId: META_GROUP_ID,
   sendQueueMax: 4096,
@@ -74,12 +64,33 @@ transport = new TcpPeerTransport({
   logger,
   onUnreachable: (peer) => group.replica.reportUnreachable(peer),
 });
+const group = new MetaGroup(
+  {
+    id: config.id,
+    peers: new Map([...config.peers.keys()].map((id) => [id, config.urls.get(id)!])),
+    raft: { electionTicks: config.electionTicks },
+    snapshotEveryEntries: config.snapshotEveryEntries,
+  },
+  store,
+  {
+    clock,
+    random: new SeededRandom(randomBytes(6).readUIntBE(0, 6)),
+    send: (messages) => transport.send(messages),
+    logger,
+    metrics: { ...noopCellMetrics, replica: metrics.replica },
+    onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
+    after: (ms, run) => {
+      const timer = setTimeout(run, ms);
+      return () => clearTimeout(timer);
+    },
+  },
+);
 for (const [id, address] of config.peers) if (id !== config.id) transport.setPeer(id, address);
 const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), logger);
 await peerServer.listen(config.peerListen).catch((err: unknown) => die(`cannot listen for peers on ${config.peerListen}`, err));
 
 const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);
-const app = await buildApp({ meta: group, cells, memberUrls: config.urls, logger: logger.child({ part: 'http' }), metrics, ...(adminToken !== undefined ? { adminToken } : {}) });
+const app = await buildApp({ meta: group, cells, logger: logger.child({ part: 'http' }), metrics, ...(adminToken !== undefined ? { adminToken } : {}) });
 const at = config.listen.lastIndexOf(':');
 await app.listen({ host: config.listen.slice(0, at), port: Number(config.listen.slice(at + 1)) }).catch((err: unknown) => die(`cannot listen on ${config.listen}`, err));
 const metricsServer = await metrics.serve(config.metricsListen).catch((err: unknown) => die(`cannot serve metrics on ${config.metricsListen}`, err));
@@ -100,10 +111,10 @@ async function shutdown(signal: string): Promise<void> {
   await app.close();
   clearInterval(ticker);
   cells.close();
-  transport?.close();
+  transport.close();
   await peerServer.close();
   metricsServer.close();
-  await group.close().catch((err: unknown) => die('closing the log failed', err));
+  await new Promise<void>((resolve) => group.close((err) => (err ? die('closing the log failed', err) : resolve())));
   logger.info({}, 'stopped cleanly');
   process.exit(0);
 }

@@ -236,9 +236,10 @@ describe('an instance without a reachable leader', () => {
       state: h.group.state,
       isLeader: false,
       leader: null,
-      onApplied: () => () => {},
+      leaderAddress: () => undefined,
+      waitRouting: () => () => {},
     };
-    const app = await buildApp({ meta: headless, cells: h.cells, memberUrls: new Map([[NodeId('cp1'), 'http://127.0.0.1:1']]) });
+    const app = await buildApp({ meta: headless, cells: h.cells });
     try {
       for (const [method, url] of [['GET', '/v1/tenants'], ['POST', '/v1/moves'], ['GET', '/v1/health']] as const) {
         const res = await call(app, method, url, method === 'POST' ? { namespace: 'x', toCell: 'y' } : undefined);
@@ -250,8 +251,16 @@ describe('an instance without a reachable leader', () => {
   });
 
   it('a follower whose leader does not answer says NOT_LEADER, never 500', async () => {
-    const follower: MetaStore = { ...{ write: h.group.write.bind(h.group), read: h.group.read.bind(h.group), onApplied: () => () => {} }, state: h.group.state, isLeader: false, leader: NodeId('cp1') };
-    const app = await buildApp({ meta: follower, cells: h.cells, memberUrls: new Map([[NodeId('cp1'), 'http://127.0.0.1:1']]) });
+    const follower: MetaStore = {
+      write: h.group.write.bind(h.group),
+      read: h.group.read.bind(h.group),
+      waitRouting: h.group.waitRouting.bind(h.group),
+      state: h.group.state,
+      isLeader: false,
+      leader: NodeId('cp1'),
+      leaderAddress: () => 'http://127.0.0.1:1',
+    };
+    const app = await buildApp({ meta: follower, cells: h.cells });
     try {
       const res = await call(app, 'GET', '/v1/tenants');
       expect([res.statusCode, res.json().code]).toEqual([503, 'NOT_LEADER']);

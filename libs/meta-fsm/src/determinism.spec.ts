@@ -2,7 +2,8 @@
  * Goal: the meta state machine stays pure, so every instance of the meta
  * group (and the simulator) computes the same state from the same log.
  * Method: scan every non-spec source file for clocks, timers, unseeded
- * randomness, node: modules and imports other than @fencer/base; plant a
+ * randomness, node: modules and imports other than @fencer/base (the group
+ * entry, src/group: other than the pure group libraries); plant a
  * forbidden token in a copy to show the scan can fail. Then apply one
  * history twice and compare snapshots byte for byte.
  */
@@ -18,6 +19,12 @@ const sources = readdirSync(srcDir)
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
   .map((f) => ({ file: f, text: readFileSync(join(srcDir, f), 'utf8') }));
 const allowed = ['@fencer/base'];
+// The group entry (src/group) composes the state machine with the pure group libraries, and nothing else.
+const groupDir = join(srcDir, 'group');
+const groupSources = readdirSync(groupDir)
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
+  .map((f) => ({ file: `group/${f}`, text: readFileSync(join(groupDir, f), 'utf8') }));
+const groupAllowed = ['@fencer/base', '@fencer/cell', '@fencer/replica', '@fencer/wal'];
 
 describe('libs/meta-fsm purity', () => {
   it('has sources to scan', () => {
@@ -30,6 +37,14 @@ describe('libs/meta-fsm purity', () => {
 
   it.each(sources.map((s) => [s.file, s.text] as const))('%s imports only @fencer/base', (_file, text) => {
     expect(findForeignImports(text, allowed)).toEqual([]);
+  });
+
+  it.each(groupSources.map((s) => [s.file, s.text] as const))('%s uses no clock, timer, unseeded randomness or node: module', (_file, text) => {
+    expect(findForbiddenTokens(text)).toEqual([]);
+  });
+
+  it.each(groupSources.map((s) => [s.file, s.text] as const))('%s imports only the pure group libraries', (_file, text) => {
+    expect(findForeignImports(text, groupAllowed)).toEqual([]);
   });
 
   it('notices a planted timer and a foreign import', () => {

@@ -12,3 +12,4 @@ export { US_PER_MS, US_PER_SECOND } from './time.js';
 export { Hasher, digest } from './hash.js';
 export { ModelDisk, ModelLogStore } from './model-store.js';
 export { replayCommand } from './replay.js';
+export { META_ACKED_MIN, META_BUGS, META_CHECKERS, META_HEAL_MS, META_RUN_MS_DEFAULT, type MetaBug, type MetaCheckerName, type MetaRunReport, type MetaSimOptions, type MetaViolation, metaReplayCommand, runMetaSimulation } from './meta-sim.js';

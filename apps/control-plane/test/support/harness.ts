@@ -79,12 +79,16 @@ export async function startHarness(opts: { adminToken?: string; cells?: string[]
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
   const store = await openStore(dir);
   const id = NodeId('cp1');
-  const group = new MetaGroup({ id, peers: [id], raft: { electionTicks: 4 }, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.snapshotEveryEntries ? { snapshotEveryEntries: opts.snapshotEveryEntries } : {}) }, store, {
+  const group = new MetaGroup({ id, peers: new Map([[id, 'http://127.0.0.1:1']]), raft: { electionTicks: 4 }, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.snapshotEveryEntries ? { snapshotEveryEntries: opts.snapshotEveryEntries } : {}) }, store, {
     clock: { monoMs: () => performance.now(), wallMs: () => Date.now() },
     random: new SeededRandom(1),
     send: () => {},
     onFatal: (e) => {
       throw e;
+    },
+    after: (ms, run) => {
+      const timer = setTimeout(run, ms);
+      return () => clearTimeout(timer);
     },
   });
   const ticker = setInterval(() => group.tick(), 5);
@@ -99,7 +103,6 @@ export async function startHarness(opts: { adminToken?: string; cells?: string[]
   const app = await buildApp({
     meta: group,
     cells,
-    memberUrls: new Map([[id, 'http://127.0.0.1:1']]),
     newId: () => `id-${++n}`,
     ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
   });
@@ -110,7 +113,7 @@ export async function startHarness(opts: { adminToken?: string; cells?: string[]
     async close() {
       await app.close();
       clearInterval(ticker);
-      await group.close();
+      await new Promise<void>((resolve, reject) => group.close((err) => (err ? reject(err) : resolve())));
       if (opts.dataDir === undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
