@@ -35,9 +35,13 @@ describe('the contract document', () => {
   });
 
   const shared = [process.env['FENCER_SHARED_DIR'], path.resolve(openapiPath, '../../../../../shared')].filter((d): d is string => !!d).map((d) => path.join(d, 'contract/control-plane/v1/openapi.yaml')).find((f) => existsSync(f));
-  it.skipIf(shared === undefined)('the copy is byte-identical to the shared contract', () => {
-    expect(readFileSync(openapiPath)).toEqual(readFileSync(shared!));
-  });
+  // The shared contract sits beside the repository in CI and in a developer's checkout; a bare clone elsewhere has none.
+  if (shared !== undefined || process.env['CI'] === 'true') {
+    it('the copy is byte-identical to the shared contract', () => {
+      expect(shared, 'shared/contract/control-plane/v1/openapi.yaml beside the repository (or FENCER_SHARED_DIR)').toBeDefined();
+      expect(readFileSync(openapiPath)).toEqual(readFileSync(shared!));
+    });
+  }
 });
 
 describe('auth', () => {

@@ -207,7 +207,8 @@ function runScenario(ops: readonly Op[]): void {
 }
 
 describe('crash recovery (property)', () => {
-  it.runIf(process.env.WAL_REPLAY !== undefined)('replays one failing operation list (WAL_REPLAY=<counterexample JSON>)', () => {
+  // Defined only for a replay, so that an ordinary run reports no skipped test.
+  if (process.env.WAL_REPLAY !== undefined) it('replays one failing operation list (WAL_REPLAY=<counterexample JSON>)', () => {
     const ops = JSON.parse(process.env.WAL_REPLAY!) as Op[] | [Op[]];
     runScenario((Array.isArray(ops[0]) ? ops[0] : ops) as Op[]);
   });
