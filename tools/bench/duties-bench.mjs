@@ -41,7 +41,12 @@ if (opts.before) builds.push({ label: opts['before-label'], lib: await import(pa
 function measure(LeaderDuties, n) {
   const d = new LeaderDuties();
   const ids = Array.from({ length: n }, (_, i) => `ns:${i}`);
-  d.becomeLeader(0, ids.map((sessionId) => ({ sessionId, ttlMs: TTL_MS })), [], []);
+  d.becomeLeader(
+    0,
+    ids.map((sessionId) => ({ sessionId, ttlMs: TTL_MS })),
+    [],
+    [],
+  );
   const beatsPerTick = Math.ceil(n / (TTL_MS / 3 / TICK_MS));
   let now = 0;
   let next = 0;
@@ -65,7 +70,9 @@ for (const n of sizes) {
   for (let round = 0; round < 3; round++) builds.forEach((b, i) => per[i].push(measure(b.lib.LeaderDuties, n)));
   const medians = per.map((xs) => xs.sort((a, b) => a - b)[1]);
   rows.push({ n, medians });
-  console.log(`${n.toLocaleString('en-US')} sessions: ${builds.map((b, i) => `${b.label} ${medians[i].toFixed(0)} µs`).join(', ')} of CPU per due() call`);
+  console.log(
+    `${n.toLocaleString('en-US')} sessions: ${builds.map((b, i) => `${b.label} ${medians[i].toFixed(0)} µs`).join(', ')} of CPU per due() call`,
+  );
 }
 
 if (!opts['no-write']) {
@@ -81,7 +88,10 @@ if (!opts['no-write']) {
     '',
     head,
     `| ---: | ${builds.map(() => '---:').join(' | ')} | ---: |`,
-    ...rows.map((r) => `| ${r.n.toLocaleString('en-US')} | ${r.medians.map((m) => `${m.toFixed(0)} µs`).join(' | ')} | ${((r.medians[0] * (1000 / TICK_MS)) / 1000).toFixed(1)} ms |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.n.toLocaleString('en-US')} | ${r.medians.map((m) => `${m.toFixed(0)} µs`).join(' | ')} | ${((r.medians[0] * (1000 / TICK_MS)) / 1000).toFixed(1)} ms |`,
+    ),
     '',
     'Session deadlines sit in a binary heap (`libs/cell/src/deadline-heap.ts`) that a heartbeat does not touch: a session whose entry surfaces with a later deadline is queued again, so each one is looked at about once per TTL instead of on every tick. Queued waits and lock-delays are still scanned on every tick: there are fewer of them.',
     END,
@@ -89,7 +99,10 @@ if (!opts['no-write']) {
   const text = readFileSync(file, 'utf8');
   const at = text.indexOf(START);
   const end = text.indexOf(END);
-  const next = at >= 0 && end > at ? text.slice(0, at) + section + text.slice(end + END.length) : text.replace('<!-- cell:start -->', `${section}\n\n<!-- cell:start -->`);
+  const next =
+    at >= 0 && end > at
+      ? text.slice(0, at) + section + text.slice(end + END.length)
+      : text.replace('<!-- cell:start -->', `${section}\n\n<!-- cell:start -->`);
   writeFileSync(file, next);
   console.log('wrote the duties section of docs/benchmarks.md');
 }

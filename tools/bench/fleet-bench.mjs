@@ -43,10 +43,12 @@ const opts = {
 
 const stubs = new Map();
 const stub = (address) => {
-  if (!stubs.has(address)) stubs.set(address, new lockservice.LockServiceClient(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 }));
+  if (!stubs.has(address))
+    stubs.set(address, new lockservice.LockServiceClient(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 }));
   return stubs.get(address);
 };
-const call = (address, method, req) => new Promise((resolve, reject) => stub(address)[method](req, { deadline: Date.now() + 30_000 }, (e, r) => (e ? reject(e) : resolve(r))));
+const call = (address, method, req) =>
+  new Promise((resolve, reject) => stub(address)[method](req, { deadline: Date.now() + 30_000 }, (e, r) => (e ? reject(e) : resolve(r))));
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
@@ -86,7 +88,16 @@ async function routerOverhead(fleet, sessions) {
   const router = fleet.routerEndpoints[0];
   const out = { one: { direct: [], router: [] }, many: { direct: [], router: [] } };
   for (let round = 0; round < opts.rounds; round++) {
-    const order = round % 2 === 0 ? [['direct', direct], ['router', router]] : [['router', router], ['direct', direct]];
+    const order =
+      round % 2 === 0
+        ? [
+            ['direct', direct],
+            ['router', router],
+          ]
+        : [
+            ['router', router],
+            ['direct', direct],
+          ];
     for (const [label, address] of order) out.one[label].push(await cycles(address, sessions, 1, opts.seconds, `one-${label}-${round}`));
     for (const [label, address] of order) out.many[label].push(await cycles(address, sessions, 64, opts.seconds, `many-${label}-${round}`));
   }
@@ -110,7 +121,11 @@ async function heartbeats(fleet) {
   // Sessions: half in a namespace of each cell, opened through the router.
   const ids = [];
   for (let i = 0; i < opts.sessions; i += 200) {
-    const batch = await Promise.all(Array.from({ length: Math.min(200, opts.sessions - i) }, (_, j) => call(router, 'openSession', { clientId: 'hb', ttlMs: 60_000, namespace: (i + j) % 2 === 0 ? 'hb-a' : 'hb-b' })));
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(200, opts.sessions - i) }, (_, j) =>
+        call(router, 'openSession', { clientId: 'hb', ttlMs: 60_000, namespace: (i + j) % 2 === 0 ? 'hb-a' : 'hb-b' }),
+      ),
+    );
     ids.push(...batch.map((s) => s.sessionId));
   }
   const leaders = await Promise.all(fleet.plan.map((c) => fleet.leaderOf(c.id)));
@@ -127,7 +142,9 @@ async function heartbeats(fleet) {
     });
     s.on('error', () => {});
   }
-  const batchesBefore = await Promise.all(fleet.proxies.map((p) => metricSum(p.metrics, /^fencer_proxy_batches_total\{[^}]*outcome="ok"\} (\d+)/gm)));
+  const batchesBefore = await Promise.all(
+    fleet.proxies.map((p) => metricSum(p.metrics, /^fencer_proxy_batches_total\{[^}]*outcome="ok"\} (\d+)/gm)),
+  );
   const pids = [...fleet.children].map(([id, c]) => [id, c.pid]);
   const cpuBefore = pids.map(([, pid]) => cpuMs(pid));
   const t0 = performance.now();
@@ -148,10 +165,16 @@ async function heartbeats(fleet) {
   const elapsedS = (performance.now() - t0) / 1000;
   const ackedN = acked - ackedAt0;
   const cpuAfter = pids.map(([, pid]) => cpuMs(pid));
-  const batchesAfter = await Promise.all(fleet.proxies.map((p) => metricSum(p.metrics, /^fencer_proxy_batches_total\{[^}]*outcome="ok"\} (\d+)/gm)));
+  const batchesAfter = await Promise.all(
+    fleet.proxies.map((p) => metricSum(p.metrics, /^fencer_proxy_batches_total\{[^}]*outcome="ok"\} (\d+)/gm)),
+  );
   const leadersAfter = await Promise.all(fleet.plan.map((c) => fleet.leaderOf(c.id)));
   for (const s of streams) s.end();
-  const cpu = pids.map(([id], i) => ({ id, msPerS: (cpuAfter[i] - cpuBefore[i]) / elapsedS, usPerHeartbeat: ((cpuAfter[i] - cpuBefore[i]) * 1000) / Math.max(1, ackedN) }));
+  const cpu = pids.map(([id], i) => ({
+    id,
+    msPerS: (cpuAfter[i] - cpuBefore[i]) / elapsedS,
+    usPerHeartbeat: ((cpuAfter[i] - cpuBefore[i]) * 1000) / Math.max(1, ackedN),
+  }));
   return {
     offeredPerS: next / elapsedS,
     ackedPerS: ackedN / elapsedS,
@@ -163,11 +186,20 @@ async function heartbeats(fleet) {
   };
 }
 
-const fleet = await startTestFleet({ cells: 2, replicas: opts.replicas, routers: 1, proxies: 2, routes: { bench: 'cell-1', 'hb-a': 'cell-1', 'hb-b': 'cell-2' } });
+const fleet = await startTestFleet({
+  cells: 2,
+  replicas: opts.replicas,
+  routers: 1,
+  proxies: 2,
+  routes: { bench: 'cell-1', 'hb-a': 'cell-1', 'hb-b': 'cell-2' },
+});
 let result;
 try {
   const sessions = [];
-  for (let i = 0; i < 64; i++) sessions.push((await call(fleet.routerEndpoints[0], 'openSession', { clientId: 'bench', ttlMs: 120_000, namespace: 'bench' })).sessionId);
+  for (let i = 0; i < 64; i++)
+    sessions.push(
+      (await call(fleet.routerEndpoints[0], 'openSession', { clientId: 'bench', ttlMs: 120_000, namespace: 'bench' })).sessionId,
+    );
   const overhead = await routerOverhead(fleet, sessions);
   const hb = await heartbeats(fleet);
   result = { overhead, hb };
@@ -201,6 +233,9 @@ if (!flag('--no-write')) {
   const text = readFileSync(file, 'utf8');
   const at = text.indexOf(START);
   const end = text.indexOf(END);
-  writeFileSync(file, at >= 0 && end > at ? text.slice(0, at) + section + text.slice(end + END.length) : `${text.trimEnd()}\n\n${section}\n`);
+  writeFileSync(
+    file,
+    at >= 0 && end > at ? text.slice(0, at) + section + text.slice(end + END.length) : `${text.trimEnd()}\n\n${section}\n`,
+  );
   console.log('wrote the fleet section of docs/benchmarks.md');
 }

@@ -49,7 +49,10 @@ const CHILD = flag('--child-throughput');
 
 if (!flag('--no-build') && !CHILD) {
   // --skip-sync: another project's stale tsconfig references must not stop this benchmark.
-  execFileSync('npx', ['nx', 'build', 'lock-fsm', '--output-style=static', '--skip-sync'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('npx', ['nx', 'build', 'lock-fsm', '--output-style=static', '--skip-sync'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 const distOption = args.indexOf('--dist');
 const dist = distOption >= 0 ? path.resolve(args[distOption + 1]) : path.join(root, 'libs/lock-fsm/dist/index.js');
@@ -154,7 +157,8 @@ function buildWorkload(entryCount) {
       outstanding.push([sessionId, name, r.outcome.token]);
       if (outstanding.length > 1000) {
         const [s, n, t] = outstanding.shift();
-        if (!mustOk(apply({ kind: 'Release', sessionId: s, name: n, token: t }, entries), 'release').released) throw new Error('release must succeed');
+        if (!mustOk(apply({ kind: 'Release', sessionId: s, name: n, token: t }, entries), 'release').released)
+          throw new Error('release must succeed');
       }
     } else {
       const name = `/ls/${NS}/hot/${counter % 64}`;
@@ -230,7 +234,16 @@ function gcRecorder() {
 async function measureThroughput(workload, libs) {
   const { setup, entries } = workload;
   const first = setup.length + 1;
-  const results = libs.map(() => ({ rates: [], cpuRates: [], gcShares: [], calibrations: [], scaledRates: [], minorGcs: 0, majorGcs: 0, eventCount: 0 }));
+  const results = libs.map(() => ({
+    rates: [],
+    cpuRates: [],
+    gcShares: [],
+    calibrations: [],
+    scaledRates: [],
+    minorGcs: 0,
+    majorGcs: 0,
+    eventCount: 0,
+  }));
   const gc = gcRecorder();
   for (let trial = 0; trial < TRIALS; trial++) {
     for (let l = 0; l < libs.length; l++) {
@@ -254,7 +267,8 @@ async function measureThroughput(workload, libs) {
       r.minorGcs += pauses.minor;
       r.majorGcs += pauses.major;
       r.eventCount = events;
-      if (fsm.stateHash() !== workload.driverHash) throw new Error('replay diverged from the driver: the benchmark is not measuring the workload it built');
+      if (fsm.stateHash() !== workload.driverHash)
+        throw new Error('replay diverged from the driver: the benchmark is not measuring the workload it built');
     }
   }
   gc.stop();
@@ -319,7 +333,13 @@ function measureMemory(liveLocks) {
   const fsm = new LockStateMachine({ autoClaim: true });
   let index = 0;
   for (let s = 0; s < sessionCount; s++) {
-    mustOk(fsm.applyEntry(++index, encodeCommand({ kind: 'OpenSession', sessionId: `${NS}:m${s}`, clientId: `holder-${s}`, namespace: NS, ttlMs: 10_000 })), 'open');
+    mustOk(
+      fsm.applyEntry(
+        ++index,
+        encodeCommand({ kind: 'OpenSession', sessionId: `${NS}:m${s}`, clientId: `holder-${s}`, namespace: NS, ttlMs: 10_000 }),
+      ),
+      'open',
+    );
   }
   globalThis.gc();
   globalThis.gc();
@@ -348,7 +368,14 @@ function measureMemory(liveLocks) {
   const t0 = performance.now();
   const snapshotBytes = fsm.snapshot().length;
   const snapshotSeconds = (performance.now() - t0) / 1000;
-  return { bytesPerLock: (after - before) / liveLocks, heapMiB: after / 2 ** 20, sessionCount, snapshotBytes, snapshotSeconds, keepAlive: fsm };
+  return {
+    bytesPerLock: (after - before) / liveLocks,
+    heapMiB: after / 2 ** 20,
+    sessionCount,
+    snapshotBytes,
+    snapshotSeconds,
+    keepAlive: fsm,
+  };
 }
 
 // -------------------------------------------------------------------- main
@@ -364,29 +391,47 @@ const pct = (x) => `${(100 * x).toFixed(0)}%`;
 console.log(`lock-fsm benchmark: node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown cpu'}, one core`);
 const calibrationNs = calibrate();
 const loadAverage = os.loadavg()[0];
-console.log(`machine: reference loop ${calibrationNs.toFixed(1)} ns per iteration (CPU time, for comparing machines), load average ${loadAverage.toFixed(1)} on ${os.cpus().length} cores`);
+console.log(
+  `machine: reference loop ${calibrationNs.toFixed(1)} ns per iteration (CPU time, for comparing machines), load average ${loadAverage.toFixed(1)} on ${os.cpus().length} cores`,
+);
 const workload = buildWorkload(ENTRIES);
 const entryBytes = workload.bytes / workload.entries.length;
 console.log(`workload: ${fmt(workload.entries.length)} entries, ${entryBytes.toFixed(1)} bytes per entry on average`);
 const [tp, before] = await measureThroughput(workload, beforeLib === undefined ? [lib] : [lib, beforeLib]);
 const met = tp.cpuMedian >= TARGET;
 console.log(`apply throughput (applyEntry: decode + apply + events), ${TRIALS} trials, ${fmt(tp.eventCount)} events per trial:`);
-console.log(`  per CPU-second (process CPU time, all threads): median ${fmt(tp.cpuMedian)} entries/s, best ${fmt(tp.cpuBest)} (all: ${tp.cpuAll.map(fmt).join(', ')})`);
+console.log(
+  `  per CPU-second (process CPU time, all threads): median ${fmt(tp.cpuMedian)} entries/s, best ${fmt(tp.cpuBest)} (all: ${tp.cpuAll.map(fmt).join(', ')})`,
+);
 console.log(`  wall clock: median ${fmt(tp.median)} entries/s, best ${fmt(tp.best)}`);
 console.log(
   `  machine speed before each trial: reference loop ${tp.calibrationMin.toFixed(1)}-${tp.calibrationMax.toFixed(1)} ns; scaled to the ${REFERENCE_NS_BEFORE} ns of the "before" run: median ${fmt(tp.scaledMedian)} entries/s per CPU-second`,
-)
+);
 console.log(
   `  GC: ${pct(tp.gcShare)} of wall time in main-thread pauses (median), ${tp.minorGcsPerTrial.toFixed(0)} scavenges and ${tp.majorGcsPerTrial.toFixed(1)} mark-compacts per trial`,
 );
-console.log(`  decode alone: ${fmt(tp.decodeCpuRate)} entries/s per CPU-second (${fmt(tp.decodeRate)} wall); apply of decoded commands: ${fmt(tp.applyCpuRate)} (${fmt(tp.applyRate)} wall)`);
+console.log(
+  `  decode alone: ${fmt(tp.decodeCpuRate)} entries/s per CPU-second (${fmt(tp.decodeRate)} wall); apply of decoded commands: ${fmt(tp.applyCpuRate)} (${fmt(tp.applyRate)} wall)`,
+);
 console.log(`  target ${fmt(TARGET)} entries/s per CPU-second (median): ${met ? 'met' : 'MISSED'}`);
 
 /** Throughput measured in a child process: with other V8 flags, or of another build. */
 function childThroughput(nodeFlags, distPath) {
   const child = spawnSync(
     process.execPath,
-    ['--expose-gc', ...nodeFlags, self, '--child-throughput', '--no-build', '--dist', distPath, '--entries', String(ENTRIES), '--trials', String(TRIALS)],
+    [
+      '--expose-gc',
+      ...nodeFlags,
+      self,
+      '--child-throughput',
+      '--no-build',
+      '--dist',
+      distPath,
+      '--entries',
+      String(ENTRIES),
+      '--trials',
+      String(TRIALS),
+    ],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
   );
   if (child.status !== 0) throw new Error(`throughput child (${nodeFlags.join(' ')} ${distPath}) failed with status ${child.status}`);
@@ -438,7 +483,7 @@ if (!flag('--no-write')) {
     '',
     'Why CPU time: the issue asks for throughput on one core. This machine has two cores shared with other work, so wall-clock rates mostly measure how often the benchmark was descheduled (they varied by 3x between runs of the same code). Process CPU time counts only the time the process ran, on every thread, so V8\'s parallel garbage-collection helpers are charged too. It is not immune either: the virtual machine\'s speed drifts by itself (the reference loop took 31 to 63 ns within hours, at any load average), which is why the loop runs before every trial and the scaled row puts this run at the speed of the "before" measurement. On this machine the margin over the target depends on its speed at the time, so the scaled row and a same-run before/after ratio are the steadier measures. The `--single-threaded-gc` row shows the process doing everything on one thread.',
     '',
-    'Memory per lock counts the lock record, its holder and holders array, its name string, its entry in the namespace map and in the session\'s list of locks, and the dedupe records (64 per session).',
+    "Memory per lock counts the lock record, its holder and holders array, its name string, its entry in the namespace map and in the session's list of locks, and the dedupe records (64 per session).",
     '',
     ...(before !== undefined
       ? [
@@ -464,7 +509,8 @@ if (!flag('--no-write')) {
   const current = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
   const s = current.indexOf(START);
   const e = current.indexOf(END);
-  const next = s >= 0 && e > s ? current.slice(0, s) + section + current.slice(e + END.length) : `${current.replace(/\n*$/, '\n\n')}${section}\n`;
+  const next =
+    s >= 0 && e > s ? current.slice(0, s) + section + current.slice(e + END.length) : `${current.replace(/\n*$/, '\n\n')}${section}\n`;
   writeFileSync(file, next);
   console.log(`wrote the "Lock state machine" section of ${path.relative(root, file)}`);
 }

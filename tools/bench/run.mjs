@@ -43,8 +43,18 @@ const option = (name, fallback) => {
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
 if (flag('--help') || flag('-h')) {
-  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+    .split('\n')
+    .slice(1);
+  console.log(
+    lines
+      .slice(
+        0,
+        lines.findIndex((l) => !l.startsWith('//')),
+      )
+      .map((l) => l.replace(/^\/\/ ?/, ''))
+      .join('\n'),
+  );
   process.exit(0);
 }
 
@@ -67,11 +77,16 @@ const opts = {
   // between rounds; the tables show each system's median round, and the notes every round.
   rounds: Math.max(1, Math.floor(Number(option('--rounds', '1'))) || 1),
 };
-const peerKeys = option('--peers', 'etcd5').split(',').map((s) => s.trim()).filter(Boolean);
+const peerKeys = option('--peers', 'etcd5')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 const scenarioSpec = option('--scenarios', 'all');
 const allKeys = Object.keys(SCENARIOS);
 const scenarioKeys =
-  scenarioSpec === 'all' ? allKeys : allKeys.filter((k) => scenarioSpec.split(',').some((s) => k === s.trim() || k.startsWith(`${s.trim()}-`)));
+  scenarioSpec === 'all'
+    ? allKeys
+    : allKeys.filter((k) => scenarioSpec.split(',').some((s) => k === s.trim() || k.startsWith(`${s.trim()}-`)));
 if (scenarioKeys.length === 0) {
   console.error(`no scenario matches "${scenarioSpec}"; known: ${allKeys.join(', ')}`);
   process.exit(2);
@@ -100,9 +115,20 @@ const compareArgs = option('--compare-args', undefined);
 if (compareArgs) {
   // NAME=value words set environment variables of the compared cell's processes; the rest are flags.
   const words = compareArgs.split(/\s+/).filter(Boolean);
-  const env = Object.fromEntries(words.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+  const env = Object.fromEntries(
+    words.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]),
+  );
   const extraArgs = words.filter((w) => !/^[A-Z_][A-Z0-9_]*=/.test(w));
-  systems.push(new FencerSystem({ extraArgs, env, key: 'fencer-compare', label: option('--compare-label', `Fencer, ${compareArgs}`), portBase: 13_000, keepData: flag('--keep-data') }));
+  systems.push(
+    new FencerSystem({
+      extraArgs,
+      env,
+      key: 'fencer-compare',
+      label: option('--compare-label', `Fencer, ${compareArgs}`),
+      portBase: 13_000,
+      keepData: flag('--keep-data'),
+    }),
+  );
 }
 const baselineMain = option('--baseline', undefined);
 if (baselineMain) {
@@ -110,7 +136,9 @@ if (baselineMain) {
     console.error(`--baseline ${baselineMain}: no such file (give a cell-node dist/main.js built from another tree)`);
     process.exit(2);
   }
-  systems.push(new FencerSystem({ main: baselineMain, key: 'fencer-baseline', label: 'Fencer, baseline build', keepData: flag('--keep-data') }));
+  systems.push(
+    new FencerSystem({ main: baselineMain, key: 'fencer-baseline', label: 'Fencer, baseline build', keepData: flag('--keep-data') }),
+  );
 }
 for (const p of peerKeys) {
   if (p.startsWith('etcd')) systems.push(new EtcdSystem(Number(p.slice(4)), { keepData: flag('--keep-data') }));
@@ -134,7 +162,11 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-const loadavg = () => os.loadavg().map((x) => x.toFixed(2)).join(' / ');
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
 const meta = {
   date: new Date().toISOString(),
   cpu: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`,
@@ -162,7 +194,9 @@ try {
     for (const s of systems) {
       process.stdout.write(`warming up ${s.label} (${opts.systemWarmupS} s of ${warmKeys.join(', ')}; not measured) … `);
       for (const k of warmKeys) {
-        await SCENARIOS[k].run(s, { ...opts, warmupS: 0, seconds: opts.systemWarmupS / warmKeys.length }).catch((e) => console.warn(`warm-up ${k}: ${e?.message ?? e}`));
+        await SCENARIOS[k]
+          .run(s, { ...opts, warmupS: 0, seconds: opts.systemWarmupS / warmKeys.length })
+          .catch((e) => console.warn(`warm-up ${k}: ${e?.message ?? e}`));
       }
       console.log('done');
     }
@@ -211,13 +245,16 @@ function writeDocs(meta, systems, results) {
   const notesStart = '<!-- cell-notes:start -->';
   const notesEnd = '<!-- cell-notes:end -->';
   const old = text.includes(start) && text.includes(end) ? text.slice(text.indexOf(start), text.indexOf(end) + end.length) : '';
-  const notes = old.includes(notesStart) ? old.slice(old.indexOf(notesStart), old.indexOf(notesEnd) + notesEnd.length) : `${notesStart}\n${notesEnd}`;
+  const notes = old.includes(notesStart)
+    ? old.slice(old.indexOf(notesStart), old.indexOf(notesEnd) + notesEnd.length)
+    : `${notesStart}\n${notesEnd}`;
   const section = `${start}\n${renderMarkdown(meta, systems, results)}\n${notes}\n${end}`;
   // Re-read just before writing: other sections of this file belong to others and may have changed.
   const now = existsSync(doc) ? readFileSync(doc, 'utf8') : text;
-  const next = now.includes(start) && now.includes(end)
-    ? now.slice(0, now.indexOf(start)) + section + now.slice(now.indexOf(end) + end.length)
-    : `${now.trimEnd()}\n\n${section}\n`;
+  const next =
+    now.includes(start) && now.includes(end)
+      ? now.slice(0, now.indexOf(start)) + section + now.slice(now.indexOf(end) + end.length)
+      : `${now.trimEnd()}\n\n${section}\n`;
   writeFileSync(doc, next);
   console.log(`wrote the cell section of ${path.relative(process.cwd(), doc)}`);
 }

@@ -32,7 +32,11 @@ const baseDir = option('--dir', os.tmpdir());
 const entryBytes = 100;
 
 if (!flag('--no-build')) {
-  execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-b', path.join(root, 'libs/wal/tsconfig.lib.json')], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules/typescript/bin/tsc'), '-b', path.join(root, 'libs/wal/tsconfig.lib.json')],
+    { stdio: 'inherit' },
+  );
 }
 const { openRaftLogStore } = await import(path.join(root, 'libs/wal/dist/index.js'));
 const { NodeDisk } = await import(path.join(root, 'libs/wal/dist/node.js'));
@@ -62,7 +66,9 @@ function zeroFilled(file, fileBytes) {
 }
 
 function open(dir) {
-  return new Promise((resolve, reject) => openRaftLogStore(new NodeDisk(), dir, walOptions, (err, store) => (err ? reject(err) : resolve(store))));
+  return new Promise((resolve, reject) =>
+    openRaftLogStore(new NodeDisk(), dir, walOptions, (err, store) => (err ? reject(err) : resolve(store))),
+  );
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -148,7 +154,12 @@ try {
   const rows = runners.map((r) => {
     const runs = results.get(r.appenders);
     const mid = [...runs].sort((x, y) => x.appendsPerS - y.appendsPerS)[Math.floor(runs.length / 2)];
-    return { appenders: r.appenders, ...mid, minAppendsPerS: Math.min(...runs.map((x) => x.appendsPerS)), maxAppendsPerS: Math.max(...runs.map((x) => x.appendsPerS)) };
+    return {
+      appenders: r.appenders,
+      ...mid,
+      minAppendsPerS: Math.min(...runs.map((x) => x.appendsPerS)),
+      maxAppendsPerS: Math.max(...runs.map((x) => x.appendsPerS)),
+    };
   });
   const table = [
     '| appenders | appends/s (median) | fsyncs/s | appends per fsync | p50 latency | p99 latency | appends/s, all rounds |',

@@ -16,7 +16,9 @@ const stampFile = path.join(root, 'node_modules', '.fencer-install-stamp');
 // says whether node_modules is current (npm ci refuses a lock file that is
 // out of step with the package.json files, which makes that loud too).
 function manifestHash() {
-  return createHash('sha256').update(readFileSync(path.join(root, 'package-lock.json'))).digest('hex');
+  return createHash('sha256')
+    .update(readFileSync(path.join(root, 'package-lock.json')))
+    .digest('hex');
 }
 
 const want = manifestHash();

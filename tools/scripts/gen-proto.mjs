@@ -83,7 +83,9 @@ if (check) {
   }
   rmSync(out, { recursive: true, force: true });
   if (problems.length > 0) {
-    console.error(`generated protocol code differs from proto/:\n  ${problems.join('\n  ')}\nRun \`npm run gen:proto\` and commit the result.`);
+    console.error(
+      `generated protocol code differs from proto/:\n  ${problems.join('\n  ')}\nRun \`npm run gen:proto\` and commit the result.`,
+    );
     process.exit(1);
   }
   console.log(`generated protocol code is current (${want.length} files)`);

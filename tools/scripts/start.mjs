@@ -6,12 +6,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const build = spawnSync(path.join(root, 'node_modules/.bin/nx'), ['run-many', '-t', 'build', '--output-style=static'], { cwd: root, stdio: 'inherit' });
+const build = spawnSync(path.join(root, 'node_modules/.bin/nx'), ['run-many', '-t', 'build', '--output-style=static'], {
+  cwd: root,
+  stdio: 'inherit',
+});
 if (build.status !== 0) {
   console.error('fencer: the build failed; see above.');
   process.exit(build.status ?? 1);
 }
-const launcher = spawn(process.execPath, [path.join(root, 'tools/fleet/launch.mjs'), ...process.argv.slice(2)], { cwd: root, stdio: 'inherit' });
+const launcher = spawn(process.execPath, [path.join(root, 'tools/fleet/launch.mjs'), ...process.argv.slice(2)], {
+  cwd: root,
+  stdio: 'inherit',
+});
 // Ctrl-C reaches the launcher too (same process group); a SIGTERM sent to
 // this process alone is passed on. Either way the launcher stops the fleet.
 process.on('SIGINT', () => {});

@@ -48,7 +48,10 @@ const projectsJson = spawnSync(nx, ['show', 'projects', '--with-target', 'test',
 const projects = JSON.parse(projectsJson.stdout || '[]');
 const testsOk = step('tests', nx, ['run-many', '-t', 'test', '--output-style=static', ...extra, '--', '--run'], { FORCE_COLOR: '0' });
 
-const onlyProjects = extra.find((a) => a.startsWith('--projects='))?.slice('--projects='.length).split(',');
+const onlyProjects = extra
+  .find((a) => a.startsWith('--projects='))
+  ?.slice('--projects='.length)
+  .split(',');
 for (const project of projects) {
   if (onlyProjects && !onlyProjects.includes(project)) continue;
   const file = path.join(reports, `${project}.json`);
@@ -63,11 +66,13 @@ for (const project of projects) {
   failed += report.numFailedTests;
   const projectSkipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
   skipped += projectSkipped;
-  if (projectSkipped > 0 && inCi) failures.push(`${project}: ${projectSkipped} skipped tests (CI=true allows none: is a Debian package from .ci/run missing?)`);
+  if (projectSkipped > 0 && inCi)
+    failures.push(`${project}: ${projectSkipped} skipped tests (CI=true allows none: is a Debian package from .ci/run missing?)`);
   // A suite that fails to load counts its file once.
   const brokenFiles = (report.testResults ?? []).filter((f) => f.status === 'failed' && (f.assertionResults ?? []).length === 0);
   failed += brokenFiles.length;
-  if (report.numFailedTests > 0 || brokenFiles.length > 0) failures.push(`${project}: ${report.numFailedTests} failed tests, ${brokenFiles.length} broken files`);
+  if (report.numFailedTests > 0 || brokenFiles.length > 0)
+    failures.push(`${project}: ${report.numFailedTests} failed tests, ${brokenFiles.length} broken files`);
 }
 if (!testsOk && failed === 0) {
   failed++;

@@ -37,7 +37,21 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const args = { seeds: undefined, seed: undefined, from: 1, seconds: undefined, replicas: undefined, bug: undefined, profile: undefined, machine: undefined, planted: undefined, jobs: 1, verbose: false, build: true, json: false };
+  const args = {
+    seeds: undefined,
+    seed: undefined,
+    from: 1,
+    seconds: undefined,
+    replicas: undefined,
+    bug: undefined,
+    profile: undefined,
+    machine: undefined,
+    planted: undefined,
+    jobs: 1,
+    verbose: false,
+    build: true,
+    json: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -51,26 +65,57 @@ function parseArgs(argv) {
       return n;
     };
     switch (a) {
-      case '--seeds': args.seeds = int(next(), a); break;
-      case '--seed': args.seed = int(next(), a); break;
-      case '--from': args.from = int(next(), a); break;
-      case '--seconds': args.seconds = int(next(), a); break;
-      case '--replicas': args.replicas = int(next(), a); break;
-      case '--bug': args.bug = next(); break;
-      case '--profile': args.profile = next(); break;
-      case '--machine': args.machine = next(); break;
-      case '--planted': args.planted = next(); break;
-      case '--jobs': args.jobs = Math.max(1, int(next(), a)); break;
-      case '--verbose': args.verbose = true; break;
-      case '--json': args.json = true; break;
-      case '--no-build': args.build = false; break;
-      case '-h': case '--help': usage(); break;
-      default: usage(`unknown argument ${a}`);
+      case '--seeds':
+        args.seeds = int(next(), a);
+        break;
+      case '--seed':
+        args.seed = int(next(), a);
+        break;
+      case '--from':
+        args.from = int(next(), a);
+        break;
+      case '--seconds':
+        args.seconds = int(next(), a);
+        break;
+      case '--replicas':
+        args.replicas = int(next(), a);
+        break;
+      case '--bug':
+        args.bug = next();
+        break;
+      case '--profile':
+        args.profile = next();
+        break;
+      case '--machine':
+        args.machine = next();
+        break;
+      case '--planted':
+        args.planted = next();
+        break;
+      case '--jobs':
+        args.jobs = Math.max(1, int(next(), a));
+        break;
+      case '--verbose':
+        args.verbose = true;
+        break;
+      case '--json':
+        args.json = true;
+        break;
+      case '--no-build':
+        args.build = false;
+        break;
+      case '-h':
+      case '--help':
+        usage();
+        break;
+      default:
+        usage(`unknown argument ${a}`);
     }
   }
   if ((args.seeds === undefined) === (args.seed === undefined)) usage('give exactly one of --seeds N or --seed X');
   if (args.bug !== undefined && args.profile !== undefined) usage('give at most one of --bug and --profile');
-  if (args.machine !== undefined && !['lock', 'kv', 'meta'].includes(args.machine)) usage(`--machine is lock, kv or meta, got ${args.machine}`);
+  if (args.machine !== undefined && !['lock', 'kv', 'meta'].includes(args.machine))
+    usage(`--machine is lock, kv or meta, got ${args.machine}`);
   if (args.machine === 'meta' && (args.replicas !== undefined || args.profile !== undefined || args.planted !== undefined)) {
     usage('--machine meta takes --seconds, --bug and --jobs; not --replicas, --profile or --planted');
   }
@@ -90,7 +135,11 @@ function optionsFor(sim, args, seed) {
 
 /** One seed of the meta group's run, as the same small record. */
 function runMetaSeed(sim, args, seed) {
-  const options = { seed, ...(args.seconds !== undefined ? { runMs: args.seconds * 1000 } : {}), ...(args.bug !== undefined ? { bug: args.bug } : {}) };
+  const options = {
+    seed,
+    ...(args.seconds !== undefined ? { runMs: args.seconds * 1000 } : {}),
+    ...(args.bug !== undefined ? { bug: args.bug } : {}),
+  };
   const started = performance.now();
   const report = sim.runMetaSimulation(options);
   const fired = [...new Set(report.violations.map((v) => v.checker))];
@@ -152,7 +201,8 @@ if (!isMainThread) {
   for (const name of [args.bug, args.profile]) {
     if (name !== undefined && !bugNames.includes(name)) usage(`unknown bug ${name}; one of ${bugNames.join(', ')}`);
   }
-  if (args.planted !== undefined && !sim.PLANTED_BUGS.includes(args.planted)) usage(`unknown planted bug ${args.planted}; one of ${sim.PLANTED_BUGS.join(', ')}`);
+  if (args.planted !== undefined && !sim.PLANTED_BUGS.includes(args.planted))
+    usage(`unknown planted bug ${args.planted}; one of ${sim.PLANTED_BUGS.join(', ')}`);
   if (args.planted !== undefined && args.machine === 'kv') usage('--planted bugs are lock-level: not with --machine kv');
   const seeds = args.seed !== undefined ? [args.seed] : Array.from({ length: args.seeds }, (_, i) => args.from + i);
   const jobs = Math.min(args.jobs, seeds.length, availableParallelism());
@@ -169,10 +219,14 @@ if (!isMainThread) {
     }
     if (!r.ok) {
       const first = r.violations[0];
-      console.log(`FAIL seed ${r.seed}: ${r.fired.join(', ')}${first ? ` — ${first.detail.split(' | ')[0]} (at ${(first.timeUs / 1e6).toFixed(3)} s)` : ''}`);
+      console.log(
+        `FAIL seed ${r.seed}: ${r.fired.join(', ')}${first ? ` — ${first.detail.split(' | ')[0]} (at ${(first.timeUs / 1e6).toFixed(3)} s)` : ''}`,
+      );
       console.log(`  replay: ${r.replay}`);
     } else if (args.seed !== undefined || args.json) {
-      console.log(`ok seed ${r.seed}: trace ${r.traceHash}, ${r.events} events, ${r.simulatedSeconds} s simulated in ${(r.realMs / 1000).toFixed(2)} s`);
+      console.log(
+        `ok seed ${r.seed}: trace ${r.traceHash}, ${r.events} events, ${r.simulatedSeconds} s simulated in ${(r.realMs / 1000).toFixed(2)} s`,
+      );
     }
   };
   if (jobs <= 1) {

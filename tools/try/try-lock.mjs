@@ -38,7 +38,9 @@ async function call(method, request) {
   for (let attempt = 0; attempt < 20; attempt++) {
     try {
       return await new Promise((resolve, reject) =>
-        client(target)[method](request, new Metadata(), { deadline: Date.now() + 30_000 }, (err, res) => (err ? reject(err) : resolve(res))),
+        client(target)[method](request, new Metadata(), { deadline: Date.now() + 30_000 }, (err, res) =>
+          err ? reject(err) : resolve(res),
+        ),
       );
     } catch (err) {
       const fe = fromServiceError(err);
@@ -56,7 +58,14 @@ const ka = client(target).keepAlive();
 ka.on('error', () => {});
 const beat = setInterval(() => ka.write({ sessionId: session.sessionId }), session.ttlMs / 3);
 
-const got = await call('acquire', { sessionId: session.sessionId, name, mode: lockservice.LockMode.LOCK_MODE_EXCLUSIVE, waitMs: 10_000, requestId: randomUUID(), lockDelayMs: 0 });
+const got = await call('acquire', {
+  sessionId: session.sessionId,
+  name,
+  mode: lockservice.LockMode.LOCK_MODE_EXCLUSIVE,
+  waitMs: 10_000,
+  requestId: randomUUID(),
+  lockDelayMs: 0,
+});
 const status = lockservice.acquireStatusToJSON(got.status);
 console.log(`acquire ${name}: ${status}${got.token ? `, fencing token ${got.token}` : ''}`);
 if (got.token) {

@@ -96,7 +96,12 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       requireLeader(node);
       // The state machine's own checks, before anything is proposed (an absent peer address is checked as the
       // address it is derived from).
-      const given: SetMemberAddressCommand = { kind: 'SetMemberAddress', id: req.id, address: req.address, peerAddress: req.peerAddress || req.address };
+      const given: SetMemberAddressCommand = {
+        kind: 'SetMemberAddress',
+        id: req.id,
+        address: req.address,
+        peerAddress: req.peerAddress || req.address,
+      };
       const bad = validateCommand(given);
       if (bad) throw new FencerError(bad.code, bad.message);
       const command = req.peerAddress !== '' ? given : { ...given, peerAddress: node.defaultPeerAddress(req.address) };
@@ -104,19 +109,27 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       const recorded = await node.propose(command);
       const outcome = recorded.outcome as Outcome;
       if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
-      const index = await node.proposeConfChange({ type: req.learner ? ConfChangeType.AddLearner : ConfChangeType.AddVoter, node: NodeId(req.id) });
+      const index = await node.proposeConfChange({
+        type: req.learner ? ConfChangeType.AddLearner : ConfChangeType.AddVoter,
+        node: NodeId(req.id),
+      });
       return { index };
     }),
     removeMember: handle(node, async (req: adminpb.RemoveMemberRequest) => {
       requireLeader(node);
       const index = await node.proposeConfChange({ type: ConfChangeType.RemoveNode, node: NodeId(req.id) });
       // Its addresses go once it is out; if this fails the entry stays, which is harmless.
-      await node.propose({ kind: 'ForgetMember', id: req.id }).catch((err: unknown) => node.env.logger.warn({ member: req.id, err: (err as Error).message }, 'could not forget a removed member\'s addresses'));
+      await node
+        .propose({ kind: 'ForgetMember', id: req.id })
+        .catch((err: unknown) =>
+          node.env.logger.warn({ member: req.id, err: (err as Error).message }, "could not forget a removed member's addresses"),
+        );
       return { index };
     }),
     promoteLearner: handle(node, async (req: adminpb.PromoteLearnerRequest) => {
       requireLeader(node);
-      if (!node.replica.status().learners.includes(NodeId(req.id))) throw new FencerError('INVALID_ARGUMENT', `${req.id} is not a learner of this cell`);
+      if (!node.replica.status().learners.includes(NodeId(req.id)))
+        throw new FencerError('INVALID_ARGUMENT', `${req.id} is not a learner of this cell`);
       const index = await node.proposeConfChange({ type: ConfChangeType.AddVoter, node: NodeId(req.id) });
       return { index };
     }),
@@ -130,14 +143,23 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
       return { changed: 'changed' in outcome && outcome.changed === true };
     }),
-    dropNamespace: (call: ServerUnaryCall<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>, cb: sendUnaryData<adminpb.DropNamespaceResponse>) =>
+    dropNamespace: (
+      call: ServerUnaryCall<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>,
+      cb: sendUnaryData<adminpb.DropNamespaceResponse>,
+    ) =>
       void dropNamespace(node, call.request).then(
         (res) => cb(null, res),
         (e: unknown) => {
           if (e instanceof NotEmpty) {
             const metadata = new Metadata();
             metadata.set('lock-reason', 'NAMESPACE_NOT_EMPTY');
-            return cb({ name: 'NotEmpty', message: e.message, code: grpcStatus.FAILED_PRECONDITION, details: e.message, metadata } as ServiceError);
+            return cb({
+              name: 'NotEmpty',
+              message: e.message,
+              code: grpcStatus.FAILED_PRECONDITION,
+              details: e.message,
+              metadata,
+            } as ServiceError);
           }
           const fe = e instanceof FencerError ? e : new FencerError('INTERNAL', (e as Error)?.message ?? String(e));
           if (!(e instanceof FencerError)) node.env.logger.error({ err: (e as Error)?.stack }, 'admin call failed');

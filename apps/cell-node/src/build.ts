@@ -65,14 +65,27 @@ function after(ms: number, run: () => void): Cancel {
 }
 
 function bind(s: Server, address: string): Promise<void> {
-  return new Promise((resolve, reject) => s.bindAsync(address, ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve())));
+  return new Promise((resolve, reject) =>
+    s.bindAsync(address, ServerCredentials.createInsecure(), (err) =>
+      err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve(),
+    ),
+  );
 }
 
-function openStore(config: CellNodeConfig, metrics: NodeMetrics, syncView: SyncPolicyView, nowMs: () => number): Promise<{ store: WalStore; disk: NodeDisk }> {
+function openStore(
+  config: CellNodeConfig,
+  metrics: NodeMetrics,
+  syncView: SyncPolicyView,
+  nowMs: () => number,
+): Promise<{ store: WalStore; disk: NodeDisk }> {
   const nodeDisk = new NodeDisk({ syncOnLoop: walSyncOnLoop(config.walSyncOnLoop, syncView) });
   const disk = timedDisk(nodeDisk, (kind, seconds) => metrics.walFsync.observe({ kind }, seconds), nowMs);
   return new Promise((resolve, reject) =>
-    openRaftLogStore(disk, config.dataDir, {}, (err, s) => (err || !s ? reject(new Error(`cannot open the log in ${config.dataDir}: ${err?.message ?? 'no store'}`)) : resolve({ store: s, disk: nodeDisk }))),
+    openRaftLogStore(disk, config.dataDir, {}, (err, s) =>
+      err || !s
+        ? reject(new Error(`cannot open the log in ${config.dataDir}: ${err?.message ?? 'no store'}`))
+        : resolve({ store: s, disk: nodeDisk }),
+    ),
   );
 }
 
@@ -81,12 +94,29 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   // The WAL opens before the node exists; until then (recovery) the node counts as an idle follower.
   const syncView: SyncPolicyView = { isLeader: () => false, callsInFlight: () => 0 };
   const { store, disk } = await openStore(config, metrics, syncView, deps.nowMs);
-  metrics.watchWal(() => store.stats, () => disk.stats);
+  metrics.watchWal(
+    () => store.stats,
+    () => disk.stats,
+  );
   if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
   let transport: RaftPeerTransport | undefined;
   const forwarder = new GrpcForwarder(config.id);
-  const node = new CellNode(config, store, { clock: deps.clock, random: deps.random, logger, metrics: metrics.cellMetrics(), send: (m) => transport?.send(m), onFatal: deps.onFatal, after }, forwarder, deps.testHooks);
+  const node = new CellNode(
+    config,
+    store,
+    {
+      clock: deps.clock,
+      random: deps.random,
+      logger,
+      metrics: metrics.cellMetrics(),
+      send: (m) => transport?.send(m),
+      onFatal: deps.onFatal,
+      after,
+    },
+    forwarder,
+    deps.testHooks,
+  );
   syncView.isLeader = () => node.isLeader;
   const transportOptions: PeerTransportOptions = {
     selfId: config.id,
@@ -104,7 +134,10 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     try {
       transport?.setPeer(id, config.peerDial.get(id) ?? node.peerAddressOf(id) ?? address);
     } catch (err) {
-      logger.error({ peer: id, address, err: (err as Error).message }, 'no peer address for this member: it gets no Raft messages from here');
+      logger.error(
+        { peer: id, address, err: (err as Error).message },
+        'no peer address for this member: it gets no Raft messages from here',
+      );
     }
   };
   for (const [id, address] of node.addresses) setPeer(id, address);
@@ -137,7 +170,17 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   const metricsServer = await metrics.serve(config.metricsListen);
 
   const ticker = setInterval(() => node.tick(), config.tickMs);
-  logger.info({ id: config.id, listen: config.listen, peerListen: config.peerListen, peerTransport: config.peerTransport, admin: config.adminListen, metrics: config.metricsListen }, 'cell node serving');
+  logger.info(
+    {
+      id: config.id,
+      listen: config.listen,
+      peerListen: config.peerListen,
+      peerTransport: config.peerTransport,
+      admin: config.adminListen,
+      metrics: config.metricsListen,
+    },
+    'cell node serving',
+  );
 
   const close = async (): Promise<void> => {
     if (node.isLeader) {

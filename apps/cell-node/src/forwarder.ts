@@ -10,7 +10,6 @@ import { FencerError, type Result, err, ok } from '@fencer/base';
 import type { CallDone, Cancel, CellMethod, HeartbeatAnswer, LeaderForwarder, RequestOf, ResponseOf } from '@fencer/cell';
 import { FORWARDED_KEY, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
 
-
 type Unary = (req: unknown, md: Metadata, cb: (err: ServiceError | null, res: unknown) => void) => { cancel(): void };
 
 export class GrpcForwarder implements LeaderForwarder {
@@ -30,13 +29,22 @@ export class GrpcForwarder implements LeaderForwarder {
     return () => call.cancel();
   }
 
-  heartbeats(_leader: string, address: string, sessionIds: readonly string[], done: (r: Result<HeartbeatAnswer[], FencerError>) => void): Cancel {
+  heartbeats(
+    _leader: string,
+    address: string,
+    sessionIds: readonly string[],
+    done: (r: Result<HeartbeatAnswer[], FencerError>) => void,
+  ): Cancel {
     let c = this.internalClients.get(address);
     if (!c) this.internalClients.set(address, (c = new internalpb.CellInternalClient(address, credentials.createInsecure())));
-    const call = c.heartbeatBatch({ sessionIds: [...sessionIds], proxyId: this.selfId }, this.metadata(), (e: ServiceError | null, res: internalpb.HeartbeatBatchResponse) => {
-      if (e) return done(err(new FencerError('NO_LEADER', `heartbeat relay to ${address} failed: ${e.details}`, address)));
-      done(ok(res.sessions));
-    });
+    const call = c.heartbeatBatch(
+      { sessionIds: [...sessionIds], proxyId: this.selfId },
+      this.metadata(),
+      (e: ServiceError | null, res: internalpb.HeartbeatBatchResponse) => {
+        if (e) return done(err(new FencerError('NO_LEADER', `heartbeat relay to ${address} failed: ${e.details}`, address)));
+        done(ok(res.sessions));
+      },
+    );
     return () => call.cancel();
   }
 
@@ -53,7 +61,10 @@ export class GrpcForwarder implements LeaderForwarder {
 
   /** The leader's own answer as it gave it; a leader that did not answer at all, in the contract's words. */
   private leaderError(e: ServiceError, address: string): FencerError {
-    if (e.metadata?.get('lock-reason').length === 0 && (e.code === status.UNAVAILABLE || e.code === status.DEADLINE_EXCEEDED || e.code === status.CANCELLED)) {
+    if (
+      e.metadata?.get('lock-reason').length === 0 &&
+      (e.code === status.UNAVAILABLE || e.code === status.DEADLINE_EXCEEDED || e.code === status.CANCELLED)
+    ) {
       return new FencerError('NO_LEADER', `the leader at ${address} did not answer: ${e.details}`, address);
     }
     return fromServiceError(e);

@@ -7,9 +7,25 @@
  * replica's apply stream after a read barrier. This file only converts
  * between gRPC and the cell, and counts.
  */
-import { type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServerDuplexStream, type ServiceError, status } from '@grpc/grpc-js';
+import {
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServerDuplexStream,
+  type ServiceError,
+  status,
+} from '@grpc/grpc-js';
 import { FencerError, type Result } from '@fencer/base';
-import { type CallContext, type CellMethod, type HeartbeatAnswer, type HubEvent, type RequestOf, type ResponseOf, type WatchSink, lockToWire } from '@fencer/cell';
+import {
+  type CallContext,
+  type CellMethod,
+  type HeartbeatAnswer,
+  type HubEvent,
+  type RequestOf,
+  type ResponseOf,
+  type WatchSink,
+  lockToWire,
+} from '@fencer/cell';
 import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
 
 import type { NodeMetrics } from './metrics.js';
@@ -34,7 +50,14 @@ function watchEventToPb(e: HubEvent): lockservice.WatchEvent {
         lock: lockToWire(e.event.lock),
       };
     case 'snapshot':
-      return { revision: e.revision, type: WatchEventType.WATCH_EVENT_TYPE_SNAPSHOT, name: e.lock.name, sessionId: '', token: 0, lock: lockToWire(e.lock) };
+      return {
+        revision: e.revision,
+        type: WatchEventType.WATCH_EVENT_TYPE_SNAPSHOT,
+        name: e.lock.name,
+        sessionId: '',
+        token: 0,
+        lock: lockToWire(e.lock),
+      };
     case 'progress':
       return { revision: e.revision, type: WatchEventType.WATCH_EVENT_TYPE_PROGRESS, name: '', sessionId: '', token: 0, lock: undefined };
   }
@@ -119,7 +142,8 @@ export class LockServiceImpl {
         return call.writableLength;
       },
       end: (reason) => {
-        if (reason === 'slow') reject(new FencerError('SLOW_WATCHER', 'this watcher fell too far behind; resume with since_revision = the last revision seen'));
+        if (reason === 'slow')
+          reject(new FencerError('SLOW_WATCHER', 'this watcher fell too far behind; resume with since_revision = the last revision seen'));
         else reject(new FencerError('SHUTTING_DOWN', 'the node is shutting down; resume elsewhere with since_revision'));
       },
     };
@@ -133,7 +157,10 @@ export class LockServiceImpl {
   };
 
   /** The leader's internal HeartbeatBatch (session proxies, and followers relaying KeepAlive): never relayed again. */
-  heartbeatBatch = (call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>, cb: sendUnaryData<internalpb.HeartbeatBatchResponse>): void => {
+  heartbeatBatch = (
+    call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>,
+    cb: sendUnaryData<internalpb.HeartbeatBatchResponse>,
+  ): void => {
     this.node.cell.heartbeat(call.request.sessionIds, { forwarded: true }, (r: Result<HeartbeatAnswer[], FencerError>) => {
       if (!r.ok) cb(toServiceError(r.error) as ServiceError);
       else cb(null, { sessions: r.value });

@@ -26,7 +26,7 @@ function writeBeforeExit(fd: number, text: string): void {
   const bytes = Buffer.from(text);
   const nap = new Int32Array(new SharedArrayBuffer(4));
   const giveUpAt = performance.now() + 1000;
-  for (let off = 0; off < bytes.length; ) {
+  for (let off = 0; off < bytes.length;) {
     try {
       off += fs.writeSync(fd, bytes, off);
     } catch (err) {

@@ -9,12 +9,21 @@ import type { CellMetrics } from '@fencer/cell';
 
 export class NodeMetrics {
   readonly registry = new Registry();
-  readonly leaderChanges = new Counter({ name: 'fencer_leader_changes_total', help: 'Times this node saw the leader change', registers: [this.registry] });
+  readonly leaderChanges = new Counter({
+    name: 'fencer_leader_changes_total',
+    help: 'Times this node saw the leader change',
+    registers: [this.registry],
+  });
   readonly isLeader = new Gauge({ name: 'fencer_is_leader', help: '1 when this node is the leader', registers: [this.registry] });
   readonly term = new Gauge({ name: 'fencer_raft_term', help: 'Current Raft term', registers: [this.registry] });
   readonly commitIndex = new Gauge({ name: 'fencer_raft_commit_index', help: 'Commit index', registers: [this.registry] });
   readonly appliedIndex = new Gauge({ name: 'fencer_raft_applied_index', help: 'Applied index', registers: [this.registry] });
-  readonly proposals = new Counter({ name: 'fencer_proposals_total', help: 'Proposals by outcome', labelNames: ['outcome'], registers: [this.registry] });
+  readonly proposals = new Counter({
+    name: 'fencer_proposals_total',
+    help: 'Proposals by outcome',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly commitLatency = new Histogram({
     name: 'fencer_proposal_commit_seconds',
     help: 'Time from proposal to applied result on the leader',
@@ -31,10 +40,29 @@ export class NodeMetrics {
   readonly locks = new Gauge({ name: 'fencer_locks', help: 'Live locks in the state machine', registers: [this.registry] });
   readonly waiters = new Gauge({ name: 'fencer_waiters', help: 'Queued waiters in the state machine', registers: [this.registry] });
   readonly watchers = new Gauge({ name: 'fencer_watchers', help: 'Open Watch streams on this node', registers: [this.registry] });
-  readonly keepalives = new Counter({ name: 'fencer_keepalives_total', help: 'Heartbeats answered', labelNames: ['path'], registers: [this.registry] });
-  readonly expiries = new Counter({ name: 'fencer_session_expiries_total', help: 'ExpireSession entries applied', registers: [this.registry] });
-  readonly peerQueueDepth = new Gauge({ name: 'fencer_peer_send_queue_depth', help: 'Messages queued per peer link', labelNames: ['peer'], registers: [this.registry] });
-  readonly peerDropped = new Counter({ name: 'fencer_peer_messages_dropped_total', help: 'Peer messages dropped (queue full or link down)', labelNames: ['peer'], registers: [this.registry] });
+  readonly keepalives = new Counter({
+    name: 'fencer_keepalives_total',
+    help: 'Heartbeats answered',
+    labelNames: ['path'],
+    registers: [this.registry],
+  });
+  readonly expiries = new Counter({
+    name: 'fencer_session_expiries_total',
+    help: 'ExpireSession entries applied',
+    registers: [this.registry],
+  });
+  readonly peerQueueDepth = new Gauge({
+    name: 'fencer_peer_send_queue_depth',
+    help: 'Messages queued per peer link',
+    labelNames: ['peer'],
+    registers: [this.registry],
+  });
+  readonly peerDropped = new Counter({
+    name: 'fencer_peer_messages_dropped_total',
+    help: 'Peer messages dropped (queue full or link down)',
+    labelNames: ['peer'],
+    registers: [this.registry],
+  });
   readonly walFsync = new Histogram({
     name: 'fencer_wal_fsync_seconds',
     help: 'WAL fdatasync (file) and directory fsync durations',
@@ -42,9 +70,19 @@ export class NodeMetrics {
     buckets: [0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1],
     registers: [this.registry],
   });
-  readonly rpcs = new Counter({ name: 'fencer_rpcs_total', help: 'Client RPCs by method and code', labelNames: ['method', 'code'], registers: [this.registry] });
+  readonly rpcs = new Counter({
+    name: 'fencer_rpcs_total',
+    help: 'Client RPCs by method and code',
+    labelNames: ['method', 'code'],
+    registers: [this.registry],
+  });
   /** Replica-reported counters and histograms by name (fsync duration and batch size come from the WAL through it). */
-  private readonly replicaCounters = new Counter({ name: 'fencer_replica_events_total', help: 'Replica counters by name', labelNames: ['name'], registers: [this.registry] });
+  private readonly replicaCounters = new Counter({
+    name: 'fencer_replica_events_total',
+    help: 'Replica counters by name',
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
   /** Peer messages the Raft core refused, by reason (libs/raft message-check.ts): a rising count is a bug or a hostile peer. */
   private readonly raftMessagesRefused = new Counter({
     name: 'fencer_raft_messages_refused_total',
@@ -68,7 +106,10 @@ export class NodeMetrics {
    * WAL counters read at scrape time: saves (Raft readies written) and fsyncs,
    * whose ratio is the group-commit batch size.
    */
-  watchWal(stats: () => { saves: number; fsyncs: number; batches: number }, syncs: () => { syncsOnLoop: number; syncsInPool: number }): void {
+  watchWal(
+    stats: () => { saves: number; fsyncs: number; batches: number },
+    syncs: () => { syncsOnLoop: number; syncsInPool: number },
+  ): void {
     new Gauge({
       name: 'fencer_wal_fdatasyncs',
       help: 'WAL file fdatasyncs since start, by where they ran: on the event loop, or on the thread pool (--wal-sync-on-loop)',
@@ -80,8 +121,22 @@ export class NodeMetrics {
         this.set({ thread: 'pool' }, s.syncsInPool);
       },
     });
-    new Gauge({ name: 'fencer_wal_saves', help: 'WAL save calls since start', registers: [this.registry], collect() { this.set(stats().saves); } });
-    new Gauge({ name: 'fencer_wal_fsyncs', help: 'WAL fsyncs since start', registers: [this.registry], collect() { this.set(stats().fsyncs); } });
+    new Gauge({
+      name: 'fencer_wal_saves',
+      help: 'WAL save calls since start',
+      registers: [this.registry],
+      collect() {
+        this.set(stats().saves);
+      },
+    });
+    new Gauge({
+      name: 'fencer_wal_fsyncs',
+      help: 'WAL fsyncs since start',
+      registers: [this.registry],
+      collect() {
+        this.set(stats().fsyncs);
+      },
+    });
     new Gauge({
       name: 'fencer_wal_batch_saves',
       help: 'Average saves per fsync since start (group commit batch size)',

@@ -106,7 +106,9 @@ export class CellNode {
 
   /** Proposes a command; resolves with the state machine's outcome once applied. */
   propose(command: Command): Promise<{ index: LogIndex; outcome: unknown }> {
-    return new Promise((resolve, reject) => this.cell.propose(command, (r) => (r.ok ? resolve({ index: r.value.index, outcome: r.value.result }) : reject(r.error))));
+    return new Promise((resolve, reject) =>
+      this.cell.propose(command, (r) => (r.ok ? resolve({ index: r.value.index, outcome: r.value.result }) : reject(r.error))),
+    );
   }
 
   proposeConfChange(change: ConfChange): Promise<LogIndex> {

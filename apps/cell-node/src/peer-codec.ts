@@ -20,9 +20,7 @@ const toWire: Record<MessageType, raftpb.MessageType> = {
   InstallSnapshotResponse: raftpb.MessageType.MESSAGE_TYPE_INSTALL_SNAPSHOT_RESPONSE,
   TimeoutNow: raftpb.MessageType.MESSAGE_TYPE_TIMEOUT_NOW,
 };
-const fromWire = new Map<raftpb.MessageType, MessageType>(
-  Object.entries(toWire).map(([k, v]) => [v, k as MessageType]),
-);
+const fromWire = new Map<raftpb.MessageType, MessageType>(Object.entries(toWire).map(([k, v]) => [v, k as MessageType]));
 
 function entryToWire(e: Entry): raftpb.Entry {
   return { term: e.term, index: e.index, type: e.type, data: e.data };
@@ -47,7 +45,11 @@ export function messageToWire(m: Message): raftpb.RaftMessage {
     rejectHint: m.rejectHint,
     rejectTerm: m.rejectTerm,
     snapshotMeta: m.snapshotMeta
-      ? { index: m.snapshotMeta.index, term: m.snapshotMeta.term, conf: { voters: [...m.snapshotMeta.conf.voters], learners: [...m.snapshotMeta.conf.learners] } }
+      ? {
+          index: m.snapshotMeta.index,
+          term: m.snapshotMeta.term,
+          conf: { voters: [...m.snapshotMeta.conf.voters], learners: [...m.snapshotMeta.conf.learners] },
+        }
       : undefined,
     snapshotChunk: m.snapshotChunk,
     snapshotOffset: m.snapshotOffset,

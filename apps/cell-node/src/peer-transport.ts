@@ -206,11 +206,7 @@ export class PeerTransport extends LinkedPeerTransport {
 }
 
 /** The server half: decodes batches from peers of this cell and hands each message on. */
-export function raftTransportHandlers(
-  cellId: string,
-  onMessage: (m: Message) => void,
-  logger: Logger,
-): raftpb.RaftTransportServer {
+export function raftTransportHandlers(cellId: string, onMessage: (m: Message) => void, logger: Logger): raftpb.RaftTransportServer {
   return {
     send(call: ServerDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>) {
       let batches = 0;

@@ -29,7 +29,15 @@ async function errorOf(p: Promise<unknown>): Promise<FencerError> {
   throw new Error('expected the call to fail');
 }
 
-const acquire = (over: Record<string, unknown>) => ({ sessionId, name: '/ls/bad/x', mode: 1, waitMs: 0, requestId: 'r1', lockDelayMs: 0, ...over });
+const acquire = (over: Record<string, unknown>) => ({
+  sessionId,
+  name: '/ls/bad/x',
+  mode: 1,
+  waitMs: 0,
+  requestId: 'r1',
+  lockDelayMs: 0,
+  ...over,
+});
 
 const cases: [string, string, () => Record<string, unknown>, string, RegExp][] = [
   ['acquire', 'a name outside /ls/', () => acquire({ name: '/etc/passwd' }), 'INVALID_NAME', /\/ls\//],

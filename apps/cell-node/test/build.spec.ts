@@ -28,7 +28,12 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 function openSession(address: string): Promise<lockservice.OpenSessionResponse> {
   const client = new lockservice.LockServiceClient(address, credentials.createInsecure());
   return new Promise<lockservice.OpenSessionResponse>((resolve, reject) =>
-    client.openSession({ namespace: 'built', clientId: 't', ttlMs: 5_000 }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res))),
+    client.openSession(
+      { namespace: 'built', clientId: 't', ttlMs: 5_000 },
+      new Metadata(),
+      { deadline: Date.now() + 10_000 },
+      (err, res) => (err ? reject(err) : resolve(res)),
+    ),
   ).finally(() => client.close());
 }
 
@@ -37,7 +42,18 @@ describe('buildCellNode', () => {
     const base = await freePortBase(1);
     const port = base + 1;
     const config = parseConfig(
-      ['--id', 'b1', '--peers', `b1=127.0.0.1:${port}`, '--admin-listen', `127.0.0.1:${port + 100}`, '--metrics-listen', `127.0.0.1:${port + 200}`, '--data-dir', dataDir],
+      [
+        '--id',
+        'b1',
+        '--peers',
+        `b1=127.0.0.1:${port}`,
+        '--admin-listen',
+        `127.0.0.1:${port + 100}`,
+        '--metrics-listen',
+        `127.0.0.1:${port + 200}`,
+        '--data-dir',
+        dataDir,
+      ],
       {},
     );
     const app = await buildCellNode({

@@ -81,7 +81,9 @@ describe('where WAL syncs run', () => {
   });
 
   it('rejects an unknown mode, naming the flag and the choices', () => {
-    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(/--wal-sync-on-loop "always" must be when-idle or never/);
+    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(
+      /--wal-sync-on-loop "always" must be when-idle or never/,
+    );
   });
 
   it('when-idle: a follower idle 0.5 ms syncs on its loop; a leader too, after polling for I/O, while it serves at most one call; never after a slow sync', () => {

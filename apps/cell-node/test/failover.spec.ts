@@ -33,11 +33,15 @@ describe('failover', () => {
       const old = await c.leader();
       const killedAt = Date.now();
       await c.kill(old.nodeId);
-      const next = await eventually(async () => {
-        const others = c.replicas.filter((r) => r.id !== old.nodeId);
-        const st = await Promise.all(others.map((r) => c.statusOf(r.id)));
-        return st.find((s) => s?.role === 'leader' && s.term > old.term);
-      }, 3_000, 'a new leader');
+      const next = await eventually(
+        async () => {
+          const others = c.replicas.filter((r) => r.id !== old.nodeId);
+          const st = await Promise.all(others.map((r) => c.statusOf(r.id)));
+          return st.find((s) => s?.role === 'leader' && s.term > old.term);
+        },
+        3_000,
+        'a new leader',
+      );
       const electedMs = Date.now() - killedAt;
       expect(next.nodeId).not.toBe(old.nodeId);
       expect(electedMs).toBeLessThan(3_000);
@@ -65,25 +69,36 @@ describe('failover', () => {
     const old = await c.leader();
     c.signal(old.nodeId, 'SIGSTOP');
     try {
-      const next = await eventually(async () => {
-        const st = await Promise.all(c.replicas.filter((r) => r.id !== old.nodeId).map((r) => c.statusOf(r.id)));
-        return st.find((s) => s?.role === 'leader' && s.term > old.term);
-      }, 5_000, 'a new leader while the old one is paused');
+      const next = await eventually(
+        async () => {
+          const st = await Promise.all(c.replicas.filter((r) => r.id !== old.nodeId).map((r) => c.statusOf(r.id)));
+          return st.find((s) => s?.role === 'leader' && s.term > old.term);
+        },
+        5_000,
+        'a new leader while the old one is paused',
+      );
       for (let i = 0; i < 5; i++) {
         const g = await c.client.acquire({ sessionId, name: `/ls/pause/during-${i}` });
         acked.push({ name: `/ls/pause/during-${i}`, token: g.token });
       }
       c.signal(old.nodeId, 'SIGCONT');
-      const resumed = await eventually(async () => {
-        const s = await c.statusOf(old.nodeId);
-        return s && s.role !== 'leader' && s.term >= next.term && s.appliedIndex >= next.commitIndex ? s : undefined;
-      }, 5_000, 'the paused leader to step down and catch up');
+      const resumed = await eventually(
+        async () => {
+          const s = await c.statusOf(old.nodeId);
+          return s && s.role !== 'leader' && s.term >= next.term && s.appliedIndex >= next.commitIndex ? s : undefined;
+        },
+        5_000,
+        'the paused leader to step down and catch up',
+      );
       expect(resumed.leaderId).not.toBe(old.nodeId);
     } finally {
       c.signal(old.nodeId, 'SIGCONT');
     }
     for (const a of acked) {
-      const check = await c.client.call<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>('checkToken', { name: a.name, token: a.token });
+      const check = await c.client.call<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>('checkToken', {
+        name: a.name,
+        token: a.token,
+      });
       expect(check.current, a.name).toBe(true);
     }
   });
@@ -100,10 +115,14 @@ describe('failover', () => {
     const leaderNow = await c.leader();
     expect(leaderNow.snapshotIndex).toBeGreaterThan(before.lastIndex);
     c.restart(victim.id);
-    const caught = await eventually(async () => {
-      const s = await c.statusOf(victim.id);
-      return s && s.appliedIndex >= leaderNow.commitIndex ? s : undefined;
-    }, 15_000, 'the restarted follower to catch up');
+    const caught = await eventually(
+      async () => {
+        const s = await c.statusOf(victim.id);
+        return s && s.appliedIndex >= leaderNow.commitIndex ? s : undefined;
+      },
+      15_000,
+      'the restarted follower to catch up',
+    );
     // It could not have caught up from the log alone: the entries it missed were compacted away.
     expect(caught.snapshotIndex).toBeGreaterThan(before.lastIndex);
     expect(caught.locks).toBe(leaderNow.locks);
@@ -116,18 +135,26 @@ describe('failover', () => {
     for (let i = 0; i < 120; i++) await c.client.acquire({ sessionId, name: `/ls/own-snap/${i}` });
     const leader = await c.leader();
     const victim = c.replicas.find((r) => r.id !== leader.nodeId)!;
-    const before = await eventually(async () => {
-      const s = await c.statusOf(victim.id);
-      return s && s.snapshotIndex > 0 ? s : undefined;
-    }, 10_000, 'the follower to take a snapshot of its own');
+    const before = await eventually(
+      async () => {
+        const s = await c.statusOf(victim.id);
+        return s && s.snapshotIndex > 0 ? s : undefined;
+      },
+      10_000,
+      'the follower to take a snapshot of its own',
+    );
     await c.kill(victim.id);
     c.restart(victim.id);
     // Caught up means up to the leader's commit of the 120th acquire: the victim's own applied index
     // when it was killed may still have lagged it (a follower learns a commit with the next message).
-    const caught = await eventually(async () => {
-      const s = await c.statusOf(victim.id);
-      return s && s.appliedIndex >= Math.max(before.appliedIndex, leader.commitIndex) ? s : undefined;
-    }, 15_000, 'the restarted replica to answer and catch up');
+    const caught = await eventually(
+      async () => {
+        const s = await c.statusOf(victim.id);
+        return s && s.appliedIndex >= Math.max(before.appliedIndex, leader.commitIndex) ? s : undefined;
+      },
+      15_000,
+      'the restarted replica to answer and catch up',
+    );
     expect(caught.locks).toBe(120);
   });
 

@@ -41,7 +41,11 @@ async function roles(): Promise<{ leader: string; follower: string }> {
 describe('wire enums', () => {
   it('libs/cell speaks the contract numbers', () => {
     expect(WIRE_MODE).toEqual({ UNSPECIFIED: M.LOCK_MODE_UNSPECIFIED, EXCLUSIVE: M.LOCK_MODE_EXCLUSIVE, SHARED: M.LOCK_MODE_SHARED });
-    expect(WIRE_ACQUIRE_STATUS).toEqual({ GRANTED: S.ACQUIRE_STATUS_GRANTED, QUEUED: S.ACQUIRE_STATUS_QUEUED, TIMED_OUT: S.ACQUIRE_STATUS_TIMED_OUT });
+    expect(WIRE_ACQUIRE_STATUS).toEqual({
+      GRANTED: S.ACQUIRE_STATUS_GRANTED,
+      QUEUED: S.ACQUIRE_STATUS_QUEUED,
+      TIMED_OUT: S.ACQUIRE_STATUS_TIMED_OUT,
+    });
   });
 });
 
@@ -65,39 +69,47 @@ describe('peer traffic only on the peer listener', () => {
 });
 
 describe('a wait longer than any Node timer', () => {
-  it.each(['leader', 'follower'] as const)('a queued Acquire with wait_ms of 30 days sent to the %s is held until the holder releases', async (via) => {
-    const n = freshNs();
-    const name = `/ls/${n}/long`;
-    const a = (await cell.client.openSession(n, 30_000)).sessionId;
-    const b = (await cell.client.openSession(n, 30_000)).sessionId;
-    const held = await cell.client.acquire({ sessionId: a, name });
-    expect(held.status).toBe(S.ACQUIRE_STATUS_GRANTED);
-    const target = (await roles())[via];
-    const answers: (lockservice.AcquireResponse | FencerError)[] = [];
-    const waiting = cell.client
-      .once<lockservice.AcquireRequest, lockservice.AcquireResponse>(target, 'acquire', { sessionId: b, name, mode: M.LOCK_MODE_EXCLUSIVE, waitMs: thirtyDaysMs, requestId: `long-${via}`, lockDelayMs: 0 }, 120_000)
-      .then(
-        (r) => void answers.push(r),
-        (e: FencerError) => void answers.push(e),
+  it.each(['leader', 'follower'] as const)(
+    'a queued Acquire with wait_ms of 30 days sent to the %s is held until the holder releases',
+    async (via) => {
+      const n = freshNs();
+      const name = `/ls/${n}/long`;
+      const a = (await cell.client.openSession(n, 30_000)).sessionId;
+      const b = (await cell.client.openSession(n, 30_000)).sessionId;
+      const held = await cell.client.acquire({ sessionId: a, name });
+      expect(held.status).toBe(S.ACQUIRE_STATUS_GRANTED);
+      const target = (await roles())[via];
+      const answers: (lockservice.AcquireResponse | FencerError)[] = [];
+      const waiting = cell.client
+        .once<lockservice.AcquireRequest, lockservice.AcquireResponse>(
+          target,
+          'acquire',
+          { sessionId: b, name, mode: M.LOCK_MODE_EXCLUSIVE, waitMs: thirtyDaysMs, requestId: `long-${via}`, lockDelayMs: 0 },
+          120_000,
+        )
+        .then(
+          (r) => void answers.push(r),
+          (e: FencerError) => void answers.push(e),
+        );
+      await eventually(
+        async () => {
+          const got = await cell.client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name });
+          return got.lock?.waiters.some((w) => w.sessionId === b) ? true : undefined;
+        },
+        10_000,
+        'the 30-day waiter in the queue',
       );
-    await eventually(
-      async () => {
-        const got = await cell.client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name });
-        return got.lock?.waiters.some((w) => w.sessionId === b) ? true : undefined;
-      },
-      10_000,
-      'the 30-day waiter in the queue',
-    );
-    // One more linearizable round trip through the same replica: still unanswered.
-    await cell.client.once(target, 'checkToken', { name, token: held.token });
-    expect(answers).toEqual([]);
-    await cell.client.call('release', { sessionId: a, name, token: held.token });
-    await waiting;
-    expect(answers).toHaveLength(1);
-    const first = answers[0]!;
-    expect(first instanceof FencerError ? `${first.code}: ${first.message}` : first.status).toBe(S.ACQUIRE_STATUS_GRANTED);
-    expect((first as lockservice.AcquireResponse).token).toBeGreaterThan(held.token);
-  });
+      // One more linearizable round trip through the same replica: still unanswered.
+      await cell.client.once(target, 'checkToken', { name, token: held.token });
+      expect(answers).toEqual([]);
+      await cell.client.call('release', { sessionId: a, name, token: held.token });
+      await waiting;
+      expect(answers).toHaveLength(1);
+      const first = answers[0]!;
+      expect(first instanceof FencerError ? `${first.code}: ${first.message}` : first.status).toBe(S.ACQUIRE_STATUS_GRANTED);
+      expect((first as lockservice.AcquireResponse).token).toBeGreaterThan(held.token);
+    },
+  );
 });
 
 describe('Watch from now on a follower', () => {
@@ -105,7 +117,14 @@ describe('Watch from now on a follower', () => {
     const n = freshNs();
     const a = (await cell.client.openSession(n, 30_000)).sessionId;
     const { leader, follower } = await roles();
-    const granted = await cell.client.once<lockservice.AcquireRequest, lockservice.AcquireResponse>(leader, 'acquire', { sessionId: a, name: `/ls/${n}/w`, mode: 1, waitMs: 0, requestId: 'w1', lockDelayMs: 0 });
+    const granted = await cell.client.once<lockservice.AcquireRequest, lockservice.AcquireResponse>(leader, 'acquire', {
+      sessionId: a,
+      name: `/ls/${n}/w`,
+      mode: 1,
+      waitMs: 0,
+      requestId: 'w1',
+      lockDelayMs: 0,
+    });
     expect(granted.status).toBe(S.ACQUIRE_STATUS_GRANTED);
     const stream = cell.client.raw(follower).watch({ name: `/ls/${n}/`, prefix: true, sinceRevision: 0 });
     const events = await new Promise<lockservice.WatchEvent[]>((resolve, reject) => {

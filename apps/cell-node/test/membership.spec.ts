@@ -51,7 +51,16 @@ beforeAll(async () => {
   const dataDir = path.join(cell.dataDir, id);
   set('--data-dir', dataDir);
   argv.push('--join');
-  plan = { ...base, id, grpc, admin: `${host}:${port + 100}`, peer: `${host}:${port + 350}`, metrics: `http://${host}:${port + 200}/metrics`, argv, dataDir };
+  plan = {
+    ...base,
+    id,
+    grpc,
+    admin: `${host}:${port + 100}`,
+    peer: `${host}:${port + 350}`,
+    metrics: `http://${host}:${port + 200}/metrics`,
+    argv,
+    dataDir,
+  };
   joiner = spawnReplica(plan, { logDir: path.join(cell.dataDir, 'logs') });
 });
 
@@ -70,22 +79,32 @@ describe('membership through the admin API', () => {
     const follower = cell.replicas.find((r) => r.id !== leader.nodeId)!;
     const request: adminpb.AddMemberRequest = { id: plan.id, address: plan.grpc, learner: true, peerAddress: plan.peer };
     await expect(admin(follower.admin, 'addMember', request)).rejects.toMatchObject({ code: 'NOT_LEADER' });
-    await expect(admin(leaderAdmin, 'addMember', { ...request, peerAddress: 'no port' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(admin(leaderAdmin, 'addMember', { ...request, peerAddress: 'no port' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
 
     await admin<adminpb.AddMemberRequest, adminpb.AddMemberResponse>(leaderAdmin, 'addMember', request);
-    const caught = await eventually(async () => {
-      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
-      return s && s.appliedIndex >= leader.commitIndex && s.locks === 20 ? s : undefined;
-    }, 15_000, 'the learner to catch up');
+    const caught = await eventually(
+      async () => {
+        const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
+        return s && s.appliedIndex >= leader.commitIndex && s.locks === 20 ? s : undefined;
+      },
+      15_000,
+      'the learner to catch up',
+    );
     expect(caught.role).toBe('follower');
     let st = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
     expect(st.members.find((m) => m.id === plan.id)).toMatchObject({ voter: false });
 
     await admin(leaderAdmin, 'promoteLearner', { id: plan.id });
-    st = await eventually(async () => {
-      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
-      return s.members.find((m) => m.id === plan.id)?.voter ? s : undefined;
-    }, 10_000, 'promotion');
+    st = await eventually(
+      async () => {
+        const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(leaderAdmin, 'status', {});
+        return s.members.find((m) => m.id === plan.id)?.voter ? s : undefined;
+      },
+      10_000,
+      'promotion',
+    );
     expect(st.members.filter((m) => m.voter)).toHaveLength(4);
 
     // Still serving with four voters.
@@ -93,39 +112,55 @@ describe('membership through the admin API', () => {
 
     // Every original replica learned the new member's addresses from the log.
     for (const r of cell.replicas) {
-      const seen = await eventually(async () => {
-        const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(r.admin, 'status', {});
-        return s.members.find((m) => m.id === plan.id && m.peerAddress === plan.peer) ? s : undefined;
-      }, 10_000, `${r.id} to know ${plan.id}'s addresses`);
+      const seen = await eventually(
+        async () => {
+          const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(r.admin, 'status', {});
+          return s.members.find((m) => m.id === plan.id && m.peerAddress === plan.peer) ? s : undefined;
+        },
+        10_000,
+        `${r.id} to know ${plan.id}'s addresses`,
+      );
       expect(seen.members.find((m) => m.id === plan.id)).toMatchObject({ address: plan.grpc, peerAddress: plan.peer });
     }
 
     // A new leader, which was never told about the member by AddMember, still replicates to it.
     const next = cell.replicas.find((r) => r.id !== leader.nodeId)!;
-    const moved = await admin<adminpb.TransferLeadershipRequest, adminpb.TransferLeadershipResponse>(leaderAdmin, 'transferLeadership', { to: next.id });
+    const moved = await admin<adminpb.TransferLeadershipRequest, adminpb.TransferLeadershipResponse>(leaderAdmin, 'transferLeadership', {
+      to: next.id,
+    });
     expect(moved.leaderId).toBe(next.id);
     for (let i = 0; i < 5; i++) await cell.client.acquire({ sessionId, name: `/ls/members/under-${next.id}-${i}` });
     const nextStatus = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(next.admin, 'status', {});
-    await eventually(async () => {
-      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
-      return s && s.appliedIndex >= nextStatus.commitIndex && s.locks === 26 ? s : undefined;
-    }, 15_000, `${plan.id} to catch up from the new leader ${next.id}`);
+    await eventually(
+      async () => {
+        const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(plan.admin, 'status', {}).catch(() => undefined);
+        return s && s.appliedIndex >= nextStatus.commitIndex && s.locks === 26 ? s : undefined;
+      },
+      15_000,
+      `${plan.id} to catch up from the new leader ${next.id}`,
+    );
 
     const nextAdmin = next.admin;
     await admin(nextAdmin, 'removeMember', { id: plan.id });
-    st = await eventually(async () => {
-      const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(nextAdmin, 'status', {});
-      return s.members.some((m) => m.id === plan.id) ? undefined : s;
-    }, 10_000, 'removal');
+    st = await eventually(
+      async () => {
+        const s = await admin<adminpb.StatusRequest, adminpb.StatusResponse>(nextAdmin, 'status', {});
+        return s.members.some((m) => m.id === plan.id) ? undefined : s;
+      },
+      10_000,
+      'removal',
+    );
     expect(st.members.map((m) => m.id).sort()).toEqual(cell.replicas.map((r) => r.id).sort());
     await cell.client.acquire({ sessionId, name: '/ls/members/after-removal' });
-   }, 90_000);
+  }, 90_000);
 
   it('transfers leadership on request and takes a snapshot on demand', async () => {
     const leader = await cell.leader();
     const leaderAdmin = cell.replicas.find((r) => r.id === leader.nodeId)!.admin;
     const target = cell.replicas.find((r) => r.id !== leader.nodeId)!;
-    const moved = await admin<adminpb.TransferLeadershipRequest, adminpb.TransferLeadershipResponse>(leaderAdmin, 'transferLeadership', { to: target.id });
+    const moved = await admin<adminpb.TransferLeadershipRequest, adminpb.TransferLeadershipResponse>(leaderAdmin, 'transferLeadership', {
+      to: target.id,
+    });
     expect(moved.leaderId).toBe(target.id);
     const snap = await admin<adminpb.TakeSnapshotRequest, adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {});
     expect(snap.index).toBeGreaterThan(0);

@@ -49,6 +49,11 @@ describe('peer codec', () => {
   });
 
   it('ignores a message type it does not know (a newer peer)', () => {
-    expect(messageFromWire({ ...messageToWire({ type: 'Heartbeat', from: NodeId('x'), to: NodeId('y'), term: Term(1) }), type: 99 as raftpb.MessageType })).toBeUndefined();
+    expect(
+      messageFromWire({
+        ...messageToWire({ type: 'Heartbeat', from: NodeId('x'), to: NodeId('y'), term: Term(1) }),
+        type: 99 as raftpb.MessageType,
+      }),
+    ).toBeUndefined();
   });
 });

@@ -52,7 +52,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function startServer(cellId: string, got: Message[], logger = recordingLogger()): Promise<{ server: TcpPeerServer; address: string; logger: typeof logger }> {
+async function startServer(
+  cellId: string,
+  got: Message[],
+  logger = recordingLogger(),
+): Promise<{ server: TcpPeerServer; address: string; logger: typeof logger }> {
   const server = new TcpPeerServer(cellId, (m) => got.push(m), logger);
   await server.listen('127.0.0.1:0');
   cleanups.push(() => server.close());
@@ -60,7 +64,14 @@ async function startServer(cellId: string, got: Message[], logger = recordingLog
 }
 
 function transport(cellId: string, onUnreachable: (p: NodeId) => void = () => {}): TcpPeerTransport {
-  const t = new TcpPeerTransport({ selfId: a, cellId, sendQueueMax: 1_000, reconnectDelayMs: 20, logger: recordingLogger(), onUnreachable });
+  const t = new TcpPeerTransport({
+    selfId: a,
+    cellId,
+    sendQueueMax: 1_000,
+    reconnectDelayMs: 20,
+    logger: recordingLogger(),
+    onUnreachable,
+  });
   cleanups.push(() => t.close());
   return t;
 }
@@ -84,7 +95,12 @@ describe('frame reader', () => {
 
   it('copies each byte of a big frame once, however many reads it arrives in', () => {
     // 4 MiB of entries arriving in 16 KiB reads: joining the whole buffer on every read would copy ~512 MiB.
-    const big = encodeFrame({ cellId: 'c', messages: [messageToWire({ ...append(9), entries: [{ index: LogIndex(9), term: Term(3), type: 0, data: new Uint8Array(4 << 20).fill(7) }] })] });
+    const big = encodeFrame({
+      cellId: 'c',
+      messages: [
+        messageToWire({ ...append(9), entries: [{ index: LogIndex(9), term: Term(3), type: 0, data: new Uint8Array(4 << 20).fill(7) }] }),
+      ],
+    });
     const reader = new FrameReader();
     const out: Buffer[] = [];
     const wire = Buffer.concat([big, frames[0]!]);

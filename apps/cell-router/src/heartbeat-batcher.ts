@@ -134,7 +134,9 @@ export class HeartbeatBatcher {
       return;
     }
     if (this.sessions >= BATCHER_SESSIONS_MAX) {
-      return done(new FencerError('TOO_MANY_REQUESTS', `this proxy carries ${BATCHER_SESSIONS_MAX} sessions already; connect to another proxy`));
+      return done(
+        new FencerError('TOO_MANY_REQUESTS', `this proxy carries ${BATCHER_SESSIONS_MAX} sessions already; connect to another proxy`),
+      );
     }
     this.sessions++;
     this.deps.metrics.pendingHeartbeats.set(this.sessions);
@@ -200,24 +202,42 @@ export class HeartbeatBatcher {
     this.deps.metrics.batchSessions.observe({ cell: cellId }, sessionIds.length);
     this.deps.pool
       .internalStub(target)
-      .heartbeatBatch({ sessionIds, proxyId: this.deps.proxyId }, new Metadata(), { deadline: Date.now() + BATCH_TIMEOUT_MS }, (err: ServiceError | null, res?: internalpb.HeartbeatBatchResponse) => {
-        if (this.closed) return;
-        if (err || !res) return this.batchFailed(cellId, cell, q, batch, target, err);
-        this.deps.metrics.batches.inc({ cell: cellId, outcome: 'ok' });
-        const byId = new Map(res.sessions.map((s) => [s.sessionId, s]));
-        this.answerAll(q, batch, cellId, (id) => {
-          const s = byId.get(id);
-          if (!s) return undefined; // the leader did not answer this one: it goes out again next tick
-          if (!s.expired) this.ttlMinWindowMs = Math.min(this.ttlMinWindowMs, s.ttlMsRemaining);
-          return { sessionId: id, ttlMsRemaining: s.ttlMsRemaining, expired: s.expired };
-        });
-      });
+      .heartbeatBatch(
+        { sessionIds, proxyId: this.deps.proxyId },
+        new Metadata(),
+        { deadline: Date.now() + BATCH_TIMEOUT_MS },
+        (err: ServiceError | null, res?: internalpb.HeartbeatBatchResponse) => {
+          if (this.closed) return;
+          if (err || !res) return this.batchFailed(cellId, cell, q, batch, target, err);
+          this.deps.metrics.batches.inc({ cell: cellId, outcome: 'ok' });
+          const byId = new Map(res.sessions.map((s) => [s.sessionId, s]));
+          this.answerAll(q, batch, cellId, (id) => {
+            const s = byId.get(id);
+            if (!s) return undefined; // the leader did not answer this one: it goes out again next tick
+            if (!s.expired) this.ttlMinWindowMs = Math.min(this.ttlMinWindowMs, s.ttlMsRemaining);
+            return { sessionId: id, ttlMsRemaining: s.ttlMsRemaining, expired: s.expired };
+          });
+        },
+      );
   }
 
-  private batchFailed(cellId: string, cell: CellState, q: CellQueue, batch: Map<string, Waiter[]>, target: string, err: ServiceError | null): void {
+  private batchFailed(
+    cellId: string,
+    cell: CellState,
+    q: CellQueue,
+    batch: Map<string, Waiter[]>,
+    target: string,
+    err: ServiceError | null,
+  ): void {
     const fe = err ? fromServiceError(err) : new FencerError('NO_LEADER', 'empty answer');
     this.deps.metrics.batches.inc({ cell: cellId, outcome: fe.code });
-    if (fe.code === 'NOT_LEADER' && fe.leaderHint !== undefined && fe.leaderHint !== target && cell.replicas.includes(fe.leaderHint) && q.hops < cell.replicas.length) {
+    if (
+      fe.code === 'NOT_LEADER' &&
+      fe.leaderHint !== undefined &&
+      fe.leaderHint !== target &&
+      cell.replicas.includes(fe.leaderHint) &&
+      q.hops < cell.replicas.length
+    ) {
       // A leader change: the pending batch goes to the new leader now.
       q.hops++;
       cell.noteLeader(fe.leaderHint);

@@ -32,7 +32,12 @@ export class KeepAliveStreams {
 
   serve = (call: Stream): void => {
     if (this.open >= this.streamsMax) {
-      call.emit('error', toServiceError(new FencerError('TOO_MANY_REQUESTS', `this process serves ${this.streamsMax} KeepAlive streams already; connect to another`)) as ServiceError);
+      call.emit(
+        'error',
+        toServiceError(
+          new FencerError('TOO_MANY_REQUESTS', `this process serves ${this.streamsMax} KeepAlive streams already; connect to another`),
+        ) as ServiceError,
+      );
       return;
     }
     this.open++;
@@ -58,7 +63,12 @@ export class KeepAliveStreams {
         return fail(e as FencerError);
       }
       if (pending >= this.pendingMax) {
-        return fail(new FencerError('TOO_MANY_REQUESTS', `at most ${this.pendingMax} heartbeats may wait on one stream; spread sessions over more streams or heartbeat less often`));
+        return fail(
+          new FencerError(
+            'TOO_MANY_REQUESTS',
+            `at most ${this.pendingMax} heartbeats may wait on one stream; spread sessions over more streams or heartbeat less often`,
+          ),
+        );
       }
       pending++;
       this.batcher.heartbeat(req.sessionId, (a) => {

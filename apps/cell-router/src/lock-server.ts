@@ -20,7 +20,9 @@ export interface LockServer {
 export async function startLockServer(handlers: lockservice.LockServiceServer, address: string): Promise<LockServer> {
   const server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   server.addService(tolerantService(lockservice.LockServiceService), handlers);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   return {
     address: `${address.slice(0, address.lastIndexOf(':'))}:${port}`,
     close: () =>

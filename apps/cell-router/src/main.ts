@@ -26,7 +26,10 @@ const router = buildRouter({
 });
 const metricsServer = config.metricsListen ? await serveMetrics(config.metricsListen, metrics.registry) : undefined;
 const at = await router.listen(config.listen);
-logger.info({ listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants }, 'cell router serving');
+logger.info(
+  { listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants },
+  'cell router serving',
+);
 stopOnSignals(logger, async () => {
   metricsServer?.close();
   await router.close();

@@ -21,7 +21,12 @@ export class RouterMetrics {
     this.registry = registry;
     if (defaults) collectDefaultMetrics({ register: registry });
     const r = [registry];
-    this.calls = new Counter({ name: 'fencer_router_calls_total', help: 'Calls answered, by cell, method and gRPC status', labelNames: ['cell', 'method', 'code'], registers: r });
+    this.calls = new Counter({
+      name: 'fencer_router_calls_total',
+      help: 'Calls answered, by cell, method and gRPC status',
+      labelNames: ['cell', 'method', 'code'],
+      registers: r,
+    });
     this.callSeconds = new Histogram({
       name: 'fencer_router_call_seconds',
       help: 'Time from a call arriving to its answer, retries included',
@@ -29,13 +34,37 @@ export class RouterMetrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: r,
     });
-    this.retries = new Counter({ name: 'fencer_router_retries_total', help: 'Attempts retried, by reason', labelNames: ['cell', 'method', 'reason'], registers: r });
-    this.inFlight = new Gauge({ name: 'fencer_router_in_flight', help: 'Calls and watches open towards a cell', labelNames: ['cell'], registers: r });
+    this.retries = new Counter({
+      name: 'fencer_router_retries_total',
+      help: 'Attempts retried, by reason',
+      labelNames: ['cell', 'method', 'reason'],
+      registers: r,
+    });
+    this.inFlight = new Gauge({
+      name: 'fencer_router_in_flight',
+      help: 'Calls and watches open towards a cell',
+      labelNames: ['cell'],
+      registers: r,
+    });
     this.watches = new Gauge({ name: 'fencer_router_watches', help: 'Watch streams proxied now', registers: r });
     this.routingVersion = new Gauge({ name: 'fencer_routing_version', help: 'Version of the routing table in force', registers: r });
-    this.tenantsCreated = new Counter({ name: 'fencer_router_tenants_created_total', help: 'Namespaces created by auto-tenants', registers: r });
-    this.heartbeats = new Counter({ name: 'fencer_proxy_heartbeats_total', help: 'Client heartbeats answered, by cell and outcome (alive, expired, unroutable)', labelNames: ['cell', 'outcome'], registers: r });
-    this.batches = new Counter({ name: 'fencer_proxy_batches_total', help: 'HeartbeatBatch calls sent to cell leaders, by outcome', labelNames: ['cell', 'outcome'], registers: r });
+    this.tenantsCreated = new Counter({
+      name: 'fencer_router_tenants_created_total',
+      help: 'Namespaces created by auto-tenants',
+      registers: r,
+    });
+    this.heartbeats = new Counter({
+      name: 'fencer_proxy_heartbeats_total',
+      help: 'Client heartbeats answered, by cell and outcome (alive, expired, unroutable)',
+      labelNames: ['cell', 'outcome'],
+      registers: r,
+    });
+    this.batches = new Counter({
+      name: 'fencer_proxy_batches_total',
+      help: 'HeartbeatBatch calls sent to cell leaders, by outcome',
+      labelNames: ['cell', 'outcome'],
+      registers: r,
+    });
     this.batchSessions = new Histogram({
       name: 'fencer_proxy_batch_sessions',
       help: 'Sessions carried by one HeartbeatBatch',
@@ -50,6 +79,10 @@ export class RouterMetrics {
       registers: r,
     });
     this.streams = new Gauge({ name: 'fencer_proxy_keepalive_streams', help: 'KeepAlive streams open', registers: r });
-    this.pendingHeartbeats = new Gauge({ name: 'fencer_proxy_pending_sessions', help: 'Sessions whose heartbeat waits for a batch or its answer', registers: r });
+    this.pendingHeartbeats = new Gauge({
+      name: 'fencer_proxy_pending_sessions',
+      help: 'Sessions whose heartbeat waits for a batch or its answer',
+      registers: r,
+    });
   }
 }

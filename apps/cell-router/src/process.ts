@@ -52,10 +52,12 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
 
 /** An uncaught exception or rejection is a bug: log it and exit non-zero rather than serve on in an unknown state. */
 export function exitOnBug(logger: Logger): void {
-  const die = (what: string) => (err: unknown): void => {
-    logger.fatal({ err: err instanceof Error ? err.stack : String(err) }, `${what} (a bug): exiting`);
-    process.exit(1);
-  };
+  const die =
+    (what: string) =>
+    (err: unknown): void => {
+      logger.fatal({ err: err instanceof Error ? err.stack : String(err) }, `${what} (a bug): exiting`);
+      process.exit(1);
+    };
   process.on('uncaughtException', die('uncaught exception'));
   process.on('unhandledRejection', die('unhandled rejection'));
 }

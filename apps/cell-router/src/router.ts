@@ -21,7 +21,15 @@
  * namespace nobody holds does not exist (SESSION_NOT_FOUND).
  */
 import { FencerError, isValidNamespace, namespaceOfSessionId, type ErrorCode } from '@fencer/base';
-import { Metadata, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceError, type ClientReadableStream, status } from '@grpc/grpc-js';
+import {
+  Metadata,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceError,
+  type ClientReadableStream,
+  status,
+} from '@grpc/grpc-js';
 import { parseLockName, parseLockPrefix } from '@fencer/lock-fsm';
 import { FORWARDED_KEY, fromServiceError, lockservice, toServiceError } from '@fencer/protocol';
 import type { Logger } from 'pino';
@@ -30,7 +38,14 @@ import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import { KeepAliveStreams } from './keepalive-stream.js';
 import { checkDecoded } from './tolerant-service.js';
 import { startLockServer, type LockServer } from './lock-server.js';
-import { CALL_BUDGET_MS_DEFAULT, CELL_CALLS_IN_FLIGHT_MAX, HEARTBEAT_INTERVAL_MS_DEFAULT, RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN, WATCHES_MAX } from './limits.js';
+import {
+  CALL_BUDGET_MS_DEFAULT,
+  CELL_CALLS_IN_FLIGHT_MAX,
+  HEARTBEAT_INTERVAL_MS_DEFAULT,
+  RETRY_BACKOFF_MS_MAX,
+  RETRY_BACKOFF_MS_MIN,
+  WATCHES_MAX,
+} from './limits.js';
 import { RouterMetrics } from './metrics.js';
 import type { RoutingTable } from './routing.js';
 import type { RoutingSource } from './routing-source.js';
@@ -76,7 +91,8 @@ export function namespaceOfCall(method: Method | 'watch', req: Record<string, un
   switch (method) {
     case 'openSession': {
       const ns = str('namespace');
-      if (!isValidNamespace(ns)) fail('INVALID_NAME', `namespace "${ns.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`);
+      if (!isValidNamespace(ns))
+        fail('INVALID_NAME', `namespace "${ns.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`);
       return { namespace: ns, bySession: false };
     }
     case 'acquire':
@@ -115,7 +131,8 @@ function deadlineOf(call: { getDeadline(): Date | number }, extraMs: number): nu
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const backoffMs = (attempt: number): number => Math.min(RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN * 2 ** attempt) * (0.5 + Math.random() / 2);
+const backoffMs = (attempt: number): number =>
+  Math.min(RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN * 2 ** attempt) * (0.5 + Math.random() / 2);
 
 /** A FencerError as the router's client sees it: no leader-hint (the cell's replicas are not the client's endpoints). */
 function toClientError(e: unknown, logger: Logger, method: string): Partial<ServiceError> {
@@ -130,7 +147,14 @@ export function buildRouter(deps: RouterDeps): Router {
   const pool = new CellPool();
   const inFlightMax = deps.cellCallsInFlightMax ?? CELL_CALLS_IN_FLIGHT_MAX;
   const routerId = deps.id ?? `router-${process.pid}`;
-  const batcher = new HeartbeatBatcher({ pool, source, logger, metrics, proxyId: routerId, intervalMs: deps.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS_DEFAULT });
+  const batcher = new HeartbeatBatcher({
+    pool,
+    source,
+    logger,
+    metrics,
+    proxyId: routerId,
+    intervalMs: deps.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS_DEFAULT,
+  });
   const keepAlives = new KeepAliveStreams(batcher, metrics);
   const creating = new Map<string, Promise<RoutingTable>>();
   let watches = 0;
@@ -163,14 +187,22 @@ export function buildRouter(deps: RouterDeps): Router {
   }
 
   /** One attempt of a unary call on one replica; cancelled with the client's call. */
-  function attempt<Res>(target: string, method: Method, req: unknown, deadlineMs: number, onCancel: (cancel: () => void) => void): Promise<Res> {
+  function attempt<Res>(
+    target: string,
+    method: Method,
+    req: unknown,
+    deadlineMs: number,
+    onCancel: (cancel: () => void) => void,
+  ): Promise<Res> {
     const stub = pool.lockStub(target) as unknown as Record<string, (...args: unknown[]) => { cancel(): void }>;
     // Marked as forwarded already, a follower answers NOT_LEADER with a leader-hint instead of forwarding the
     // call itself: the router then calls the leader directly, from this call on, saving a hop on every call.
     const md = new Metadata();
     md.set(FORWARDED_KEY, routerId);
     return new Promise((resolve, reject) => {
-      const c = stub[method]!.call(stub, req, md, { deadline: deadlineMs }, (err: ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)));
+      const c = stub[method]!.call(stub, req, md, { deadline: deadlineMs }, (err: ServiceError | null, res: Res) =>
+        err ? reject(err) : resolve(res),
+      );
       onCancel(() => c.cancel());
     });
   }
@@ -201,7 +233,8 @@ export function buildRouter(deps: RouterDeps): Router {
         for (let n = 0; ; n++) {
           const cell = await cellFor(namespace, bySession);
           cellId = cell.id;
-          if (cell.inFlight >= inFlightMax) fail('TOO_MANY_REQUESTS', `cell ${cell.id} has ${inFlightMax} calls in flight from this router; retry with backoff`);
+          if (cell.inFlight >= inFlightMax)
+            fail('TOO_MANY_REQUESTS', `cell ${cell.id} has ${inFlightMax} calls in flight from this router; retry with backoff`);
           const target = cell.target();
           cell.inFlight++;
           metrics.inFlight.set({ cell: cell.id }, cell.inFlight);
@@ -213,7 +246,11 @@ export function buildRouter(deps: RouterDeps): Router {
             let retry = false;
             let followHint = false;
             if (RETRY_CODES.has(fe.code)) {
-              followHint = fe.code === 'NOT_LEADER' && fe.leaderHint !== undefined && fe.leaderHint !== target && cell.replicas.includes(fe.leaderHint);
+              followHint =
+                fe.code === 'NOT_LEADER' &&
+                fe.leaderHint !== undefined &&
+                fe.leaderHint !== target &&
+                cell.replicas.includes(fe.leaderHint);
               if (followHint) cell.noteLeader(fe.leaderHint);
               else cell.advance(target);
               retry = true;
@@ -263,7 +300,10 @@ export function buildRouter(deps: RouterDeps): Router {
       else call.end();
     };
     if (watches >= WATCHES_MAX) {
-      call.emit('error', toServiceError(new FencerError('TOO_MANY_REQUESTS', `this router proxies ${WATCHES_MAX} watches already; retry elsewhere`)));
+      call.emit(
+        'error',
+        toServiceError(new FencerError('TOO_MANY_REQUESTS', `this router proxies ${WATCHES_MAX} watches already; retry elsewhere`)),
+      );
       return;
     }
     watches++;
@@ -277,7 +317,8 @@ export function buildRouter(deps: RouterDeps): Router {
       const c = await cellFor(namespace, false);
       if (!live) return;
       if (!cell) {
-        if (c.inFlight >= inFlightMax) fail('TOO_MANY_REQUESTS', `cell ${c.id} has ${inFlightMax} calls in flight from this router; retry with backoff`);
+        if (c.inFlight >= inFlightMax)
+          fail('TOO_MANY_REQUESTS', `cell ${c.id} has ${inFlightMax} calls in flight from this router; retry with backoff`);
         cell = c;
         cell.inFlight++;
         metrics.inFlight.set({ cell: cell.id }, cell.inFlight);

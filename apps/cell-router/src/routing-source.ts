@@ -126,7 +126,11 @@ export class FileRoutingSource extends BaseSource implements RoutingSource {
       const t = this.reload();
       if (t.routes.has(namespace)) return t;
       const cell = leastLoadedCell(t);
-      if (cell === undefined) throw new FencerError('NAMESPACE_NOT_FOUND', `namespace "${namespace}" has no tenant and the routing file lists no cell to create it on`);
+      if (cell === undefined)
+        throw new FencerError(
+          'NAMESPACE_NOT_FOUND',
+          `namespace "${namespace}" has no tenant and the routing file lists no cell to create it on`,
+        );
       const routes = new Map(t.routes);
       routes.set(namespace, { namespace, cell, state: 'active' });
       const next: RoutingTable = { version: t.version + 1, cells: t.cells, routes };
@@ -210,7 +214,10 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
         backoffMs = 250;
       } catch (e) {
         if (this.closed) return;
-        this.opts.logger.warn({ err: (e as Error).message, version: this.current.version }, 'routing long poll failed; serving from the last table');
+        this.opts.logger.warn(
+          { err: (e as Error).message, version: this.current.version },
+          'routing long poll failed; serving from the last table',
+        );
         await sleep(backoffMs);
         backoffMs = Math.min(5_000, backoffMs * 2);
       }
@@ -237,14 +244,18 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
         body: JSON.stringify({ namespace }),
       });
     } catch (e) {
-      throw new FencerError('NO_LEADER', `the control plane did not answer the creation of tenant "${namespace}": ${(e as Error).message}; retry`);
+      throw new FencerError(
+        'NO_LEADER',
+        `the control plane did not answer the creation of tenant "${namespace}": ${(e as Error).message}; retry`,
+      );
     }
     if (res.status === 400) {
       const p = (await res.json().catch(() => ({}))) as { detail?: string };
       throw new FencerError('INVALID_NAME', `namespace "${namespace}" cannot be a tenant: ${p.detail ?? 'refused by the control plane'}`);
     }
     // 409: it exists already (another router created it first); either way it is routed soon.
-    if (res.status !== 201 && res.status !== 409 && res.status !== 200) throw new FencerError('NO_LEADER', `the control plane answered HTTP ${res.status} to the creation of tenant "${namespace}"; retry`);
+    if (res.status !== 201 && res.status !== 409 && res.status !== 200)
+      throw new FencerError('NO_LEADER', `the control plane answered HTTP ${res.status} to the creation of tenant "${namespace}"; retry`);
     for (let i = 0; i < 50; i++) {
       const t = await this.refresh();
       if (t.routes.has(namespace)) return t;

@@ -50,15 +50,18 @@ function isObject(x: unknown): x is Record<string, unknown> {
 export function parseRoutes(body: unknown, where: string): { version: number; routes: Map<string, Route> } {
   if (!isObject(body)) throw new RoutingFormatError(`${where}: expected an object with "version" and "routes"`);
   const { version, routes } = body;
-  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) throw new RoutingFormatError(`${where}: "version" must be an integer >= 0`);
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0)
+    throw new RoutingFormatError(`${where}: "version" must be an integer >= 0`);
   if (!Array.isArray(routes)) throw new RoutingFormatError(`${where}: "routes" must be an array`);
   if (routes.length > ROUTES_MAX) throw new RoutingFormatError(`${where}: more than ${ROUTES_MAX} routes`);
   const out = new Map<string, Route>();
   routes.forEach((r: unknown, i) => {
     if (!isObject(r)) throw new RoutingFormatError(`${where}: routes[${i}] is not an object`);
     const { namespace, cell, state } = r;
-    if (typeof namespace !== 'string' || !isValidNamespace(namespace)) throw new RoutingFormatError(`${where}: routes[${i}].namespace is not a valid namespace`);
-    if (typeof cell !== 'string' || !CELL_ID.test(cell)) throw new RoutingFormatError(`${where}: routes[${i}].cell must be a cell id of [A-Za-z0-9._-]`);
+    if (typeof namespace !== 'string' || !isValidNamespace(namespace))
+      throw new RoutingFormatError(`${where}: routes[${i}].namespace is not a valid namespace`);
+    if (typeof cell !== 'string' || !CELL_ID.test(cell))
+      throw new RoutingFormatError(`${where}: routes[${i}].cell must be a cell id of [A-Za-z0-9._-]`);
     const s = state ?? 'active';
     if (s !== 'active' && s !== 'moving') throw new RoutingFormatError(`${where}: routes[${i}].state must be "active" or "moving"`);
     if (out.has(namespace)) throw new RoutingFormatError(`${where}: namespace "${namespace}" is routed twice`);
@@ -73,7 +76,8 @@ export function parseCells(cells: unknown, where: string): Map<string, CellAddre
   if (cells.length > CELLS_MAX) throw new RoutingFormatError(`${where}: more than ${CELLS_MAX} cells`);
   const out = new Map<string, CellAddresses>();
   cells.forEach((c: unknown, i) => {
-    if (!isObject(c) || typeof c.id !== 'string' || !CELL_ID.test(c.id)) throw new RoutingFormatError(`${where}: cells[${i}].id must be a cell id of [A-Za-z0-9._-]`);
+    if (!isObject(c) || typeof c.id !== 'string' || !CELL_ID.test(c.id))
+      throw new RoutingFormatError(`${where}: cells[${i}].id must be a cell id of [A-Za-z0-9._-]`);
     if (!Array.isArray(c.replicas) || c.replicas.length === 0 || c.replicas.length > REPLICAS_PER_CELL_MAX) {
       throw new RoutingFormatError(`${where}: cells[${i}].replicas must list 1-${REPLICAS_PER_CELL_MAX} host:port addresses`);
     }
@@ -92,7 +96,8 @@ export function parseRoutingFile(body: unknown, where: string): RoutingTable {
   const { version, routes } = parseRoutes(body, where);
   const cells = parseCells((body as Record<string, unknown>).cells, where);
   for (const r of routes.values()) {
-    if (!cells.has(r.cell)) throw new RoutingFormatError(`${where}: namespace "${r.namespace}" is routed to cell "${r.cell}", which "cells" does not list`);
+    if (!cells.has(r.cell))
+      throw new RoutingFormatError(`${where}: namespace "${r.namespace}" is routed to cell "${r.cell}", which "cells" does not list`);
   }
   return { version, cells, routes };
 }

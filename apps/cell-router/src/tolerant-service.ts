@@ -24,7 +24,9 @@ export function tolerantService<S extends ServiceDefinition>(service: S): S {
         try {
           return def.requestDeserialize(bytes);
         } catch (e) {
-          return { [UNDECODABLE]: `${def.path}: the request is not a valid message of the contract (${(e as Error).message})` } satisfies Undecodable;
+          return {
+            [UNDECODABLE]: `${def.path}: the request is not a valid message of the contract (${(e as Error).message})`,
+          } satisfies Undecodable;
         }
       },
     };

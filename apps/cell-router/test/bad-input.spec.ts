@@ -34,9 +34,17 @@ afterAll(async () => {
   await fleet?.stop();
 });
 
-const acquire = (over: Record<string, unknown>) => ({ sessionId, name: '/ls/known/x', mode: 1, waitMs: 0, requestId: 'r1', lockDelayMs: 0, ...over });
+const acquire = (over: Record<string, unknown>) => ({
+  sessionId,
+  name: '/ls/known/x',
+  mode: 1,
+  waitMs: 0,
+  requestId: 'r1',
+  lockDelayMs: 0,
+  ...over,
+});
 
-describe('the router answers bad input in the contract\'s words', () => {
+describe("the router answers bad input in the contract's words", () => {
   const cases: [string, string, () => Record<string, unknown>, string, RegExp][] = [
     ['getLock', 'a name outside /ls/', () => ({ name: '/etc/passwd' }), 'INVALID_NAME', /\/ls\//],
     ['acquire', 'a name outside /ls/', () => acquire({ name: '/etc/passwd' }), 'INVALID_NAME', /\/ls\//],
@@ -46,9 +54,27 @@ describe('the router answers bad input in the contract\'s words', () => {
     ['openSession', 'an unknown namespace', () => ({ clientId: 'c', ttlMs: 5000, namespace: 'nowhere' }), 'NAMESPACE_NOT_FOUND', /nowhere/],
     ['openSession', 'a namespace with a slash', () => ({ clientId: 'c', ttlMs: 5000, namespace: 'a/b' }), 'INVALID_NAME', /namespace/],
     ['listLocks', 'a prefix spanning namespaces', () => ({ prefix: '/ls/', limit: 0, pageToken: '' }), 'INVALID_NAME', /namespace/],
-    ['acquire', 'an unknown session of a known namespace', () => acquire({ sessionId: 'known:nosuchsession' }), 'SESSION_NOT_FOUND', /session/],
-    ['acquire', 'a session of an unknown namespace', () => acquire({ sessionId: 'nowhere:abc', name: '/ls/nowhere/x' }), 'SESSION_NOT_FOUND', /nowhere/],
-    ['release', 'a malformed session id', () => ({ sessionId: 'no-separator', name: '/ls/known/x', token: 1 }), 'SESSION_NOT_FOUND', /malformed/],
+    [
+      'acquire',
+      'an unknown session of a known namespace',
+      () => acquire({ sessionId: 'known:nosuchsession' }),
+      'SESSION_NOT_FOUND',
+      /session/,
+    ],
+    [
+      'acquire',
+      'a session of an unknown namespace',
+      () => acquire({ sessionId: 'nowhere:abc', name: '/ls/nowhere/x' }),
+      'SESSION_NOT_FOUND',
+      /nowhere/,
+    ],
+    [
+      'release',
+      'a malformed session id',
+      () => ({ sessionId: 'no-separator', name: '/ls/known/x', token: 1 }),
+      'SESSION_NOT_FOUND',
+      /malformed/,
+    ],
     ['closeSession', 'an empty session id', () => ({ sessionId: '' }), 'SESSION_NOT_FOUND', /empty/],
     ['acquire', 'an unknown mode', () => acquire({ mode: 7 }), 'INVALID_MODE', /mode/],
     ['acquire', 'a name in another namespace', () => acquire({ name: '/ls/other/x' }), 'WRONG_NAMESPACE', /namespace/],
@@ -72,11 +98,19 @@ describe('the router answers bad input in the contract\'s words', () => {
 function rawCall(address: string, path: string, bytes: Buffer): Promise<FencerError> {
   const c = new Client(address, credentials.createInsecure());
   return new Promise((resolve, reject) =>
-    c.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, bytes, new Metadata(), { deadline: Date.now() + 10_000 }, (err) => {
-      c.close();
-      if (err) resolve(fromServiceError(err));
-      else reject(new Error('expected the call to fail'));
-    }),
+    c.makeUnaryRequest(
+      path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      bytes,
+      new Metadata(),
+      { deadline: Date.now() + 10_000 },
+      (err) => {
+        c.close();
+        if (err) resolve(fromServiceError(err));
+        else reject(new Error('expected the call to fail'));
+      },
+    ),
   );
 }
 
@@ -96,7 +130,12 @@ describe('wrong types', () => {
 
   it('a proxy answers a KeepAlive message that does not decode with INVALID_ARGUMENT', async () => {
     const c = new Client(proxy, credentials.createInsecure());
-    const stream = c.makeBidiStreamRequest('/lockservice.v1.LockService/KeepAlive', (b: Buffer) => b, (b: Buffer) => b, new Metadata());
+    const stream = c.makeBidiStreamRequest(
+      '/lockservice.v1.LockService/KeepAlive',
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      new Metadata(),
+    );
     const e = await new Promise<FencerError>((resolve) => {
       stream.on('error', (x: ServiceError) => resolve(fromServiceError(x)));
       stream.write(Buffer.from([0x0a, 0x7f]));

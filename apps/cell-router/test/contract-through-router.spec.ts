@@ -17,7 +17,14 @@ let fleet: TestFleet;
 let client: TestClient;
 
 beforeAll(async () => {
-  fleet = await startTestFleet({ cells: 2, replicas: 3, routers: 1, proxies: 2, autoTenants: true, extraArgs: ['--watch-history-max', '200', '--watch-progress-ms', '1000'] });
+  fleet = await startTestFleet({
+    cells: 2,
+    replicas: 3,
+    routers: 1,
+    proxies: 2,
+    autoTenants: true,
+    extraArgs: ['--watch-history-max', '200', '--watch-progress-ms', '1000'],
+  });
   client = new TestClient(fleet.routerEndpoints);
 }, 180_000);
 afterAll(async () => {

@@ -38,7 +38,15 @@ async function expiriesInFleet(): Promise<number> {
   for (const r of fleet.plan.flatMap((c) => c.replicas)) {
     if (!fleet.alive(r.id)) continue;
     // A replica restarted by the previous case may not serve /metrics yet.
-    const text = await eventually(() => fetch(r.metrics).then((res) => res.text(), () => undefined), 30_000, `${r.id} /metrics`);
+    const text = await eventually(
+      () =>
+        fetch(r.metrics).then(
+          (res) => res.text(),
+          () => undefined,
+        ),
+      30_000,
+      `${r.id} /metrics`,
+    );
     sum += Number(/^fencer_session_expiries_total (\d+)/m.exec(text)?.[1] ?? 0);
   }
   return sum;
@@ -60,7 +68,9 @@ describe('a client in front of two cells', () => {
       const inCell2 = await direct2.call<{ name: string }, { lock: { holders: unknown[] } }>('getLock', { name: '/ls/beta/invoice-1' });
       expect(inCell1.lock.holders).toHaveLength(1);
       expect(inCell2.lock.holders).toHaveLength(1);
-      expect((await direct2.call<{ name: string }, { lock: { holders: unknown[] } }>('getLock', { name: '/ls/alpha/invoice-1' })).lock.holders).toHaveLength(0);
+      expect(
+        (await direct2.call<{ name: string }, { lock: { holders: unknown[] } }>('getLock', { name: '/ls/alpha/invoice-1' })).lock.holders,
+      ).toHaveLength(0);
       // Heartbeats for both sessions go through a proxy, and keep the locks past their TTL.
       expect(fleet.proxyEndpoints).toContain(client.keepAliveEndpoints.current);
       const heldSince = Date.now();
@@ -79,7 +89,15 @@ describe('a client in front of two cells', () => {
 describe('failures behind the router', () => {
   it('kill -9 of a cell leader while clients acquire and release: no call fails, and every retried status is one the client retries', async () => {
     const retried: string[] = [];
-    const clients = [1, 2, 3].map(() => new FencerClient({ endpoints: fleet.routerEndpoints, proxies: fleet.proxyEndpoints, ttlMs: 6000, onRetry: (i) => retried.push(i.error.code) }));
+    const clients = [1, 2, 3].map(
+      () =>
+        new FencerClient({
+          endpoints: fleet.routerEndpoints,
+          proxies: fleet.proxyEndpoints,
+          ttlMs: 6000,
+          onRetry: (i) => retried.push(i.error.code),
+        }),
+    );
     const failures: unknown[] = [];
     let cycles = 0;
     let stop = false;
@@ -126,7 +144,8 @@ describe('failures behind the router', () => {
       const h = await client.acquire(`/ls/beta/w/${i}`, { waitMs: 10_000 });
       await h.release();
     };
-    const live = (): lockservice.WatchEvent[] => events.filter((e) => e.type === W.WATCH_EVENT_TYPE_ACQUIRED || e.type === W.WATCH_EVENT_TYPE_RELEASED);
+    const live = (): lockservice.WatchEvent[] =>
+      events.filter((e) => e.type === W.WATCH_EVENT_TYPE_ACQUIRED || e.type === W.WATCH_EVENT_TYPE_RELEASED);
     let killed: string | undefined;
     try {
       await eventually(() => (events.some((e) => e.type === W.WATCH_EVENT_TYPE_PROGRESS) ? true : undefined), 20_000, 'the watch to start');
@@ -134,14 +153,21 @@ describe('failures behind the router', () => {
       await eventually(() => (live().length >= 10 ? true : undefined), 20_000, 'ten events before the kill');
       // The replica the router's watch is served from is the one with a watcher.
       const cell2 = fleet.plan.find((c) => c.id === 'cell-2')!.replicas;
-      const serving = await eventually(async () => {
-        for (const r of cell2) {
-          if (!fleet.alive(r.id)) continue;
-          const text = await fetch(r.metrics).then((x) => x.text(), () => '');
-          if (/^fencer_watchers [1-9]/m.test(text)) return r.id;
-        }
-        return undefined;
-      }, 10_000, 'the replica serving the watch');
+      const serving = await eventually(
+        async () => {
+          for (const r of cell2) {
+            if (!fleet.alive(r.id)) continue;
+            const text = await fetch(r.metrics).then(
+              (x) => x.text(),
+              () => '',
+            );
+            if (/^fencer_watchers [1-9]/m.test(text)) return r.id;
+          }
+          return undefined;
+        },
+        10_000,
+        'the replica serving the watch',
+      );
       killed = serving;
       await fleet.kill(serving, 'SIGKILL');
       for (let i = 5; i < 10; i++) await cycle(i);
@@ -157,7 +183,9 @@ describe('failures behind the router', () => {
     expect(revisions).toEqual([...revisions].sort((a, b) => a - b));
     expect(new Set(revisions).size, 'no event twice').toBe(revisions.length);
     for (let i = 0; i < 10; i++) {
-      const of = live().filter((e) => e.name === `/ls/beta/w/${i}`).map((e) => e.type);
+      const of = live()
+        .filter((e) => e.name === `/ls/beta/w/${i}`)
+        .map((e) => e.type);
       expect(of, `lock ${i}: acquired then released, once each`).toEqual([W.WATCH_EVENT_TYPE_ACQUIRED, W.WATCH_EVENT_TYPE_RELEASED]);
     }
   }, 90_000);
@@ -181,7 +209,11 @@ describe('failures behind the router', () => {
       await fleet.kill(proxy.id, 'SIGKILL');
       const killedAtMs = Date.now();
       const other = fleet.proxyEndpoints.find((p) => p !== victim)!;
-      const moved = await eventually(() => sent.find((s) => s.address === other && s.atMs >= killedAtMs), 10_000, 'a heartbeat through the other proxy');
+      const moved = await eventually(
+        () => sent.find((s) => s.address === other && s.atMs >= killedAtMs),
+        10_000,
+        'a heartbeat through the other proxy',
+      );
       const intervalMs = Math.floor(ttlMs / 3);
       expect(moved.atMs - killedAtMs).toBeLessThanOrEqual(intervalMs);
       // Two TTLs later both locks are still held, and no cell expired any session.

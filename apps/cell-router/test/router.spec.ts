@@ -28,7 +28,11 @@ afterEach(async () => {
 });
 
 async function start(replicas: string[], cellCallsInFlightMax?: number): Promise<string> {
-  const source = new StaticRoutingSource({ version: 1, cells: new Map([['cell-1', { id: 'cell-1', replicas }]]), routes: new Map([['ns', { namespace: 'ns', cell: 'cell-1', state: 'active' as const }]]) });
+  const source = new StaticRoutingSource({
+    version: 1,
+    cells: new Map([['cell-1', { id: 'cell-1', replicas }]]),
+    routes: new Map([['ns', { namespace: 'ns', cell: 'cell-1', state: 'active' as const }]]),
+  });
   router = buildRouter({ source, logger: pino({ level: 'silent' }), ...(cellCallsInFlightMax ? { cellCallsInFlightMax } : {}) });
   const at = await router.listen('127.0.0.1:0');
   client = new TestClient([at]);
@@ -42,7 +46,12 @@ describe('cell router', () => {
     const [a, b] = [(await client!.openSession('ns')).sessionId, (await client!.openSession('ns')).sessionId];
     const g = await client!.acquire({ sessionId: a, name: '/ls/ns/x' });
     // b's wait holds the one slot towards the cell.
-    const held = client!.once(at, 'acquire', { sessionId: b, name: '/ls/ns/x', mode: 1, waitMs: 20_000, requestId: 'w', lockDelayMs: 0 }, 30_000);
+    const held = client!.once(
+      at,
+      'acquire',
+      { sessionId: b, name: '/ls/ns/x', mode: 1, waitMs: 20_000, requestId: 'w', lockDelayMs: 0 },
+      30_000,
+    );
     await eventually(() => (router!.pool.cell('cell-1')!.inFlight === 1 ? true : undefined), 5_000, 'the held call');
     const e = await errorOf(client!.once(at, 'getLock', { name: '/ls/ns/x' }));
     expect(e.code).toBe('TOO_MANY_REQUESTS');
@@ -51,7 +60,7 @@ describe('cell router', () => {
     const direct = new TestClient([fake.address]);
     await direct.call('release', { sessionId: a, name: '/ls/ns/x', token: g.token });
     direct.close();
-    expect((await held as { status: number }).status).toBe(1); // GRANTED once the slot's holder let go
+    expect(((await held) as { status: number }).status).toBe(1); // GRANTED once the slot's holder let go
   });
 
   it("passes the caller's deadline on, and a caller that gives up cancels the cell's call", async () => {
@@ -60,7 +69,9 @@ describe('cell router', () => {
     const [a, b] = [(await client!.openSession('ns')).sessionId, (await client!.openSession('ns')).sessionId];
     await client!.acquire({ sessionId: a, name: '/ls/ns/y' });
     const started = Date.now();
-    const e = await errorOf(client!.once(at, 'acquire', { sessionId: b, name: '/ls/ns/y', mode: 1, waitMs: 20_000, requestId: 'd', lockDelayMs: 0 }, 700));
+    const e = await errorOf(
+      client!.once(at, 'acquire', { sessionId: b, name: '/ls/ns/y', mode: 1, waitMs: 20_000, requestId: 'd', lockDelayMs: 0 }, 700),
+    );
     expect(e.code).toBe('DEADLINE_EXCEEDED');
     expect(Date.now() - started).toBeLessThan(5_000);
     // The cell's call ended too: nothing is in flight towards it any more.

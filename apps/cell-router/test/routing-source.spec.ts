@@ -15,7 +15,14 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { ControlPlaneRoutingSource, FileRoutingSource, leastLoadedCell, parseRoutingFile, RoutingFormatError, type RoutingTable } from '../src/index.js';
+import {
+  ControlPlaneRoutingSource,
+  FileRoutingSource,
+  leastLoadedCell,
+  parseRoutingFile,
+  RoutingFormatError,
+  type RoutingTable,
+} from '../src/index.js';
 
 const logger = pino({ level: 'silent' });
 const cells = [
@@ -26,7 +33,8 @@ const file = (version: number, routes: Record<string, string>): string =>
   JSON.stringify({ version, cells, routes: Object.entries(routes).map(([namespace, cell]) => ({ namespace, cell, state: 'active' })) });
 
 /** Resolves with the next table the source adopts. */
-const nextTable = (s: { onChange(l: (t: RoutingTable) => void): void }): Promise<RoutingTable> => new Promise((resolve) => s.onChange(resolve));
+const nextTable = (s: { onChange(l: (t: RoutingTable) => void): void }): Promise<RoutingTable> =>
+  new Promise((resolve) => s.onChange(resolve));
 
 describe('parseRoutingFile', () => {
   it('reads cells and routes, and refuses what a router cannot route by', () => {
@@ -38,7 +46,17 @@ describe('parseRoutingFile', () => {
       [{ version: -1, cells, routes: [] }, /version/],
       [{ version: 1, cells, routes: [{ namespace: 'a/b', cell: 'cell-1' }] }, /namespace/],
       [{ version: 1, cells, routes: [{ namespace: 'a', cell: 'cell-9' }] }, /does not list/],
-      [{ version: 1, cells, routes: [{ namespace: 'a', cell: 'cell-1' }, { namespace: 'a', cell: 'cell-2' }] }, /twice/],
+      [
+        {
+          version: 1,
+          cells,
+          routes: [
+            { namespace: 'a', cell: 'cell-1' },
+            { namespace: 'a', cell: 'cell-2' },
+          ],
+        },
+        /twice/,
+      ],
       [{ version: 1, cells: [{ id: 'c', replicas: ['nope'] }], routes: [] }, /host:port/],
       [{ version: 1, cells, routes: [{ namespace: 'a', cell: 'cell-1', state: 'gone' }] }, /state/],
     ] as const) {
@@ -107,7 +125,12 @@ describe('FileRoutingSource', () => {
 });
 
 /** A small control plane that speaks the contract's routing and tenant endpoints. */
-async function fakeControlPlane(): Promise<{ app: FastifyInstance; url: string; setRoutes(routes: Record<string, string>): void; polls: { sinceVersion?: string; waitMs?: string }[] }> {
+async function fakeControlPlane(): Promise<{
+  app: FastifyInstance;
+  url: string;
+  setRoutes(routes: Record<string, string>): void;
+  polls: { sinceVersion?: string; waitMs?: string }[];
+}> {
   let version = 1;
   let routes: Record<string, string> = { a: 'cell-1' };
   const waiting: (() => void)[] = [];
@@ -119,7 +142,14 @@ async function fakeControlPlane(): Promise<{ app: FastifyInstance; url: string; 
     for (const w of waiting.splice(0)) w();
   };
   const app = Fastify();
-  app.get('/v1/fleet', async () => ({ routingVersion: version, cells: cells.map((c) => ({ id: c.id, namespaces: [], replicas: c.replicas.map((grpc, i) => ({ id: `${c.id}-r${i + 1}`, grpc, role: 'follower' })) })) }));
+  app.get('/v1/fleet', async () => ({
+    routingVersion: version,
+    cells: cells.map((c) => ({
+      id: c.id,
+      namespaces: [],
+      replicas: c.replicas.map((grpc, i) => ({ id: `${c.id}-r${i + 1}`, grpc, role: 'follower' })),
+    })),
+  }));
   app.get<{ Querystring: { sinceVersion?: string; waitMs?: string } }>('/v1/routing', async (req) => {
     polls.push(req.query);
     const since = req.query.sinceVersion === undefined ? undefined : Number(req.query.sinceVersion);
@@ -135,8 +165,13 @@ async function fakeControlPlane(): Promise<{ app: FastifyInstance; url: string; 
     return body();
   });
   app.post<{ Body: { namespace: string } }>('/v1/tenants', async (req, reply) => {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(req.body.namespace)) return reply.code(400).type('application/problem+json').send({ type: 'about:blank', title: 'bad', status: 400, code: 'INVALID_REQUEST', detail: 'bad namespace' });
-    if (routes[req.body.namespace]) return reply.code(409).send({ type: 'about:blank', title: 'exists', status: 409, code: 'TENANT_EXISTS' });
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(req.body.namespace))
+      return reply
+        .code(400)
+        .type('application/problem+json')
+        .send({ type: 'about:blank', title: 'bad', status: 400, code: 'INVALID_REQUEST', detail: 'bad namespace' });
+    if (routes[req.body.namespace])
+      return reply.code(409).send({ type: 'about:blank', title: 'exists', status: 409, code: 'TENANT_EXISTS' });
     setRoutes({ ...routes, [req.body.namespace]: 'cell-2' });
     return reply.code(201).send({ namespace: req.body.namespace, cell: 'cell-2', createdAt: new Date().toISOString() });
   });
@@ -195,8 +230,17 @@ describe('ControlPlaneRoutingSource', () => {
 /** The control plane back after an outage, at version 7. */
 async function fakeControlPlane2(port: number): Promise<FastifyInstance> {
   const app = Fastify();
-  app.get('/v1/fleet', async () => ({ routingVersion: 7, cells: cells.map((c) => ({ id: c.id, namespaces: [], replicas: c.replicas.map((grpc) => ({ id: grpc, grpc, role: 'follower' })) })) }));
-  app.get('/v1/routing', async () => ({ version: 7, routes: [{ namespace: 'a', cell: 'cell-1', state: 'active' }, { namespace: 'b', cell: 'cell-2', state: 'active' }] }));
+  app.get('/v1/fleet', async () => ({
+    routingVersion: 7,
+    cells: cells.map((c) => ({ id: c.id, namespaces: [], replicas: c.replicas.map((grpc) => ({ id: grpc, grpc, role: 'follower' })) })),
+  }));
+  app.get('/v1/routing', async () => ({
+    version: 7,
+    routes: [
+      { namespace: 'a', cell: 'cell-1', state: 'active' },
+      { namespace: 'b', cell: 'cell-2', state: 'active' },
+    ],
+  }));
   await app.listen({ host: '127.0.0.1', port });
   return app;
 }

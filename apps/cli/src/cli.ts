@@ -12,21 +12,35 @@ import { formatEvent, formatLock, formatLockRow, lockJson } from './format.js';
 import type { CliIo } from './io.js';
 import { runLock } from './commands/lock.js';
 import { registerControlPlaneCommands } from './commands/control-plane.js';
-import { addMember, adminCall, leaderAmong, promoteLearner, removeMember, statusTimeoutMs, takeSnapshot, transferLeader } from './commands/cell-admin.js';
+import {
+  addMember,
+  adminCall,
+  leaderAmong,
+  promoteLearner,
+  removeMember,
+  statusTimeoutMs,
+  takeSnapshot,
+  transferLeader,
+} from './commands/cell-admin.js';
 
-const duration = (flag: string) => (value: string): number => {
-  try {
-    return parseDuration(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`${(e as Error).message} (${flag})`);
-  }
-};
+const duration =
+  (flag: string) =>
+  (value: string): number => {
+    try {
+      return parseDuration(value);
+    } catch (e) {
+      throw new InvalidArgumentError(`${(e as Error).message} (${flag})`);
+    }
+  };
 
-const count = (flag: string, min: number) => (value: string): number => {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got "${value}"`);
-  return n;
-};
+const count =
+  (flag: string, min: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min)
+      throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got "${value}"`);
+    return n;
+  };
 
 interface GlobalOptions extends EndpointSources {
   json?: boolean;
@@ -68,7 +82,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--endpoints <list>', 'lock service endpoints, host:port[,host:port…] (default: $FENCER_ENDPOINTS, then .fencer/fleet.json)')
     .option('--fleet <file>', 'fleet description to read endpoints from (default: $FENCER_FLEET, then .fencer/fleet.json here or above)')
     .option('--json', 'machine-readable output: one JSON object per line')
-    .addOption(new Option('--timeout <duration>', 'how long each call keeps retrying while the cell is unavailable').default(30_000, '30s').argParser(duration('--timeout')))
+    .addOption(
+      new Option('--timeout <duration>', 'how long each call keeps retrying while the cell is unavailable')
+        .default(30_000, '30s')
+        .argParser(duration('--timeout')),
+    )
     .addHelpText('after', EXIT_CODES_HELP)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
@@ -80,19 +98,38 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .argument('<name>', 'lock name, /ls/<namespace>/<name>')
     .argument('[command...]', 'the command and its arguments, after --')
     .option('--shared', 'take the lock in shared mode (many holders)')
-    .addOption(new Option('--wait <duration>', 'how long to wait for the lock; 0 fails at once when held').default(30_000, '30s').argParser(duration('--wait')))
+    .addOption(
+      new Option('--wait <duration>', 'how long to wait for the lock; 0 fails at once when held')
+        .default(30_000, '30s')
+        .argParser(duration('--wait')),
+    )
     .addOption(new Option('--ttl <duration>', 'session TTL (the cell clamps it)').default(12_000, '12s').argParser(duration('--ttl')))
-    .addOption(new Option('--grace <duration>', 'grace period of a session in jeopardy before the lock counts as lost').default(45_000, '45s').argParser(duration('--grace')))
+    .addOption(
+      new Option('--grace <duration>', 'grace period of a session in jeopardy before the lock counts as lost')
+        .default(45_000, '45s')
+        .argParser(duration('--grace')),
+    )
     .option('--strict', 'stop the command already when the session enters jeopardy')
-    .addOption(new Option('--kill-after <duration>', 'after SIGTERM, wait this long before SIGKILL').default(10_000, '10s').argParser(duration('--kill-after')))
-    .addOption(new Option('--lock-delay <duration>', 'if this session expires holding the lock, the cell holds it back this long').default(0, '0s').argParser(duration('--lock-delay')))
+    .addOption(
+      new Option('--kill-after <duration>', 'after SIGTERM, wait this long before SIGKILL')
+        .default(10_000, '10s')
+        .argParser(duration('--kill-after')),
+    )
+    .addOption(
+      new Option('--lock-delay <duration>', 'if this session expires holding the lock, the cell holds it back this long')
+        .default(0, '0s')
+        .argParser(duration('--lock-delay')),
+    )
     .option('--client-id <id>', 'name of this holder for operators (default host/pid)')
     .option('-q, --quiet', 'print only warnings and errors')
     .addHelpText('after', '\nExample:\n  fencer lock /ls/jobs/nightly --wait 0 -- ./run-nightly.sh --full\n')
     .action(async (name: string, command: string[], o: Record<string, unknown>, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       if (command.length === 0) {
-        cmd.error('fencer lock: give the command to run after --, e.g. fencer lock /ls/jobs/x -- ./job.sh', { exitCode: EXIT.USAGE, code: 'fencer.missingCommand' });
+        cmd.error('fencer lock: give the command to run after --, e.g. fencer lock /ls/jobs/x -- ./job.sh', {
+          exitCode: EXIT.USAGE,
+          code: 'fencer.missingCommand',
+        });
       }
       exitCode = await runLock(
         {
@@ -180,18 +217,21 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const g = cmd.optsWithGlobals<GlobalOptions>();
       exitCode = await cellStatus(resolveAdminEndpoints(o.admin, g, io.env, io.cwd), g, io);
     });
-  const adminOption = (): Option => new Option('--admin <list>', 'admin endpoints, host:port[,…] (default: $FENCER_ADMIN_ENDPOINTS, then the fleet description)');
+  const adminOption = (): Option =>
+    new Option('--admin <list>', 'admin endpoints, host:port[,…] (default: $FENCER_ADMIN_ENDPOINTS, then the fleet description)');
   const adminCtx = (o: { admin?: string }, cmd: Command) => {
     const g = cmd.optsWithGlobals<GlobalOptions>();
     return { replicas: resolveAdminEndpoints(o.admin, g, io.env, io.cwd), timeoutMs: g.timeout, json: g.json === true, io };
   };
   cell
     .command('add-member')
-    .description('add a replica to the cell, one at a time: its addresses are replicated first, then the membership change (a learner catches up without voting; promote it after)')
-    .argument('<id>', 'the new member\'s node id (its --id)')
+    .description(
+      'add a replica to the cell, one at a time: its addresses are replicated first, then the membership change (a learner catches up without voting; promote it after)',
+    )
+    .argument('<id>', "the new member's node id (its --id)")
     .argument('<address>', 'its lock-service gRPC address, host:port (its --listen)')
     .option('--learner', 'join as a non-voting learner (recommended: promote once it has caught up)')
-    .option('--peer-address <host:port>', 'its Raft peer address (its --peer-listen; default: the gRPC port + the cell\'s peer port offset)')
+    .option('--peer-address <host:port>', "its Raft peer address (its --peer-listen; default: the gRPC port + the cell's peer port offset)")
     .addOption(adminOption())
     .action(async (id: string, address: string, o: { learner?: boolean; peerAddress?: string; admin?: string }, cmd: Command) => {
       exitCode = await addMember(adminCtx(o, cmd), id, address, o);
@@ -203,7 +243,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     cell
       .command(name)
       .description(description)
-      .argument('<id>', 'the member\'s node id')
+      .argument('<id>', "the member's node id")
       .addOption(adminOption())
       .action(async (id: string, o: { admin?: string }, cmd: Command) => {
         exitCode = await run(adminCtx(o, cmd), id);
@@ -258,13 +298,25 @@ interface ReplicaRow {
   lag?: number;
 }
 
-async function cellStatus(replicas: readonly { id: string; admin: string; cellId: string }[], g: GlobalOptions, io: CliIo): Promise<number> {
+async function cellStatus(
+  replicas: readonly { id: string; admin: string; cellId: string }[],
+  g: GlobalOptions,
+  io: CliIo,
+): Promise<number> {
   const answers = await Promise.all(
-    replicas.map((r) => adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(g.timeout, statusTimeoutMs)).catch(() => undefined)),
+    replicas.map((r) =>
+      adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(g.timeout, statusTimeoutMs)).catch(() => undefined),
+    ),
   );
   const rows: ReplicaRow[] = replicas.map((r, i) => {
     const s = answers[i];
-    return { id: s?.nodeId || r.id, cellId: s?.cellId || r.cellId, admin: r.admin, reachable: s !== undefined, ...(s ? { status: s } : {}) };
+    return {
+      id: s?.nodeId || r.id,
+      cellId: s?.cellId || r.cellId,
+      admin: r.admin,
+      reachable: s !== undefined,
+      ...(s ? { status: s } : {}),
+    };
   });
   // Lag as the leader sees it: its last index minus each member's match index.
   const leader = leaderAmong(rows);
@@ -302,11 +354,25 @@ async function cellStatus(replicas: readonly { id: string; admin: string; cellId
     const header = ['replica', 'role', 'term', 'commit', 'applied', 'last', 'lag'];
     const table = rows.map((r) =>
       r.status
-        ? [r.id, r.status.role, String(r.status.term), String(r.status.commitIndex), String(r.status.appliedIndex), String(r.status.lastIndex), r.lag === undefined ? '?' : String(r.lag)]
+        ? [
+            r.id,
+            r.status.role,
+            String(r.status.term),
+            String(r.status.commitIndex),
+            String(r.status.appliedIndex),
+            String(r.status.lastIndex),
+            r.lag === undefined ? '?' : String(r.lag),
+          ]
         : [r.id, 'unreachable', '', '', '', '', ''],
     );
     const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] as string).length)));
-    for (const row of [header, ...table]) io.stdout(`${row.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd()}\n`);
+    for (const row of [header, ...table])
+      io.stdout(
+        `${row
+          .map((c, i) => c.padEnd(widths[i] as number))
+          .join('  ')
+          .trimEnd()}\n`,
+      );
   }
   return rows.some((r) => r.reachable) ? EXIT.OK : EXIT.UNAVAILABLE;
 }

@@ -46,7 +46,11 @@ function splitList(text: string, what: string): string[] {
 }
 
 /** The fleet.json to use: explicit, from the environment, or found upward from cwd. */
-export function findFleetFile(sources: EndpointSources, env: Readonly<Record<string, string | undefined>>, cwd: string): string | undefined {
+export function findFleetFile(
+  sources: EndpointSources,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): string | undefined {
   const explicit = sources.fleet ?? env['FENCER_FLEET'];
   if (explicit) return path.resolve(cwd, explicit);
   for (let dir = path.resolve(cwd), i = 0; i < 64; i++) {
@@ -67,7 +71,8 @@ function readFleet(file: string): FleetJson {
   }
 }
 
-const NO_ENDPOINTS = 'no endpoints: pass --endpoints host:port[,…], set FENCER_ENDPOINTS, or start a local fleet with `npm start` (it writes .fencer/fleet.json)';
+const NO_ENDPOINTS =
+  'no endpoints: pass --endpoints host:port[,…], set FENCER_ENDPOINTS, or start a local fleet with `npm start` (it writes .fencer/fleet.json)';
 
 export function resolveEndpoints(
   sources: EndpointSources,
@@ -75,7 +80,8 @@ export function resolveEndpoints(
   cwd: string,
 ): { endpoints: string[]; proxies: string[]; source: string } {
   const proxiesFromEnv = env['FENCER_PROXIES'] ? splitList(env['FENCER_PROXIES'], 'FENCER_PROXIES') : undefined;
-  if (sources.endpoints !== undefined) return { endpoints: splitList(sources.endpoints, '--endpoints'), proxies: proxiesFromEnv ?? [], source: '--endpoints' };
+  if (sources.endpoints !== undefined)
+    return { endpoints: splitList(sources.endpoints, '--endpoints'), proxies: proxiesFromEnv ?? [], source: '--endpoints' };
   const fromEnv = env['FENCER_ENDPOINTS'];
   if (fromEnv) return { endpoints: splitList(fromEnv, 'FENCER_ENDPOINTS'), proxies: proxiesFromEnv ?? [], source: 'FENCER_ENDPOINTS' };
   const file = findFleetFile(sources, env, cwd);
@@ -84,15 +90,22 @@ export function resolveEndpoints(
   if (!Array.isArray(fleet.lockService) || fleet.lockService.length === 0 || !fleet.lockService.every((x) => typeof x === 'string')) {
     throw new ConfigError(`${file} has no "lockService" list of host:port endpoints`);
   }
-  return { endpoints: splitList((fleet.lockService as string[]).join(','), file), proxies: proxiesFromEnv ?? fleetProxies(fleet, file), source: file };
+  return {
+    endpoints: splitList((fleet.lockService as string[]).join(','), file),
+    proxies: proxiesFromEnv ?? fleetProxies(fleet, file),
+    source: file,
+  };
 }
 
 /** fleet.json's `proxies`: host:port strings or objects with a `grpc` address; absent means none. */
 function fleetProxies(fleet: FleetJson, file: string): string[] {
   if (fleet.proxies === undefined) return [];
   if (!Array.isArray(fleet.proxies)) throw new ConfigError(`${file}: "proxies" must be a list`);
-  const list = fleet.proxies.map((p: unknown) => (typeof p === 'string' ? p : typeof p === 'object' && p !== null ? (p as { grpc?: unknown }).grpc : undefined));
-  if (!list.every((a): a is string => typeof a === 'string')) throw new ConfigError(`${file}: every entry of "proxies" needs a host:port ("grpc")`);
+  const list = fleet.proxies.map((p: unknown) =>
+    typeof p === 'string' ? p : typeof p === 'object' && p !== null ? (p as { grpc?: unknown }).grpc : undefined,
+  );
+  if (!list.every((a): a is string => typeof a === 'string'))
+    throw new ConfigError(`${file}: every entry of "proxies" needs a host:port ("grpc")`);
   return list.length === 0 ? [] : splitList(list.join(','), `${file} proxies`);
 }
 
@@ -104,15 +117,23 @@ export function resolveAdminEndpoints(
   cwd: string,
 ): ReplicaAdmin[] {
   const list = admin ?? env['FENCER_ADMIN_ENDPOINTS'];
-  if (list) return splitList(list, admin !== undefined ? '--admin' : 'FENCER_ADMIN_ENDPOINTS').map((a) => ({ id: a, admin: a, cellId: '' }));
+  if (list)
+    return splitList(list, admin !== undefined ? '--admin' : 'FENCER_ADMIN_ENDPOINTS').map((a) => ({ id: a, admin: a, cellId: '' }));
   const file = findFleetFile(sources, env, cwd);
-  if (!file) throw new ConfigError('no admin endpoints: pass --admin host:port[,…], set FENCER_ADMIN_ENDPOINTS, or run a local fleet (.fencer/fleet.json)');
+  if (!file)
+    throw new ConfigError(
+      'no admin endpoints: pass --admin host:port[,…], set FENCER_ADMIN_ENDPOINTS, or run a local fleet (.fencer/fleet.json)',
+    );
   const fleet = readFleet(file);
   const out: ReplicaAdmin[] = [];
   for (const cell of fleet.cells ?? []) {
     for (const r of cell.replicas ?? []) {
       if (typeof r.admin !== 'string') continue;
-      out.push({ id: typeof r.id === 'string' ? r.id : r.admin, admin: checkAddress(r.admin), cellId: typeof cell.id === 'string' ? cell.id : '' });
+      out.push({
+        id: typeof r.id === 'string' ? r.id : r.admin,
+        admin: checkAddress(r.admin),
+        cellId: typeof cell.id === 'string' ? cell.id : '',
+      });
     }
   }
   if (out.length === 0) throw new ConfigError(`${file} lists no replica with an "admin" address under cells[].replicas[]`);

@@ -10,8 +10,11 @@ export function formatLock(lock: LockInfo, revision?: number): string {
   const lines: string[] = [];
   if (lock.holders.length === 0) lines.push(`${lock.name}: free${lock.delayed ? ', held back by a lock-delay' : ''}${at}`);
   else lines.push(`${lock.name}: held ${lock.mode}${lock.delayed ? ', lock-delay pending' : ''}${at}`);
-  for (const h of lock.holders) lines.push(`  holder  token ${h.token}  ${h.mode.padEnd(9)}  client ${h.clientId || '-'}  session ${shortSession(h.sessionId)}`);
-  lock.waiters.forEach((w, i) => lines.push(`  waiter  #${i + 1}  ${w.mode.padEnd(9)}  client ${w.clientId || '-'}  session ${shortSession(w.sessionId)}`));
+  for (const h of lock.holders)
+    lines.push(`  holder  token ${h.token}  ${h.mode.padEnd(9)}  client ${h.clientId || '-'}  session ${shortSession(h.sessionId)}`);
+  lock.waiters.forEach((w, i) =>
+    lines.push(`  waiter  #${i + 1}  ${w.mode.padEnd(9)}  client ${w.clientId || '-'}  session ${shortSession(w.sessionId)}`),
+  );
   return `${lines.join('\n')}\n`;
 }
 

@@ -129,7 +129,10 @@ describe('endpoints', () => {
   it('come from .fencer/fleet.json in the working directory or above', async () => {
     const root = tempDir();
     mkdirSync(path.join(root, '.fencer'));
-    writeFileSync(path.join(root, '.fencer', 'fleet.json'), JSON.stringify({ lockService: [fake.address], cells: [{ id: 'cell-1', replicas: [{ id: 'cell-1-r1', admin: fake.address }] }] }));
+    writeFileSync(
+      path.join(root, '.fencer', 'fleet.json'),
+      JSON.stringify({ lockService: [fake.address], cells: [{ id: 'cell-1', replicas: [{ id: 'cell-1-r1', admin: fake.address }] }] }),
+    );
     const sub = path.join(root, 'a', 'b');
     mkdirSync(sub, { recursive: true });
     const r = await run(['--json', 'get', '/ls/f/x'], { env: {}, cwd: sub });
@@ -171,7 +174,10 @@ describe('get, list, watch, cell status', () => {
     const human = await run(['list', '/ls/cli/list/']);
     expect(human.out.trim().split('\n')).toHaveLength(2);
     expect(human.out).toMatch(/\/ls\/cli\/list\/b\s+shared/);
-    const lines = (await run(['--json', 'list', '/ls/cli/list/'])).out.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await run(['--json', 'list', '/ls/cli/list/'])).out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.name)).toEqual(['/ls/cli/list/a', '/ls/cli/list/b']);
     expect((await run(['list', '/ls/cli/list/', '--limit', '1'])).out.trim().split('\n')).toHaveLength(1);
     await a.release();
@@ -184,7 +190,10 @@ describe('get, list, watch, cell status', () => {
     await h.release();
     const r = await run(['watch', '/ls/cli/w', '--since', String(h.token - 1), '--count', '2', '--json']);
     expect(r.code).toBe(EXIT.OK);
-    const events = r.out.trim().split('\n').map((l) => JSON.parse(l));
+    const events = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.map((e) => [e.type, e.revision])).toEqual([
       ['acquired', h.token],
       ['released', h.token + 1],

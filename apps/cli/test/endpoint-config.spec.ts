@@ -24,15 +24,25 @@ function fleetDir(fleet: unknown): string {
 
 describe('endpoints of routers and proxies', () => {
   it('reads the routers from lockService and the proxies from fleet.json', () => {
-    const cwd = fleetDir({ lockService: ['127.0.0.1:7401'], routers: [{ id: 'router-1', grpc: '127.0.0.1:7401' }], proxies: [{ id: 'proxy-1', grpc: '127.0.0.1:7501' }, '127.0.0.1:7502'], cells: [] });
+    const cwd = fleetDir({
+      lockService: ['127.0.0.1:7401'],
+      routers: [{ id: 'router-1', grpc: '127.0.0.1:7401' }],
+      proxies: [{ id: 'proxy-1', grpc: '127.0.0.1:7501' }, '127.0.0.1:7502'],
+      cells: [],
+    });
     expect(resolveEndpoints({}, {}, cwd)).toMatchObject({ endpoints: ['127.0.0.1:7401'], proxies: ['127.0.0.1:7501', '127.0.0.1:7502'] });
   });
 
   it('FENCER_PROXIES wins over fleet.json; FENCER_ENDPOINTS alone means no proxies', () => {
     const cwd = fleetDir({ lockService: ['127.0.0.1:7401'], proxies: ['127.0.0.1:7501'] });
-    expect(resolveEndpoints({}, { FENCER_PROXIES: '127.0.0.1:9501,127.0.0.1:9502' }, cwd).proxies).toEqual(['127.0.0.1:9501', '127.0.0.1:9502']);
+    expect(resolveEndpoints({}, { FENCER_PROXIES: '127.0.0.1:9501,127.0.0.1:9502' }, cwd).proxies).toEqual([
+      '127.0.0.1:9501',
+      '127.0.0.1:9502',
+    ]);
     expect(resolveEndpoints({}, { FENCER_ENDPOINTS: '127.0.0.1:9401' }, cwd)).toMatchObject({ endpoints: ['127.0.0.1:9401'], proxies: [] });
-    expect(resolveEndpoints({}, { FENCER_ENDPOINTS: '127.0.0.1:9401', FENCER_PROXIES: '127.0.0.1:9501' }, cwd).proxies).toEqual(['127.0.0.1:9501']);
+    expect(resolveEndpoints({}, { FENCER_ENDPOINTS: '127.0.0.1:9401', FENCER_PROXIES: '127.0.0.1:9501' }, cwd).proxies).toEqual([
+      '127.0.0.1:9501',
+    ]);
   });
 
   it('a fleet.json without proxies (one cell, no routers) still works, and a bad proxy entry is named', () => {

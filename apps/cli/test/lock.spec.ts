@@ -36,7 +36,10 @@ afterAll(async () => {
   await fake.stop();
 });
 
-function lock(args: string[], opts: { ignoreTerm?: boolean; signal?: AbortSignal; onErr?: (text: string) => void } = {}): Promise<{ code: number; err: string }> {
+function lock(
+  args: string[],
+  opts: { ignoreTerm?: boolean; signal?: AbortSignal; onErr?: (text: string) => void } = {},
+): Promise<{ code: number; err: string }> {
   let err = '';
   const io: CliIo = {
     stdout: () => {},
@@ -59,7 +62,11 @@ describe('fencer lock', () => {
     const hello = await probe.next('env');
     const held = fake.locks.get('/ls/cli/env')!.holders;
     expect(held).toHaveLength(1);
-    expect(hello.env).toMatchObject({ FENCER_LOCK_NAME: '/ls/cli/env', FENCER_LOCK_TOKEN: String(held[0]!.token), FENCER_LOCK_MODE: 'exclusive' });
+    expect(hello.env).toMatchObject({
+      FENCER_LOCK_NAME: '/ls/cli/env',
+      FENCER_LOCK_TOKEN: String(held[0]!.token),
+      FENCER_LOCK_MODE: 'exclusive',
+    });
     expect(hello.env!['FENCER_SESSION_ID']).toBe(held[0]!.sessionId);
     probe.exitAll(3);
     const r = await running;

@@ -138,9 +138,13 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   app.setErrorHandler((error: Error & { statusCode?: number; validation?: unknown; code?: string }, request, reply) => {
     if (error instanceof ProblemError) return sendProblem(reply, error.code, error.detail);
     if (error.validation !== undefined) return sendProblem(reply, 'INVALID_REQUEST', error.message);
-    if (isNotLeader(error)) return sendProblem(reply, 'NOT_LEADER', `the meta group has no reachable leader right now (${error.message}); retry`);
+    if (isNotLeader(error))
+      return sendProblem(reply, 'NOT_LEADER', `the meta group has no reachable leader right now (${error.message}); retry`);
     if (error instanceof FencerError && error.code === 'TOO_MANY_REQUESTS') return sendProblem(reply, 'RESOURCE_EXHAUSTED', error.message);
-    if (error instanceof FencerError && (error.code === 'SHUTTING_DOWN' || error.code === 'DEADLINE_EXCEEDED' || error.code === 'OUTCOME_UNKNOWN')) {
+    if (
+      error instanceof FencerError &&
+      (error.code === 'SHUTTING_DOWN' || error.code === 'DEADLINE_EXCEEDED' || error.code === 'OUTCOME_UNKNOWN')
+    ) {
       return sendProblem(reply, 'NOT_LEADER', `${error.message}; retry with the same Idempotency-Key`);
     }
     const status = error.statusCode ?? 500;
@@ -179,7 +183,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     const leader = meta.leader;
     const url = leader === null ? undefined : meta.leaderAddress();
     if (request.headers[FORWARDED_HEADER] !== undefined || url === undefined) {
-      throw new ProblemError('NOT_LEADER', leader === null ? 'the meta group has no leader right now; retry' : `the leader ${leader} has no known URL; retry`);
+      throw new ProblemError(
+        'NOT_LEADER',
+        leader === null ? 'the meta group has no leader right now; retry' : `the leader ${leader} has no known URL; retry`,
+      );
     }
     const headers: Record<string, string> = { [FORWARDED_HEADER]: '1' };
     for (const h of ['authorization', 'content-type', 'idempotency-key']) {
@@ -197,7 +204,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (e) {
-      throw new ProblemError('NOT_LEADER', `the leader ${leader} did not answer (${(e as Error).message}); retry with the same Idempotency-Key`);
+      throw new ProblemError(
+        'NOT_LEADER',
+        `the leader ${leader} did not answer (${(e as Error).message}); retry with the same Idempotency-Key`,
+      );
     }
     const text = await res.text();
     reply.code(res.status);
@@ -223,7 +233,8 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   // ------------------------------------------------------------- writes
 
   async function write(request: FastifyRequest, command: MetaCommand): Promise<MetaApplied> {
-    if (writesInFlight >= writesInFlightMax) throw new ProblemError('RESOURCE_EXHAUSTED', `more than ${writesInFlightMax} writes in flight here; retry`);
+    if (writesInFlight >= writesInFlightMax)
+      throw new ProblemError('RESOURCE_EXHAUSTED', `more than ${writesInFlightMax} writes in flight here; retry`);
     const key = request.headers['idempotency-key'];
     const entry: MetaEntry =
       typeof key === 'string' && key !== ''
@@ -232,7 +243,9 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
             idempotency: {
               key,
               fingerprint: createHash('sha256')
-                .update(`${request.method} ${request.url.split('?')[0]}\n${stableJson(request.query ?? {})}\n${stableJson(request.body ?? null)}`)
+                .update(
+                  `${request.method} ${request.url.split('?')[0]}\n${stableJson(request.query ?? {})}\n${stableJson(request.body ?? null)}`,
+                )
                 .digest('hex'),
             },
           }
@@ -248,7 +261,8 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   }
 
   const cellMustExist = (cell: string): void => {
-    if (!cells.has(cell)) throw new ProblemError('CELL_NOT_FOUND', `no cell "${cell}"; known cells: ${cells.cellIds().join(', ') || 'none'}`);
+    if (!cells.has(cell))
+      throw new ProblemError('CELL_NOT_FOUND', `no cell "${cell}"; known cells: ${cells.cellIds().join(', ') || 'none'}`);
   };
 
   /** The cell with the fewest live sessions (then the fewest tenants, then the smallest id). */
@@ -304,7 +318,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     {
       config: cfg('admin'),
       schema: {
-        querystring: { type: 'object', properties: { sinceVersion: { type: 'integer', minimum: 0 }, waitMs: { type: 'integer', minimum: 0, maximum: 60000 } } },
+        querystring: {
+          type: 'object',
+          properties: { sinceVersion: { type: 'integer', minimum: 0 }, waitMs: { type: 'integer', minimum: 0, maximum: 60000 } },
+        },
         response: { 200: responseSchema('/v1/routing', 'get', '200') },
       },
     },
@@ -337,7 +354,11 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     '/v1/tenants',
     {
       config: cfg('admin'),
-      schema: { headers: IDEMPOTENCY_HEADERS, body: requestBodySchema('/v1/tenants', 'post'), response: { 201: responseSchema('/v1/tenants', 'post', '201') } },
+      schema: {
+        headers: IDEMPOTENCY_HEADERS,
+        body: requestBodySchema('/v1/tenants', 'post'),
+        response: { 201: responseSchema('/v1/tenants', 'post', '201') },
+      },
     },
     async (request, reply) => {
       const body = request.body as { namespace: string; cell?: string; owner?: string; quotas?: Record<string, number> };
@@ -366,7 +387,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
 
   app.get(
     '/v1/tenants/:namespace',
-    { config: cfg('tenant'), schema: { params: namespaceParams, response: { 200: responseSchema('/v1/tenants/{namespace}', 'get', '200') } } },
+    {
+      config: cfg('tenant'),
+      schema: { params: namespaceParams, response: { 200: responseSchema('/v1/tenants/{namespace}', 'get', '200') } },
+    },
     async (request) => {
       const { namespace } = request.params as { namespace: string };
       const state = await meta.read();
@@ -399,7 +423,11 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     '/v1/tenants/:namespace',
     {
       config: cfg('admin'),
-      schema: { params: namespaceParams, headers: IDEMPOTENCY_HEADERS, querystring: { type: 'object', properties: { force: { type: 'boolean' } } } },
+      schema: {
+        params: namespaceParams,
+        headers: IDEMPOTENCY_HEADERS,
+        querystring: { type: 'object', properties: { force: { type: 'boolean' } } },
+      },
     },
     async (request, reply) => {
       const { namespace } = request.params as { namespace: string };
@@ -407,10 +435,15 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
       const state = await meta.read();
       const tenant = state.tenant(namespace);
       if (tenant !== undefined) {
-        if (state.isMoving(namespace)) throw new ProblemError('MOVE_IN_PROGRESS', `tenant "${namespace}" is being moved; wait for the move to finish`);
+        if (state.isMoving(namespace))
+          throw new ProblemError('MOVE_IN_PROGRESS', `tenant "${namespace}" is being moved; wait for the move to finish`);
         if (cells.has(tenant.cell)) {
           const dropped = await cells.drop(tenant.cell, namespace, force === true);
-          if (dropped === 'not-empty') throw new ProblemError('TENANT_NOT_EMPTY', `tenant "${namespace}" has live sessions on ${tenant.cell}; delete with ?force=true to expire them`);
+          if (dropped === 'not-empty')
+            throw new ProblemError(
+              'TENANT_NOT_EMPTY',
+              `tenant "${namespace}" has live sessions on ${tenant.cell}; delete with ?force=true to expire them`,
+            );
         }
       }
       // Also for an unknown tenant: the log answers TENANT_NOT_FOUND, or replays a delete done under the same Idempotency-Key.
@@ -434,8 +467,18 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
       const { namespace } = request.params as { namespace: string };
       const body = (request.body ?? {}) as { graceMs?: number };
       const token = newTenantToken();
-      const applied = await write(request, { kind: 'RotateToken', namespace, tokenHash: hashToken(token), graceMs: body.graceMs ?? 0, atMs: wallMs() });
-      if (applied.replayed) throw new ProblemError('IDEMPOTENCY_KEY_REUSED', 'this rotation happened already and its token was shown once; rotate again with a new key');
+      const applied = await write(request, {
+        kind: 'RotateToken',
+        namespace,
+        tokenHash: hashToken(token),
+        graceMs: body.graceMs ?? 0,
+        atMs: wallMs(),
+      });
+      if (applied.replayed)
+        throw new ProblemError(
+          'IDEMPOTENCY_KEY_REUSED',
+          'this rotation happened already and its token was shown once; rotate again with a new key',
+        );
       return { token };
     },
   );
@@ -449,12 +492,22 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     '/v1/moves',
     {
       config: cfg('admin'),
-      schema: { headers: IDEMPOTENCY_HEADERS, body: requestBodySchema('/v1/moves', 'post'), response: { 202: responseSchema('/v1/moves', 'post', '202') } },
+      schema: {
+        headers: IDEMPOTENCY_HEADERS,
+        body: requestBodySchema('/v1/moves', 'post'),
+        response: { 202: responseSchema('/v1/moves', 'post', '202') },
+      },
     },
     async (request, reply) => {
       const body = request.body as { namespace: string; toCell: string };
       cellMustExist(body.toCell);
-      const applied = await write(request, { kind: 'StartMove', id: newId(), namespace: body.namespace, toCell: body.toCell, atMs: wallMs() });
+      const applied = await write(request, {
+        kind: 'StartMove',
+        id: newId(),
+        namespace: body.namespace,
+        toCell: body.toCell,
+        atMs: wallMs(),
+      });
       reply.code(202);
       return moveJson((applied.outcome as { move: Move }).move);
     },
@@ -464,7 +517,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     '/v1/moves/:id',
     {
       config: cfg('admin'),
-      schema: { params: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } }, response: { 200: responseSchema('/v1/moves/{id}', 'get', '200') } },
+      schema: {
+        params: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } },
+        response: { 200: responseSchema('/v1/moves/{id}', 'get', '200') },
+      },
     },
     async (request) => {
       const { id } = request.params as { id: string };
@@ -478,18 +534,34 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
 
   app.get(
     '/v1/cells/:cell/snapshots',
-    { config: cfg('cell-reader'), schema: { params: cellParams, response: { 200: responseSchema('/v1/cells/{cell}/snapshots', 'get', '200') } } },
+    {
+      config: cfg('cell-reader'),
+      schema: { params: cellParams, response: { 200: responseSchema('/v1/cells/{cell}/snapshots', 'get', '200') } },
+    },
     async (request) => {
       const { cell } = request.params as { cell: string };
       cellMustExist(cell);
       const state = await meta.read();
-      return { snapshots: state.snapshotRecords().filter((s) => s.cell === cell).reverse().map(snapshotJson) };
+      return {
+        snapshots: state
+          .snapshotRecords()
+          .filter((s) => s.cell === cell)
+          .reverse()
+          .map(snapshotJson),
+      };
     },
   );
 
   app.post(
     '/v1/cells/:cell/snapshots',
-    { config: cfg('admin'), schema: { params: cellParams, headers: IDEMPOTENCY_HEADERS, response: { 202: responseSchema('/v1/cells/{cell}/snapshots', 'post', '202') } } },
+    {
+      config: cfg('admin'),
+      schema: {
+        params: cellParams,
+        headers: IDEMPOTENCY_HEADERS,
+        response: { 202: responseSchema('/v1/cells/{cell}/snapshots', 'post', '202') },
+      },
+    },
     async (request, reply) => {
       const { cell } = request.params as { cell: string };
       cellMustExist(cell);
@@ -512,7 +584,8 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
       const { cell, id } = request.params as { cell: string; id: string };
       cellMustExist(cell);
       const snapshot = (await meta.read()).snapshotRecord(id);
-      if (snapshot === undefined || snapshot.cell !== cell) throw new ProblemError('SNAPSHOT_NOT_FOUND', `no snapshot "${id}" of cell ${cell}`);
+      if (snapshot === undefined || snapshot.cell !== cell)
+        throw new ProblemError('SNAPSHOT_NOT_FOUND', `no snapshot "${id}" of cell ${cell}`);
       return snapshotJson(snapshot);
     },
   );

@@ -67,7 +67,12 @@ interface Followed {
   failing: boolean;
 }
 
-const ROLE_OF: Record<string, ReplicaRole> = { leader: 'leader', follower: 'follower', candidate: 'candidate', 'pre-candidate': 'candidate' };
+const ROLE_OF: Record<string, ReplicaRole> = {
+  leader: 'leader',
+  follower: 'follower',
+  candidate: 'candidate',
+  'pre-candidate': 'candidate',
+};
 
 /** Follows the cells' replicas over their admin gRPC API. */
 export class GrpcCellDirectory implements CellDirectory {
@@ -151,7 +156,9 @@ export class GrpcCellDirectory implements CellDirectory {
 
   async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
     try {
-      const r = await this.onLeader(cell, (client) => unary<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>(client, 'dropNamespace', { namespace, force }));
+      const r = await this.onLeader(cell, (client) =>
+        unary<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>(client, 'dropNamespace', { namespace, force }),
+      );
       return r.dropped ? 'dropped' : 'not-owned';
     } catch (e) {
       if (isServiceError(e) && e.code === grpcStatus.FAILED_PRECONDITION && reasonOf(e) === 'NAMESPACE_NOT_EMPTY') return 'not-empty';
@@ -175,7 +182,10 @@ export class GrpcCellDirectory implements CellDirectory {
         }
       }
     }
-    throw new ProblemError('CELL_UNAVAILABLE', `no leader of cell ${cell} took the call (last: ${lastError}); retry with the same Idempotency-Key`);
+    throw new ProblemError(
+      'CELL_UNAVAILABLE',
+      `no leader of cell ${cell} took the call (last: ${lastError}); retry with the same Idempotency-Key`,
+    );
   }
 
   close(): void {
@@ -193,9 +203,18 @@ function reasonOf(e: ServiceError): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-function unary<Req, Res>(client: adminpb.CellAdminClient, method: 'status' | 'claimNamespace' | 'dropNamespace', request: Req): Promise<Res> {
+function unary<Req, Res>(
+  client: adminpb.CellAdminClient,
+  method: 'status' | 'claimNamespace' | 'dropNamespace',
+  request: Req,
+): Promise<Res> {
   return new Promise((resolve, reject) => {
-    const fn = client[method].bind(client) as unknown as (r: Req, m: Metadata, o: { deadline: number }, cb: (e: ServiceError | null, r: Res) => void) => void;
+    const fn = client[method].bind(client) as unknown as (
+      r: Req,
+      m: Metadata,
+      o: { deadline: number },
+      cb: (e: ServiceError | null, r: Res) => void,
+    ) => void;
     fn(request, new Metadata(), { deadline: Date.now() + cellCallTimeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
   });
 }

@@ -44,32 +44,55 @@ function readCells(file: string | undefined): CellPlan[] {
   if (file === undefined) return [];
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as { cells?: CellPlan[] };
   if (!Array.isArray(parsed.cells)) throw new InvalidArgumentError(`--cells-file ${file} has no "cells" array`);
-  return parsed.cells.map((c) => ({ id: String(c.id), replicas: c.replicas.map((r) => ({ id: String(r.id), grpc: String(r.grpc), admin: String(r.admin) })) }));
+  return parsed.cells.map((c) => ({
+    id: String(c.id),
+    replicas: c.replicas.map((r) => ({ id: String(r.id), grpc: String(r.grpc), admin: String(r.admin) })),
+  }));
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
   const e = (flag: string): string | undefined => env[`FENCER_CP_${flag.toUpperCase().replace(/-/g, '_')}`];
-  const int = (flag: string) => (v: string): number => {
-    if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`--${flag} must be a non-negative integer, got "${v}"`);
-    return Number(v);
-  };
+  const int =
+    (flag: string) =>
+    (v: string): number => {
+      if (!/^\d+$/.test(v)) throw new InvalidArgumentError(`--${flag} must be a non-negative integer, got "${v}"`);
+      return Number(v);
+    };
   const program = new Command('fencer-control-plane')
     .description('One instance of the Fencer control plane (HTTP API on a replicated meta group).')
     .exitOverride()
     .requiredOption('--id <id>', "this instance's id in the meta group", e('id'))
-    .option('--peers <list>', 'meta-group members and their Raft peer addresses: id=host:port,... (default: this instance alone)', e('peers') ?? '')
+    .option(
+      '--peers <list>',
+      'meta-group members and their Raft peer addresses: id=host:port,... (default: this instance alone)',
+      e('peers') ?? '',
+    )
     .option('--urls <list>', "meta-group members' HTTP URLs: id=http://host:port,... (forwarding to the leader)", e('urls') ?? '')
     .option('--data-dir <dir>', 'where the meta group log and snapshots live', e('data-dir') ?? './.fencer/control-plane')
     .option('--listen <host:port>', 'HTTP API address', e('listen') ?? '127.0.0.1:7400')
-    .option('--peer-listen <host:port>', 'Raft peer transport address (default: this id\'s --peers entry)', e('peer-listen'))
+    .option('--peer-listen <host:port>', "Raft peer transport address (default: this id's --peers entry)", e('peer-listen'))
     .option('--metrics <host:port>', 'Prometheus metrics address', e('metrics') ?? '127.0.0.1:7490')
-    .option('--cells-file <file>', 'JSON with the managed cells, { cells: [{ id, replicas: [{ id, grpc, admin }] }] } (fleet.json has it)', e('cells-file'))
+    .option(
+      '--cells-file <file>',
+      'JSON with the managed cells, { cells: [{ id, replicas: [{ id, grpc, admin }] }] } (fleet.json has it)',
+      e('cells-file'),
+    )
     .option('--auth', 'require bearer tokens (admin token generated at first start)', e('auth') === '1')
     .option('--admin-token-file <file>', 'where the admin token is kept (mode 0600)', e('admin-token-file') ?? './.fencer/admin-token')
     .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
-    .option('--cell-poll-ms <ms>', 'how often each cell replica\'s admin Status is polled', int('cell-poll-ms'), Number(e('cell-poll-ms') ?? 1000))
-    .option('--snapshot-every-entries <n>', 'snapshot and compact every n applied entries', int('snapshot-every-entries'), Number(e('snapshot-every-entries') ?? 1000));
+    .option(
+      '--cell-poll-ms <ms>',
+      "how often each cell replica's admin Status is polled",
+      int('cell-poll-ms'),
+      Number(e('cell-poll-ms') ?? 1000),
+    )
+    .option(
+      '--snapshot-every-entries <n>',
+      'snapshot and compact every n applied entries',
+      int('snapshot-every-entries'),
+      Number(e('snapshot-every-entries') ?? 1000),
+    );
   program.parse(argv, { from: 'user' });
   const o = program.opts();
   const id = NodeId(o.id);

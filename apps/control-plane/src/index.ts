@@ -1,6 +1,14 @@
 /** The control plane as a library: the app, its seams, and the meta-group glue (main.ts wires them to sockets). */
 export { buildApp, moveJson, snapshotJson, tenantJson, type AppMetrics, type ControlPlaneDeps } from './app.js';
-export { GrpcCellDirectory, type CellDirectory, type CellPlan, type CellReplicaPlan, type CellView, type DropResult, type ReplicaView } from './cells.js';
+export {
+  GrpcCellDirectory,
+  type CellDirectory,
+  type CellPlan,
+  type CellReplicaPlan,
+  type CellView,
+  type DropResult,
+  type ReplicaView,
+} from './cells.js';
 export { MetaGroup, isNotLeader, type MetaGroupConfig, type MetaGroupEnv, type MetaStore } from './meta-group.js';
 export { PROBLEMS, ProblemError, problemOf, type Problem, type ProblemCode } from './problems.js';
 export { CONTRACT_SCHEMA_ID, absoluteRefs, contractAjv, contractSchema, openapi, openapiPath } from './openapi.js';

@@ -24,7 +24,10 @@ import { loadOrCreateAdminToken } from './auth.js';
 /** The peer transport checks every batch's group id: the meta group's is this, never a cell's. */
 const META_GROUP_ID = 'fencer-meta';
 
-const logger = pino({ name: 'control-plane', level: process.env['FENCER_LOG_LEVEL'] ?? 'info', base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
+const logger = pino(
+  { name: 'control-plane', level: process.env['FENCER_LOG_LEVEL'] ?? 'info', base: { pid: process.pid } },
+  pino.destination({ dest: 2, sync: true }),
+);
 
 function die(message: string, err?: unknown): never {
   logger.fatal({ err: err instanceof Error ? err.stack : err }, message);
@@ -90,10 +93,20 @@ const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), log
 await peerServer.listen(config.peerListen).catch((err: unknown) => die(`cannot listen for peers on ${config.peerListen}`, err));
 
 const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);
-const app = await buildApp({ meta: group, cells, logger: logger.child({ part: 'http' }), metrics, ...(adminToken !== undefined ? { adminToken } : {}) });
+const app = await buildApp({
+  meta: group,
+  cells,
+  logger: logger.child({ part: 'http' }),
+  metrics,
+  ...(adminToken !== undefined ? { adminToken } : {}),
+});
 const at = config.listen.lastIndexOf(':');
-await app.listen({ host: config.listen.slice(0, at), port: Number(config.listen.slice(at + 1)) }).catch((err: unknown) => die(`cannot listen on ${config.listen}`, err));
-const metricsServer = await metrics.serve(config.metricsListen).catch((err: unknown) => die(`cannot serve metrics on ${config.metricsListen}`, err));
+await app
+  .listen({ host: config.listen.slice(0, at), port: Number(config.listen.slice(at + 1)) })
+  .catch((err: unknown) => die(`cannot listen on ${config.listen}`, err));
+const metricsServer = await metrics
+  .serve(config.metricsListen)
+  .catch((err: unknown) => die(`cannot serve metrics on ${config.metricsListen}`, err));
 
 const ticker = setInterval(() => {
   group.tick();
@@ -101,7 +114,17 @@ const ticker = setInterval(() => {
   metrics.routingVersion.set(group.state.routingVersion);
   metrics.tenants.set(group.state.tenants().length);
 }, config.tickMs);
-logger.info({ id: config.id, listen: config.listen, peerListen: config.peerListen, peers: Object.fromEntries(config.peers), cells: config.cells.map((c) => c.id), auth: config.auth }, 'control plane serving');
+logger.info(
+  {
+    id: config.id,
+    listen: config.listen,
+    peerListen: config.peerListen,
+    peers: Object.fromEntries(config.peers),
+    cells: config.cells.map((c) => c.id),
+    auth: config.auth,
+  },
+  'control plane serving',
+);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

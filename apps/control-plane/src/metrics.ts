@@ -6,7 +6,12 @@ import type { AppMetrics } from './app.js';
 
 export class ControlPlaneMetrics implements AppMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'fencer_cp_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [this.registry] });
+  readonly requests = new Counter({
+    name: 'fencer_cp_http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
   readonly latency = new Histogram({
     name: 'fencer_cp_http_request_seconds',
     help: 'HTTP request latency by route',
@@ -14,11 +19,29 @@ export class ControlPlaneMetrics implements AppMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60],
     registers: [this.registry],
   });
-  readonly isLeader = new Gauge({ name: 'fencer_cp_is_leader', help: '1 when this instance leads the meta group', registers: [this.registry] });
-  readonly routingVersion = new Gauge({ name: 'fencer_cp_routing_version', help: 'Routing table version applied here', registers: [this.registry] });
+  readonly isLeader = new Gauge({
+    name: 'fencer_cp_is_leader',
+    help: '1 when this instance leads the meta group',
+    registers: [this.registry],
+  });
+  readonly routingVersion = new Gauge({
+    name: 'fencer_cp_routing_version',
+    help: 'Routing table version applied here',
+    registers: [this.registry],
+  });
   readonly tenants = new Gauge({ name: 'fencer_cp_tenants', help: 'Tenants applied here', registers: [this.registry] });
-  private readonly replicaCounters = new Counter({ name: 'fencer_cp_replica_events_total', help: 'Meta-group replica events by name', labelNames: ['name'] as const, registers: [this.registry] });
-  private readonly replicaObservations = new Histogram({ name: 'fencer_cp_replica_observations', help: 'Meta-group replica observations by name', labelNames: ['name'] as const, registers: [this.registry] });
+  private readonly replicaCounters = new Counter({
+    name: 'fencer_cp_replica_events_total',
+    help: 'Meta-group replica events by name',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  private readonly replicaObservations = new Histogram({
+    name: 'fencer_cp_replica_observations',
+    help: 'Meta-group replica observations by name',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

@@ -37,7 +37,8 @@ export function absoluteRefs<T>(value: T): T {
   if (Array.isArray(value)) return value.map(absoluteRefs) as T;
   if (typeof value !== 'object' || value === null) return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${CONTRACT_SCHEMA_ID}${v}` : absoluteRefs(v);
+  for (const [k, v] of Object.entries(value))
+    out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${CONTRACT_SCHEMA_ID}${v}` : absoluteRefs(v);
   return out as T;
 }
 
@@ -46,7 +47,8 @@ export const ref = (name: string): { $ref: string } => ({ $ref: `${CONTRACT_SCHE
 
 /** The JSON schema of an operation's response with this status and media type, refs made absolute. */
 export function responseSchema(path: string, method: string, status: string): unknown {
-  const op = openapi.paths[path]?.[method] as { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> } | undefined;
+  const op = openapi.paths[path]?.[method] as
+    { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> } | undefined;
   const schema = op?.responses?.[status]?.content?.['application/json']?.schema;
   return schema === undefined ? undefined : absoluteRefs(schema);
 }
@@ -64,7 +66,13 @@ export function requestBodySchema(path: string, method: string): unknown {
  * (query, params, headers).
  */
 export function contractAjv(options: { coerceTypes: boolean; allErrors?: boolean }): Ajv {
-  const ajv = new Ajv({ removeAdditional: false, coerceTypes: options.coerceTypes, useDefaults: false, allErrors: options.allErrors ?? false, strict: false });
+  const ajv = new Ajv({
+    removeAdditional: false,
+    coerceTypes: options.coerceTypes,
+    useDefaults: false,
+    allErrors: options.allErrors ?? false,
+    strict: false,
+  });
   addFormats(ajv);
   ajv.addSchema(contractSchema());
   return ajv;

@@ -26,7 +26,7 @@ export const PROBLEMS = {
   RESOURCE_EXHAUSTED: { status: 429, title: 'Too many requests in flight on this instance' },
   INTERNAL: { status: 500, title: 'Internal error' },
   CELL_UNAVAILABLE: { status: 503, title: 'The cell did not answer' },
-  NOT_LEADER: { status: 503, title: 'This instance cannot reach the meta group\'s leader' },
+  NOT_LEADER: { status: 503, title: "This instance cannot reach the meta group's leader" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -52,5 +52,11 @@ export class ProblemError extends Error {
 
 export function problemOf(code: ProblemCode, detail?: string): Problem {
   const p = PROBLEMS[code];
-  return { type: `urn:fencer:problem:${code.toLowerCase().replace(/_/g, '-')}`, title: p.title, status: p.status, code, ...(detail !== undefined ? { detail } : {}) };
+  return {
+    type: `urn:fencer:problem:${code.toLowerCase().replace(/_/g, '-')}`,
+    title: p.title,
+    status: p.status,
+    code,
+    ...(detail !== undefined ? { detail } : {}),
+  };
 }

@@ -34,7 +34,10 @@ describe('the contract document', () => {
     expect(res.json().paths['/v1/tenants']).toBeDefined();
   });
 
-  const shared = [process.env['FENCER_SHARED_DIR'], path.resolve(openapiPath, '../../../../../shared')].filter((d): d is string => !!d).map((d) => path.join(d, 'contract/control-plane/v1/openapi.yaml')).find((f) => existsSync(f));
+  const shared = [process.env['FENCER_SHARED_DIR'], path.resolve(openapiPath, '../../../../../shared')]
+    .filter((d): d is string => !!d)
+    .map((d) => path.join(d, 'contract/control-plane/v1/openapi.yaml'))
+    .find((f) => existsSync(f));
   // The shared contract sits beside the repository in CI and in a developer's checkout; a bare clone elsewhere has none.
   if (shared !== undefined || process.env['CI'] === 'true') {
     it('the copy is byte-identical to the shared contract', () => {
@@ -72,7 +75,9 @@ describe('auth', () => {
     // With a grace period, the previous token keeps working.
     const graced = await call(h.app, 'POST', '/v1/tenants/authns/token', { graceMs: 60_000 }, next);
     expect((await call(h.app, 'GET', '/v1/tenants/authns', undefined, next)).statusCode).toBe(200);
-    expect((await call(h.app, 'GET', '/v1/tenants/authns', undefined, { authorization: `Bearer ${graced.json().token}` })).statusCode).toBe(200);
+    expect((await call(h.app, 'GET', '/v1/tenants/authns', undefined, { authorization: `Bearer ${graced.json().token}` })).statusCode).toBe(
+      200,
+    );
     // Only hashes are stored.
     const stored = JSON.stringify(h.group.state.tenant('authns'));
     expect(stored).not.toContain(token);
@@ -86,9 +91,21 @@ describe('auth', () => {
 
 describe('tenants', () => {
   it('creates, reads, lists, changes quotas and deletes a tenant; the cell claims and drops its namespace', async () => {
-    const res = await call(h.app, 'POST', '/v1/tenants', { namespace: 'payments', cell: 'cell-2', owner: 'team-pay', quotas: { maxSessions: 10 } }, admin);
+    const res = await call(
+      h.app,
+      'POST',
+      '/v1/tenants',
+      { namespace: 'payments', cell: 'cell-2', owner: 'team-pay', quotas: { maxSessions: 10 } },
+      admin,
+    );
     expect(res.statusCode).toBe(201);
-    expect(res.json()).toMatchObject({ namespace: 'payments', cell: 'cell-2', owner: 'team-pay', quotas: { maxSessions: 10 }, moving: false });
+    expect(res.json()).toMatchObject({
+      namespace: 'payments',
+      cell: 'cell-2',
+      owner: 'team-pay',
+      quotas: { maxSessions: 10 },
+      moving: false,
+    });
     expect(h.cells.owned.get('cell-2')?.has('payments')).toBe(true);
     expect((await call(h.app, 'GET', '/v1/tenants/payments', undefined, admin)).json().cell).toBe('cell-2');
     const list = await call(h.app, 'GET', '/v1/tenants', undefined, admin);
@@ -125,7 +142,13 @@ describe('tenants', () => {
     const again = await call(h.app, 'POST', '/v1/tenants', { namespace: 'dup', cell: 'cell-2' }, admin);
     expect([again.statusCode, again.json().code]).toEqual([409, 'TENANT_EXISTS']);
     expect((await call(h.app, 'POST', '/v1/tenants', { namespace: 'nocell', cell: 'cell-9' }, admin)).json().code).toBe('CELL_NOT_FOUND');
-    for (const body of [{}, { namespace: '-bad' }, { namespace: 'ok', extra: 1 }, { namespace: 5 }, { namespace: 'ok', quotas: { maxLocks: 0 } }]) {
+    for (const body of [
+      {},
+      { namespace: '-bad' },
+      { namespace: 'ok', extra: 1 },
+      { namespace: 5 },
+      { namespace: 'ok', quotas: { maxLocks: 0 } },
+    ]) {
       const r = await call(h.app, 'POST', '/v1/tenants', body, admin);
       expect([r.statusCode, r.json().code], JSON.stringify(body)).toEqual([400, 'INVALID_REQUEST']);
     }
@@ -158,11 +181,13 @@ describe('tenants', () => {
 
   it('answers QUOTA_EXCEEDED when the fleet holds its maximum of tenants', async () => {
     const codes: number[] = [];
-    for (let i = 0; i < 9; i++) codes.push((await call(h.app, 'POST', '/v1/tenants', { namespace: `fill-${i}`, cell: 'cell-1' }, admin)).statusCode);
+    for (let i = 0; i < 9; i++)
+      codes.push((await call(h.app, 'POST', '/v1/tenants', { namespace: `fill-${i}`, cell: 'cell-1' }, admin)).statusCode);
     expect(codes.filter((c) => c === 201).length).toBe(8 - 5);
     expect(codes.slice(3)).toEqual([429, 429, 429, 429, 429, 429]);
     expect((await call(h.app, 'POST', '/v1/tenants', { namespace: 'fill-x', cell: 'cell-1' }, admin)).json().code).toBe('QUOTA_EXCEEDED');
-    for (let i = 0; i < 3; i++) expect((await call(h.app, 'DELETE', `/v1/tenants/fill-${i}?force=true`, undefined, admin)).statusCode).toBe(204);
+    for (let i = 0; i < 3; i++)
+      expect((await call(h.app, 'DELETE', `/v1/tenants/fill-${i}?force=true`, undefined, admin)).statusCode).toBe(204);
   });
 });
 
@@ -223,7 +248,9 @@ describe('moves and snapshots (records)', () => {
     const b = await call(h.app, 'POST', '/v1/cells/cell-1/snapshots', undefined, admin);
     expect(b.statusCode).toBe(202);
     expect(b.json()).toMatchObject({ cell: 'cell-1', state: 'uploading' });
-    const list = (await call(h.app, 'GET', '/v1/cells/cell-1/snapshots', undefined, admin)).json().snapshots.map((s: { id: string }) => s.id);
+    const list = (await call(h.app, 'GET', '/v1/cells/cell-1/snapshots', undefined, admin))
+      .json()
+      .snapshots.map((s: { id: string }) => s.id);
     expect(list.slice(0, 2)).toEqual([b.json().id, a.id]);
     expect((await call(h.app, 'GET', `/v1/cells/cell-1/snapshots/${a.id}`, undefined, admin)).json().id).toBe(a.id);
     expect((await call(h.app, 'GET', `/v1/cells/cell-2/snapshots/${a.id}`, undefined, admin)).statusCode).toBe(404);
@@ -245,7 +272,11 @@ describe('an instance without a reachable leader', () => {
     };
     const app = await buildApp({ meta: headless, cells: h.cells });
     try {
-      for (const [method, url] of [['GET', '/v1/tenants'], ['POST', '/v1/moves'], ['GET', '/v1/health']] as const) {
+      for (const [method, url] of [
+        ['GET', '/v1/tenants'],
+        ['POST', '/v1/moves'],
+        ['GET', '/v1/health'],
+      ] as const) {
         const res = await call(app, method, url, method === 'POST' ? { namespace: 'x', toCell: 'y' } : undefined);
         expect([res.statusCode, res.json().code]).toEqual([503, 'NOT_LEADER']);
       }
@@ -281,9 +312,14 @@ describe('coverage of the contract', () => {
   });
 
   it('every operation answered a success and every code of the contract was seen', () => {
-    const operations = Object.entries(openapi.paths).flatMap(([p, ops]) => Object.keys(ops).filter((m) => m !== 'parameters').map((m) => `${m.toUpperCase()} ${p}`));
+    const operations = Object.entries(openapi.paths).flatMap(([p, ops]) =>
+      Object.keys(ops)
+        .filter((m) => m !== 'parameters')
+        .map((m) => `${m.toUpperCase()} ${p}`),
+    );
     expect(operations.filter((o) => !seen.operations.has(o) && o !== 'GET /v1/openapi.json')).toEqual([]);
-    const description = (openapi.components.schemas['Problem'] as { properties: { code: { description: string } } }).properties.code.description;
+    const description = (openapi.components.schemas['Problem'] as { properties: { code: { description: string } } }).properties.code
+      .description;
     const codes = [...description.matchAll(/[A-Z][A-Z_]{3,}/g)].map((m) => m[0]);
     expect(codes.length).toBe(12);
     expect(codes.filter((c) => !seen.codes.has(c))).toEqual([]);

@@ -55,7 +55,9 @@ const ENDPOINTS: Endpoint[] = [
 
 const ajv = contractAjv({ coerceTypes: false });
 function bodySchemaOf(e: Endpoint): ((v: unknown) => boolean) | undefined {
-  const op = (openapi.paths[e.template] as Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }> | undefined)?.[e.method.toLowerCase()];
+  const op = (
+    openapi.paths[e.template] as Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }> | undefined
+  )?.[e.method.toLowerCase()];
   const schema = op?.requestBody?.content['application/json']?.schema;
   if (schema === undefined) return undefined;
   const v = ajv.compile(absoluteRefs(schema) as object);
@@ -81,15 +83,27 @@ const notJson = fc.string({ maxLength: 40 }).filter((s) => {
 /** A path segment outside the tenant-name pattern (or a junk one for other params). */
 const badNamespace = fc.oneof(
   fc.constantFrom('-lead', '.dot', '_under', 'a'.repeat(64), 'sp%20ace', '%C3%A9t%C3%A9', '%00', 'a%2Fb', '..'),
-  fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(s)).map(encodeURIComponent),
+  fc
+    .string({ minLength: 1, maxLength: 20 })
+    .filter((s) => !/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(s))
+    .map(encodeURIComponent),
 );
 
 function casesFor(e: Endpoint): fc.Arbitrary<Case> {
-  const url = (params: Record<string, string> = {}) => e.template.replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? e.params?.[k] ?? 'x');
+  const url = (params: Record<string, string> = {}) =>
+    e.template.replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? e.params?.[k] ?? 'x');
   const arbs: fc.Arbitrary<Case>[] = [];
   // Paths: a junk extra segment (no such route) or a junk prefix.
-  arbs.push(fc.string({ minLength: 1, maxLength: 12 }).map((s) => ({ url: `${url()}/${encodeURIComponent(s)}`, headers: goodHeaders, what: 'extra segment' })));
-  arbs.push(fc.constantFrom('/v0', '/v1x', '/V1', '/api/v1').map((p) => ({ url: url().replace('/v1', p), headers: goodHeaders, what: 'wrong prefix' })));
+  arbs.push(
+    fc
+      .string({ minLength: 1, maxLength: 12 })
+      .map((s) => ({ url: `${url()}/${encodeURIComponent(s)}`, headers: goodHeaders, what: 'extra segment' })),
+  );
+  arbs.push(
+    fc
+      .constantFrom('/v0', '/v1x', '/V1', '/api/v1')
+      .map((p) => ({ url: url().replace('/v1', p), headers: goodHeaders, what: 'wrong prefix' })),
+  );
   if (!e.public) {
     const badAuth = fc.oneof(
       fc.constant(''),
@@ -99,29 +113,86 @@ function casesFor(e: Endpoint): fc.Arbitrary<Case> {
     );
     arbs.push(badAuth.map((a): Case => ({ url: url(), headers: a === '' ? {} : { authorization: a }, what: 'bad authorization' })));
   }
-  if (e.params?.['namespace'] !== undefined) arbs.push(badNamespace.map((ns) => ({ url: url({ namespace: ns }), headers: goodHeaders, what: 'bad namespace' })));
-  if (e.params?.['cell'] !== undefined) arbs.push(fc.stringMatching(/^[a-z0-9-]{1,10}$/).filter((c) => c !== 'cell-1' && c !== 'cell-2').map((c) => ({ url: url({ cell: c }), headers: goodHeaders, what: 'unknown cell' })));
-  if (e.params?.['id'] !== undefined) arbs.push(fc.stringMatching(/^[a-z0-9-]{1,16}$/).map((id) => ({ url: url({ id: `zz-${id}` }), headers: goodHeaders, what: 'unknown id' })));
+  if (e.params?.['namespace'] !== undefined)
+    arbs.push(badNamespace.map((ns) => ({ url: url({ namespace: ns }), headers: goodHeaders, what: 'bad namespace' })));
+  if (e.params?.['cell'] !== undefined)
+    arbs.push(
+      fc
+        .stringMatching(/^[a-z0-9-]{1,10}$/)
+        .filter((c) => c !== 'cell-1' && c !== 'cell-2')
+        .map((c) => ({ url: url({ cell: c }), headers: goodHeaders, what: 'unknown cell' })),
+    );
+  if (e.params?.['id'] !== undefined)
+    arbs.push(
+      fc.stringMatching(/^[a-z0-9-]{1,16}$/).map((id) => ({ url: url({ id: `zz-${id}` }), headers: goodHeaders, what: 'unknown id' })),
+    );
   if (e.idempotency) {
-    arbs.push(fc.string({ minLength: 129, maxLength: 300 }).filter((k) => /^[\x20-\x7e]+$/.test(k)).map((k) => ({ url: url(), headers: { ...goodHeaders, 'idempotency-key': k }, what: 'long idempotency key' })));
+    arbs.push(
+      fc
+        .string({ minLength: 129, maxLength: 300 })
+        .filter((k) => /^[\x20-\x7e]+$/.test(k))
+        .map((k) => ({ url: url(), headers: { ...goodHeaders, 'idempotency-key': k }, what: 'long idempotency key' })),
+    );
   }
   if (e.query === 'routing') {
     const badNumber = fc.oneof(fc.constantFrom('-1', 'abc', '1.5', '', 'NaN', '1e-3', 'x1'), fc.integer({ min: 60_001 }).map(String));
-    arbs.push(fc.tuple(fc.constantFrom('sinceVersion', 'waitMs'), badNumber).filter(([k, v]) => !(k === 'sinceVersion' && /^\d+$/.test(v)) && v !== '').map(([k, v]) => ({ url: `${url()}?${k}=${encodeURIComponent(v)}`, headers: goodHeaders, what: 'bad query' })));
+    arbs.push(
+      fc
+        .tuple(fc.constantFrom('sinceVersion', 'waitMs'), badNumber)
+        .filter(([k, v]) => !(k === 'sinceVersion' && /^\d+$/.test(v)) && v !== '')
+        .map(([k, v]) => ({ url: `${url()}?${k}=${encodeURIComponent(v)}`, headers: goodHeaders, what: 'bad query' })),
+    );
   }
-  if (e.query === 'force') arbs.push(fc.constantFrom('yes', '2', 'maybe', 'TRUEISH', '[]').map((v) => ({ url: `${url()}?force=${v}`, headers: goodHeaders, what: 'bad force' })));
+  if (e.query === 'force')
+    arbs.push(
+      fc
+        .constantFrom('yes', '2', 'maybe', 'TRUEISH', '[]')
+        .map((v) => ({ url: `${url()}?force=${v}`, headers: goodHeaders, what: 'bad force' })),
+    );
   const valid = bodySchemaOf(e);
   if (valid !== undefined) {
     const json = { ...goodHeaders, 'content-type': 'application/json' };
-    arbs.push(fc.jsonValue({ maxDepth: 3 }).filter((v) => !valid(v)).map((v) => ({ url: url(), headers: json, payload: JSON.stringify(v), what: 'schema-invalid body' })));
     arbs.push(
-      fc.record({ namespace: fc.oneof(fc.string(), fc.integer()), cell: fc.oneof(fc.string(), fc.constant(null)), quotas: fc.dictionary(fc.string(), fc.jsonValue()), graceMs: fc.oneof(fc.double(), fc.string()), toCell: fc.integer(), extra: fc.jsonValue() }, { requiredKeys: [] })
+      fc
+        .jsonValue({ maxDepth: 3 })
+        .filter((v) => !valid(v))
+        .map((v) => ({ url: url(), headers: json, payload: JSON.stringify(v), what: 'schema-invalid body' })),
+    );
+    arbs.push(
+      fc
+        .record(
+          {
+            namespace: fc.oneof(fc.string(), fc.integer()),
+            cell: fc.oneof(fc.string(), fc.constant(null)),
+            quotas: fc.dictionary(fc.string(), fc.jsonValue()),
+            graceMs: fc.oneof(fc.double(), fc.string()),
+            toCell: fc.integer(),
+            extra: fc.jsonValue(),
+          },
+          { requiredKeys: [] },
+        )
         .filter((v) => !valid(v))
         .map((v) => ({ url: url(), headers: json, payload: JSON.stringify(v), what: 'near-miss body' })),
     );
     arbs.push(notJson.map((s) => ({ url: url(), headers: json, payload: s, what: 'not JSON' })));
-    arbs.push(fc.constantFrom('text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded').map((t) => ({ url: url(), headers: { ...goodHeaders, 'content-type': t }, payload: '{"namespace":"abc"}', what: 'wrong content type' })));
-    arbs.push(fc.constant({ url: url(), headers: json, payload: JSON.stringify({ namespace: 'big', owner: 'x'.repeat(70 * 1024) }), what: 'oversized body' }));
+    arbs.push(
+      fc
+        .constantFrom('text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded')
+        .map((t) => ({
+          url: url(),
+          headers: { ...goodHeaders, 'content-type': t },
+          payload: '{"namespace":"abc"}',
+          what: 'wrong content type',
+        })),
+    );
+    arbs.push(
+      fc.constant({
+        url: url(),
+        headers: json,
+        payload: JSON.stringify({ namespace: 'big', owner: 'x'.repeat(70 * 1024) }),
+        what: 'oversized body',
+      }),
+    );
   }
   return fc.oneof(...arbs);
 }
@@ -147,9 +218,16 @@ describe(`bad input (seed ${SEED}, ${PER_ENDPOINT} per endpoint)`, () => {
     expect(cases.length).toBe(PER_ENDPOINT);
     const statuses = new Map<number, number>();
     for (const c of cases) {
-      const res = await h.app.inject({ method: e.method, url: c.url, headers: c.headers, ...(c.payload !== undefined ? { payload: c.payload } : {}) });
+      const res = await h.app.inject({
+        method: e.method,
+        url: c.url,
+        headers: c.headers,
+        ...(c.payload !== undefined ? { payload: c.payload } : {}),
+      });
       if (res.statusCode < 400 || res.statusCode >= 500) {
-        throw new Error(`${e.method} ${c.url} (${c.what}, headers ${JSON.stringify(c.headers)}, body ${c.payload?.slice(0, 200)}) answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
+        throw new Error(
+          `${e.method} ${c.url} (${c.what}, headers ${JSON.stringify(c.headers)}, body ${c.payload?.slice(0, 200)}) answered ${res.statusCode}: ${res.body.slice(0, 300)}`,
+        );
       }
       checkContract(e.method, c.url, res);
       statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);

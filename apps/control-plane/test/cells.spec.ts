@@ -23,7 +23,11 @@ let dir: GrpcCellDirectory;
 
 beforeAll(async () => {
   cell = await startTestCell({ replicas: 3, extraArgs: ['--managed'] });
-  dir = new GrpcCellDirectory([{ id: 'cell-1', replicas: cell.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) }], () => performance.now(), 100);
+  dir = new GrpcCellDirectory(
+    [{ id: 'cell-1', replicas: cell.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) }],
+    () => performance.now(),
+    100,
+  );
 }, 120_000);
 afterAll(async () => {
   dir?.close();
@@ -46,10 +50,15 @@ async function openSession(namespace: string): Promise<{ sessionId?: string; rea
   const address = cell.replicas.find((r) => r.id === leader.nodeId)!.grpc;
   const client = new lockservice.LockServiceClient(address, credentials.createInsecure());
   return new Promise((resolve) =>
-    client.openSession({ clientId: 'cells-test', ttlMs: 30_000, namespace }, new Metadata(), { deadline: Date.now() + 5_000 }, (err: ServiceError | null, res?: { sessionId: string }) => {
-      client.close();
-      resolve(err ? { reason: String(err.metadata?.get('lock-reason')[0] ?? err.details) } : { sessionId: res!.sessionId });
-    }),
+    client.openSession(
+      { clientId: 'cells-test', ttlMs: 30_000, namespace },
+      new Metadata(),
+      { deadline: Date.now() + 5_000 },
+      (err: ServiceError | null, res?: { sessionId: string }) => {
+        client.close();
+        resolve(err ? { reason: String(err.metadata?.get('lock-reason')[0] ?? err.details) } : { sessionId: res!.sessionId });
+      },
+    ),
   );
 }
 
@@ -90,10 +99,17 @@ describe('GrpcCellDirectory against a real managed cell', () => {
         return ms > first + 500 ? ms : undefined;
       });
       expect(later).toBeGreaterThan(first);
-      expect(dir.status()[0]!.replicas.filter((r) => r.id !== victim.id).every((r) => r.role !== 'unreachable')).toBe(true);
+      expect(
+        dir
+          .status()[0]!
+          .replicas.filter((r) => r.id !== victim.id)
+          .every((r) => r.role !== 'unreachable'),
+      ).toBe(true);
     } finally {
       cell.signal(victim.id, 'SIGCONT');
     }
-    await until('the resumed replica answers again', () => (dir.status()[0]!.replicas.find((r) => r.id === victim.id)!.role !== 'unreachable' ? true : undefined));
+    await until('the resumed replica answers again', () =>
+      dir.status()[0]!.replicas.find((r) => r.id === victim.id)!.role !== 'unreachable' ? true : undefined,
+    );
   }, 60_000);
 });

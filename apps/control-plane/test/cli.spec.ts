@@ -49,7 +49,10 @@ describe('fencer tenants / routing / fleet status', () => {
     const viaEnv = await fencer(['--json', 'tenants', 'get', 'payments'], { FENCER_CONTROL_PLANE: url });
     expect(JSON.parse(viaEnv.out)).toMatchObject({ namespace: 'payments', cell: 'cell-2', quotas: { maxLocks: 50 } });
     mkdirSync(path.join(dir, '.fencer'), { recursive: true });
-    writeFileSync(path.join(dir, '.fencer', 'fleet.json'), JSON.stringify({ lockService: [], cells: [], controlPlane: { urls: ['http://127.0.0.1:1', url] } }));
+    writeFileSync(
+      path.join(dir, '.fencer', 'fleet.json'),
+      JSON.stringify({ lockService: [], cells: [], controlPlane: { urls: ['http://127.0.0.1:1', url] } }),
+    );
     const viaFleet = await fencer(['--json', 'tenants', 'list']);
     expect(viaFleet.code).toBe(0);
     expect(JSON.parse(viaFleet.out).tenants.map((t: { namespace: string }) => t.namespace)).toEqual(['payments']);

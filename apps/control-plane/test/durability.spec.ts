@@ -30,7 +30,8 @@ describe('meta group durability', () => {
   it('restarts with the same tenants, routes, journal and idempotency answers, from a snapshot and the log after it', async () => {
     const dataDir = tmp();
     let h = await startHarness({ dataDir, snapshotEveryEntries: 4 });
-    for (let i = 0; i < 24; i++) expect((await call(h.app, 'POST', '/v1/tenants', { namespace: `t${i}`, cell: i % 2 ? 'cell-1' : 'cell-2' })).statusCode).toBe(201);
+    for (let i = 0; i < 24; i++)
+      expect((await call(h.app, 'POST', '/v1/tenants', { namespace: `t${i}`, cell: i % 2 ? 'cell-1' : 'cell-2' })).statusCode).toBe(201);
     await call(h.app, 'DELETE', '/v1/tenants/t3?force=true');
     await call(h.app, 'PATCH', '/v1/tenants/t4', { quotas: { maxLocks: 4 } });
     const move = (await call(h.app, 'POST', '/v1/moves', { namespace: 't4', toCell: 'cell-1' })).json();
@@ -78,14 +79,22 @@ describe('admin token and flags', () => {
 
   it('parses the flags, reads the cells from a fleet.json, and refuses members without URLs', () => {
     const fleet = path.join(tmp(), 'fleet.json');
-    writeFileSync(fleet, JSON.stringify({ lockService: [], cells: [{ id: 'cell-1', replicas: [{ id: 'r1', grpc: '127.0.0.1:7001', admin: '127.0.0.1:7101', pid: 5 }] }] }));
+    writeFileSync(
+      fleet,
+      JSON.stringify({
+        lockService: [],
+        cells: [{ id: 'cell-1', replicas: [{ id: 'r1', grpc: '127.0.0.1:7001', admin: '127.0.0.1:7101', pid: 5 }] }],
+      }),
+    );
     const c = parseConfig(['--id', 'cp1', '--cells-file', fleet, '--auth', '--listen', '127.0.0.1:7401'], {});
     expect(c.cells).toEqual([{ id: 'cell-1', replicas: [{ id: 'r1', grpc: '127.0.0.1:7001', admin: '127.0.0.1:7101' }] }]);
     expect(c.auth).toBe(true);
     expect(c.urls.get(c.id)).toBe('http://127.0.0.1:7401');
     expect([...c.peers.keys()]).toEqual(['cp1']);
     expect(() => parseConfig(['--id', 'cp1', '--peers', 'cp1=127.0.0.1:1,cp2=127.0.0.1:2'], {})).toThrow(/no HTTP URL for member cp2/);
-    expect(() => parseConfig(['--id', 'cp1', '--peers', 'cp2=127.0.0.1:2', '--urls', 'cp2=http://x:1'], {})).toThrow(/must list this instance/);
+    expect(() => parseConfig(['--id', 'cp1', '--peers', 'cp2=127.0.0.1:2', '--urls', 'cp2=http://x:1'], {})).toThrow(
+      /must list this instance/,
+    );
     expect(parseConfig([], { FENCER_CP_ID: 'envid' }).id).toBe('envid');
     expect(readFileSync(fleet, 'utf8')).toContain('cell-1');
   });

@@ -87,11 +87,23 @@ async function leaderOf(timeoutMs: number): Promise<Instance> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(MAIN)) execFileSync(path.join(root, 'node_modules/.bin/nx'), ['build', 'control-plane', '--output-style=static'], { cwd: root, stdio: 'pipe' });
+  if (!existsSync(MAIN))
+    execFileSync(path.join(root, 'node_modules/.bin/nx'), ['build', 'control-plane', '--output-style=static'], {
+      cwd: root,
+      stdio: 'pipe',
+    });
   dir = mkdtempSync(path.join(tmpdir(), 'fencer-cp-failover-'));
-  cells = [await startTestCell({ replicas: 1, extraArgs: ['--managed'] }), await startTestCell({ replicas: 1, extraArgs: ['--managed', '--cell-id', 'cell-2'] })];
+  cells = [
+    await startTestCell({ replicas: 1, extraArgs: ['--managed'] }),
+    await startTestCell({ replicas: 1, extraArgs: ['--managed', '--cell-id', 'cell-2'] }),
+  ];
   const cellsFile = path.join(dir, 'cells.json');
-  writeFileSync(cellsFile, JSON.stringify({ cells: cells.map((c, n) => ({ id: `cell-${n + 1}`, replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) })) }));
+  writeFileSync(
+    cellsFile,
+    JSON.stringify({
+      cells: cells.map((c, n) => ({ id: `cell-${n + 1}`, replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) })),
+    }),
+  );
   const ids = ['cp1', 'cp2', 'cp3'];
   const ports = await Promise.all(ids.map(async () => ({ http: await freePort(), peer: await freePort(), metrics: await freePort() })));
   const peers = ids.map((id, n) => `${id}=127.0.0.1:${ports[n]!.peer}`).join(',');
@@ -102,7 +114,25 @@ beforeAll(async () => {
     instances.push({
       id,
       url: `http://127.0.0.1:${ports[n]!.http}`,
-      argv: [MAIN, '--id', id, '--peers', peers, '--urls', urls, '--data-dir', dataDir, '--listen', `127.0.0.1:${ports[n]!.http}`, '--metrics', `127.0.0.1:${ports[n]!.metrics}`, '--cells-file', cellsFile, '--cell-poll-ms', '200'],
+      argv: [
+        MAIN,
+        '--id',
+        id,
+        '--peers',
+        peers,
+        '--urls',
+        urls,
+        '--data-dir',
+        dataDir,
+        '--listen',
+        `127.0.0.1:${ports[n]!.http}`,
+        '--metrics',
+        `127.0.0.1:${ports[n]!.metrics}`,
+        '--cells-file',
+        cellsFile,
+        '--cell-poll-ms',
+        '200',
+      ],
     });
   }
   instances.forEach(startInstance);
@@ -125,10 +155,15 @@ afterAll(async () => {
 function openOn(address: string, namespace: string): Promise<string> {
   const client = new lockservice.LockServiceClient(address, credentials.createInsecure());
   return new Promise((resolve) => {
-    client.openSession({ clientId: 'failover-test', ttlMs: 10_000, namespace }, new Metadata(), { deadline: Date.now() + 5_000 }, (err: ServiceError | null) => {
-      client.close();
-      resolve(err ? String(err.metadata?.get('lock-reason')[0] ?? err.details) : 'ok');
-    });
+    client.openSession(
+      { clientId: 'failover-test', ttlMs: 10_000, namespace },
+      new Metadata(),
+      { deadline: Date.now() + 5_000 },
+      (err: ServiceError | null) => {
+        client.close();
+        resolve(err ? String(err.metadata?.get('lock-reason')[0] ?? err.details) : 'ok');
+      },
+    );
   });
 }
 

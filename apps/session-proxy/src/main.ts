@@ -1,7 +1,20 @@
 #!/usr/bin/env node
 /** The session-proxy process: flags, routing source, gRPC KeepAlive server, /metrics, SIGTERM. */
 import { Command } from 'commander';
-import { address, checkRoutingChoice, createLogger, exitOnBug, exitOnConfigError, limits, positiveInt, RouterMetrics, routingOptions, routingSourceFor, serveMetrics, stopOnSignals } from '@fencer/cell-router';
+import {
+  address,
+  checkRoutingChoice,
+  createLogger,
+  exitOnBug,
+  exitOnConfigError,
+  limits,
+  positiveInt,
+  RouterMetrics,
+  routingOptions,
+  routingSourceFor,
+  serveMetrics,
+  stopOnSignals,
+} from '@fencer/cell-router';
 import { buildProxy } from './proxy.js';
 
 const cmd = routingOptions(

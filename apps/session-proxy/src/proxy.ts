@@ -12,7 +12,17 @@
 import { FencerError } from '@fencer/base';
 import type { ServiceError } from '@grpc/grpc-js';
 import { lockservice, toServiceError } from '@fencer/protocol';
-import { CellPool, HeartbeatBatcher, KeepAliveStreams, RouterMetrics, limits, startLockServer, type LockServer, type RoutingSource, type RoutingTable } from '@fencer/cell-router';
+import {
+  CellPool,
+  HeartbeatBatcher,
+  KeepAliveStreams,
+  RouterMetrics,
+  limits,
+  startLockServer,
+  type LockServer,
+  type RoutingSource,
+  type RoutingTable,
+} from '@fencer/cell-router';
 import type { Logger } from 'pino';
 
 export interface ProxyDeps {
@@ -34,11 +44,15 @@ export interface Proxy {
 }
 
 /** Every method but KeepAlive: INVALID_ARGUMENT naming where the call belongs (a proxy carries heartbeats only). */
-const notHere = (method: string) => (call: unknown, callback?: (e: Partial<ServiceError>) => void): void => {
-  const err = toServiceError(new FencerError('INVALID_ARGUMENT', `a session proxy carries KeepAlive only; send ${method} to a cell router (FENCER_ENDPOINTS)`));
-  if (callback) callback(err);
-  else (call as { emit(e: string, x: unknown): void }).emit('error', err);
-};
+const notHere =
+  (method: string) =>
+  (call: unknown, callback?: (e: Partial<ServiceError>) => void): void => {
+    const err = toServiceError(
+      new FencerError('INVALID_ARGUMENT', `a session proxy carries KeepAlive only; send ${method} to a cell router (FENCER_ENDPOINTS)`),
+    );
+    if (callback) callback(err);
+    else (call as { emit(e: string, x: unknown): void }).emit('error', err);
+  };
 
 export function buildProxy(deps: ProxyDeps): Proxy {
   const metrics = deps.metrics ?? new RouterMetrics();

@@ -24,18 +24,24 @@ async function fakeLeader(): Promise<{ address: string; batches: Batch[]; next()
   const waiting: ((b: Batch) => void)[] = [];
   const server = new Server();
   server.addService(internalpb.CellInternalService, {
-    heartbeatBatch: (call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>, cb: sendUnaryData<internalpb.HeartbeatBatchResponse>) => {
+    heartbeatBatch: (
+      call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>,
+      cb: sendUnaryData<internalpb.HeartbeatBatchResponse>,
+    ) => {
       const b: Batch = {
         sessionIds: call.request.sessionIds,
         atMs: performance.now(),
-        answer: (ttlMs) => cb(null, { sessions: call.request.sessionIds.map((sessionId) => ({ sessionId, ttlMsRemaining: ttlMs, expired: false })) }),
+        answer: (ttlMs) =>
+          cb(null, { sessions: call.request.sessionIds.map((sessionId) => ({ sessionId, ttlMsRemaining: ttlMs, expired: false })) }),
         fail: (e) => cb(toServiceError(e) as ServiceError),
       };
       batches.push(b);
       waiting.shift()?.(b);
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   return {
     address: `127.0.0.1:${port}`,
     batches,
@@ -45,7 +51,11 @@ async function fakeLeader(): Promise<{ address: string; batches: Batch[]; next()
 }
 
 const routing = (replicas: string[]) =>
-  new StaticRoutingSource({ version: 1, cells: new Map([['cell-1', { id: 'cell-1', replicas }]]), routes: new Map([['known', { namespace: 'known', cell: 'cell-1', state: 'active' as const }]]) });
+  new StaticRoutingSource({
+    version: 1,
+    cells: new Map([['cell-1', { id: 'cell-1', replicas }]]),
+    routes: new Map([['known', { namespace: 'known', cell: 'cell-1', state: 'active' as const }]]),
+  });
 
 let proxy: Proxy | undefined;
 let leader: Awaited<ReturnType<typeof fakeLeader>> | undefined;
@@ -59,8 +69,17 @@ afterEach(async () => {
   leader = undefined;
 });
 
-async function start(opts: { intervalMs: number; streamPendingMax?: number; replicas?: string[] }): Promise<InstanceType<typeof lockservice.LockServiceClient>> {
-  proxy = buildProxy({ source: routing(opts.replicas ?? [leader!.address]), logger: pino({ level: 'silent' }), heartbeatIntervalMs: opts.intervalMs, ...(opts.streamPendingMax ? { streamPendingMax: opts.streamPendingMax } : {}) });
+async function start(opts: {
+  intervalMs: number;
+  streamPendingMax?: number;
+  replicas?: string[];
+}): Promise<InstanceType<typeof lockservice.LockServiceClient>> {
+  proxy = buildProxy({
+    source: routing(opts.replicas ?? [leader!.address]),
+    logger: pino({ level: 'silent' }),
+    heartbeatIntervalMs: opts.intervalMs,
+    ...(opts.streamPendingMax ? { streamPendingMax: opts.streamPendingMax } : {}),
+  });
   const at = await proxy.listen('127.0.0.1:0');
   const c = new lockservice.LockServiceClient(at, credentials.createInsecure());
   clients.push(c);

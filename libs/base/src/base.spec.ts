@@ -88,21 +88,25 @@ describe('ManualClock', () => {
 describe('BoundedQueue', () => {
   it('refuses pushes beyond its capacity and stays FIFO (model check)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }), fc.array(fc.option(fc.integer(), { nil: undefined }), { maxLength: 200 }), (cap, ops) => {
-        const q = new BoundedQueue<number>(cap);
-        const model: number[] = [];
-        for (const op of ops) {
-          if (op === undefined) {
-            expect(q.shift()).toBe(model.shift());
-          } else {
-            const accepted = q.push(op);
-            expect(accepted).toBe(model.length < cap);
-            if (accepted) model.push(op);
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.array(fc.option(fc.integer(), { nil: undefined }), { maxLength: 200 }),
+        (cap, ops) => {
+          const q = new BoundedQueue<number>(cap);
+          const model: number[] = [];
+          for (const op of ops) {
+            if (op === undefined) {
+              expect(q.shift()).toBe(model.shift());
+            } else {
+              const accepted = q.push(op);
+              expect(accepted).toBe(model.length < cap);
+              if (accepted) model.push(op);
+            }
+            expect(q.length).toBe(model.length);
+            expect([...q]).toEqual(model);
           }
-          expect(q.length).toBe(model.length);
-          expect([...q]).toEqual(model);
-        }
-      }),
+        },
+      ),
     );
   });
 });

@@ -23,7 +23,15 @@ export interface CellMetrics {
   sessionExpired(): void;
   leaderChanged(): void;
   /** Every tick; `read` builds the figures (a sink that keeps none need not call it). */
-  raftStatus(read: () => { readonly term: number; readonly commit: number; readonly applied: number; readonly isLeader: boolean; readonly watchers: number }): void;
+  raftStatus(
+    read: () => {
+      readonly term: number;
+      readonly commit: number;
+      readonly applied: number;
+      readonly isLeader: boolean;
+      readonly watchers: number;
+    },
+  ): void;
   /** About once a second; `read` walks the tables. */
   tableSizes(read: () => { readonly sessions: number; readonly locks: number; readonly waiters: number }): void;
 }

@@ -55,7 +55,15 @@ describe('LeaderDuties', () => {
     d.becomeLeader(0, [{ sessionId: s1, ttlMs: 1000 }], [], []);
     d.stepDown();
     expect(d.due(5000)).toEqual([]);
-    d.becomeLeader(5000, [{ sessionId: s1, ttlMs: 1000 }, { sessionId: s2, ttlMs: 3000 }], [], []);
+    d.becomeLeader(
+      5000,
+      [
+        { sessionId: s1, ttlMs: 1000 },
+        { sessionId: s2, ttlMs: 3000 },
+      ],
+      [],
+      [],
+    );
     expect(d.due(5999)).toEqual([]);
     expect(d.due(6001).map((c) => c.kind === 'ExpireSession' && c.sessionId)).toEqual([s1]);
     expect(d.remainingMs(6001, s2)).toBe(1999);
@@ -102,7 +110,14 @@ describe('LeaderDuties', () => {
       return r;
     };
     const acquire = (sessionId: SessionId, requestId: string): Command => ({
-      kind: 'Acquire', sessionId, name, mode: 'EXCLUSIVE', requestId: RequestId(requestId), waitMs: 1_000, lockDelayMs: 0, tryLock: false,
+      kind: 'Acquire',
+      sessionId,
+      name,
+      mode: 'EXCLUSIVE',
+      requestId: RequestId(requestId),
+      waitMs: 1_000,
+      lockDelayMs: 0,
+      tryLock: false,
     });
     step({ kind: 'OpenSession', sessionId: a, clientId: 'a', namespace: 'alpha' as never, ttlMs: 3_000 });
     step({ kind: 'OpenSession', sessionId: b, clientId: 'b', namespace: 'alpha' as never, ttlMs: 3_000 });

@@ -41,7 +41,13 @@ export interface DelaySeed {
 
 export type DutyCommand =
   | { readonly kind: 'ExpireSession'; readonly sessionId: SessionId }
-  | { readonly kind: 'CancelWait'; readonly sessionId: SessionId; readonly name: string; readonly requestId: RequestId; readonly reason: 'timed-out' }
+  | {
+      readonly kind: 'CancelWait';
+      readonly sessionId: SessionId;
+      readonly name: string;
+      readonly requestId: RequestId;
+      readonly reason: 'timed-out';
+    }
   | { readonly kind: 'LiftLockDelay'; readonly name: string; readonly delayRevision: Revision };
 
 interface SessionDeadline {
@@ -127,7 +133,8 @@ export class LeaderDuties {
     for (const e of events) {
       if (e.requestId === null) continue;
       if (e.type === 'QUEUED') {
-        if (command.kind === 'Acquire') this.waiterQueued(nowMonoMs, { sessionId: e.sessionId, name: e.name, requestId: e.requestId, waitMs: command.waitMs });
+        if (command.kind === 'Acquire')
+          this.waiterQueued(nowMonoMs, { sessionId: e.sessionId, name: e.name, requestId: e.requestId, waitMs: command.waitMs });
       } else if (e.type === 'ACQUIRED' || e.type === 'CANCELED' || e.type === 'EXPIRED') {
         this.waiterGone(e.sessionId, e.requestId);
       }

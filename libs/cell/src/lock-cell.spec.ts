@@ -97,8 +97,10 @@ class Harness {
       return () => (live = false);
     };
     return {
-      forward: (leader, _address, method, request, done) => relay(leader, (cell, back) => cell.call(method, request, { forwarded: true }, (o, r) => back(() => done(o, r)))),
-      heartbeats: (leader, _address, ids, done) => relay(leader, (cell, back) => cell.heartbeat(ids, { forwarded: true }, (r) => back(() => done(r)))),
+      forward: (leader, _address, method, request, done) =>
+        relay(leader, (cell, back) => cell.call(method, request, { forwarded: true }, (o, r) => back(() => done(o, r)))),
+      heartbeats: (leader, _address, ids, done) =>
+        relay(leader, (cell, back) => cell.heartbeat(ids, { forwarded: true }, (r) => back(() => done(r)))),
     };
   }
 
@@ -163,18 +165,28 @@ function openSession(h: Harness, via: string, namespace: string): string {
 }
 
 describe('LockCell request API', () => {
-  it('holds a 30-day Acquire sent to a follower until the holder releases, with no timer above Node\'s limit', () => {
+  it("holds a 30-day Acquire sent to a follower until the holder releases, with no timer above Node's limit", () => {
     const h = new Harness();
     h.elect('c1');
     const a = openSession(h, 'c2', 'ns');
     const b = openSession(h, 'c3', 'ns');
     const first = answer<{ status: number; token: number }>();
-    h.cell('c2').call('acquire', { sessionId: a, name: '/ls/ns/x', mode: WIRE_MODE.EXCLUSIVE, waitMs: 0, requestId: 'a1', lockDelayMs: 0 }, { forwarded: false }, first.done);
+    h.cell('c2').call(
+      'acquire',
+      { sessionId: a, name: '/ls/ns/x', mode: WIRE_MODE.EXCLUSIVE, waitMs: 0, requestId: 'a1', lockDelayMs: 0 },
+      { forwarded: false },
+      first.done,
+    );
     h.pump();
     const held = first.got[0]!;
     expect(held.ok && held.value.status).toBe(WIRE_ACQUIRE_STATUS.GRANTED);
     const waiting = answer<{ status: number; token: number }>();
-    h.cell('c3').call('acquire', { sessionId: b, name: '/ls/ns/x', mode: WIRE_MODE.EXCLUSIVE, waitMs: thirtyDaysMs, requestId: 'b1', lockDelayMs: 0 }, { forwarded: false }, waiting.done);
+    h.cell('c3').call(
+      'acquire',
+      { sessionId: b, name: '/ls/ns/x', mode: WIRE_MODE.EXCLUSIVE, waitMs: thirtyDaysMs, requestId: 'b1', lockDelayMs: 0 },
+      { forwarded: false },
+      waiting.done,
+    );
     h.pump();
     // Keep both sessions alive while time passes.
     const beat = (): void => void h.cell('c1').heartbeat([a, b], { forwarded: false }, () => {});
@@ -183,9 +195,19 @@ describe('LockCell request API', () => {
       h.advance(2_000);
     }
     expect(waiting.got).toEqual([]);
-    expect(h.cell('c1').fsm.getLock('/ls/ns/x').waiters.map((w) => w.sessionId)).toEqual([b]);
+    expect(
+      h
+        .cell('c1')
+        .fsm.getLock('/ls/ns/x')
+        .waiters.map((w) => w.sessionId),
+    ).toEqual([b]);
     const released = answer<{ ok: boolean }>();
-    h.cell('c2').call('release', { sessionId: a, name: '/ls/ns/x', token: held.ok ? held.value.token : 0 }, { forwarded: false }, released.done);
+    h.cell('c2').call(
+      'release',
+      { sessionId: a, name: '/ls/ns/x', token: held.ok ? held.value.token : 0 },
+      { forwarded: false },
+      released.done,
+    );
     h.pump();
     expect(waiting.got).toHaveLength(1);
     const granted = waiting.got[0]!;
@@ -217,14 +239,21 @@ describe('LockCell request API', () => {
     // The follower hears of nothing: the grant commits on c1 and c3 only.
     h.isolated.add('c2');
     const g = answer<{ status: number }>();
-    h.cell('c1').call('acquire', { sessionId: a, name: '/ls/ns/w', mode: WIRE_MODE.EXCLUSIVE, waitMs: 0, requestId: 'w1', lockDelayMs: 0 }, { forwarded: false }, g.done);
+    h.cell('c1').call(
+      'acquire',
+      { sessionId: a, name: '/ls/ns/w', mode: WIRE_MODE.EXCLUSIVE, waitMs: 0, requestId: 'w1', lockDelayMs: 0 },
+      { forwarded: false },
+      g.done,
+    );
     h.pump();
     expect(g.got[0]!.ok).toBe(true);
     expect(h.cell('c2').fsm.getLock('/ls/ns/w').holders).toEqual([]);
     h.isolated.delete('c2');
     const events: HubEvent[] = [];
     const started: (FencerError | null)[] = [];
-    h.cell('c2').watch({ name: '/ls/ns/', prefix: true, sinceRevision: 0 }, { write: (e) => (events.push(e), 0), end: () => {} }, (e) => started.push(e));
+    h.cell('c2').watch({ name: '/ls/ns/', prefix: true, sinceRevision: 0 }, { write: (e) => (events.push(e), 0), end: () => {} }, (e) =>
+      started.push(e),
+    );
     h.pump();
     h.advance(500);
     expect(started).toEqual([null]);

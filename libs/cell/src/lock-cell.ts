@@ -56,7 +56,14 @@ import type { Cancel, CellEnv } from './env.js';
 import { type Done, type GroupConfig, GroupCore, type ReplicaFactory } from './group.js';
 import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
 import { type DutyCommand, LeaderDuties } from './leader-duties.js';
-import { CATCH_UP_TIMEOUT_MS, CATCH_UP_WAITS_MAX, FORWARD_TIMEOUT_MS, HEARTBEATS_WAITING_MAX, HEARTBEAT_BATCH_SESSIONS_MAX, WAIT_GRACE_MS } from './limits.js';
+import {
+  CATCH_UP_TIMEOUT_MS,
+  CATCH_UP_WAITS_MAX,
+  FORWARD_TIMEOUT_MS,
+  HEARTBEATS_WAITING_MAX,
+  HEARTBEAT_BATCH_SESSIONS_MAX,
+  WAIT_GRACE_MS,
+} from './limits.js';
 import { afterChained } from './timers.js';
 import { type WaitResult, WaitingCalls } from './waiting-calls.js';
 import { WatchHub, type WatchSink } from './watch-hub.js';
@@ -167,8 +174,10 @@ function checkName(name: string, namespace?: string): void {
 /** Checks a request's fields before it is served or forwarded: bad input is refused where it arrives. */
 const validators: { readonly [M in CellMethod]: (req: RequestOf<M>) => void } = {
   openSession: (req) => {
-    if (!isValidNamespace(req.namespace)) fail('INVALID_NAME', `namespace "${req.namespace.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`);
-    if (utf8ByteLength(req.clientId) > CLIENT_ID_BYTES_MAX) fail('INVALID_ARGUMENT', `client_id is longer than ${CLIENT_ID_BYTES_MAX} bytes`);
+    if (!isValidNamespace(req.namespace))
+      fail('INVALID_NAME', `namespace "${req.namespace.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`);
+    if (utf8ByteLength(req.clientId) > CLIENT_ID_BYTES_MAX)
+      fail('INVALID_ARGUMENT', `client_id is longer than ${CLIENT_ID_BYTES_MAX} bytes`);
   },
   closeSession: (req) => void sessionNamespace(req.sessionId),
   release: (req) => checkName(req.name, sessionNamespace(req.sessionId)),
@@ -176,7 +185,8 @@ const validators: { readonly [M in CellMethod]: (req: RequestOf<M>) => void } = 
     checkName(req.name, sessionNamespace(req.sessionId));
     if (!modeFromWire(req.mode)) fail('INVALID_MODE', `mode ${req.mode} is not EXCLUSIVE (1) or SHARED (2)`);
     if (req.requestId === '') fail('MISSING_REQUEST_ID', 'request_id is required: a unique id per attempt makes retries safe');
-    if (utf8ByteLength(req.requestId) > REQUEST_ID_BYTES_MAX) fail('INVALID_ARGUMENT', `request_id is longer than ${REQUEST_ID_BYTES_MAX} bytes`);
+    if (utf8ByteLength(req.requestId) > REQUEST_ID_BYTES_MAX)
+      fail('INVALID_ARGUMENT', `request_id is longer than ${REQUEST_ID_BYTES_MAX} bytes`);
   },
   checkToken: (req) => checkName(req.name),
   getLock: (req) => checkName(req.name),
@@ -218,18 +228,29 @@ export class LockCell {
       progressIntervalMs: config.watchProgressMs,
     });
     this.waits = new WaitingCalls(config.waitingCallsMax);
-    this.heartbeats = new HeartbeatConfirmer((done) => this.core.replica.readIndex((r) => done(r.ok ? null : r.error)), HEARTBEATS_WAITING_MAX, {
-      spacingMs: config.heartbeatRoundSpacingMs,
-      nowMs: () => env.clock.monoMs(),
-      after: (ms, run) => void env.after(ms, run),
-    });
-    this.core = new GroupCore(config, store, this.adapter(), env, {
-      becameLeader: () => this.seedDuties(),
-      steppedDown: () => {
-        this.duties.stepDown();
-        this.waits.resolveAll({ kind: 'leadership-lost' });
+    this.heartbeats = new HeartbeatConfirmer(
+      (done) => this.core.replica.readIndex((r) => done(r.ok ? null : r.error)),
+      HEARTBEATS_WAITING_MAX,
+      {
+        spacingMs: config.heartbeatRoundSpacingMs,
+        nowMs: () => env.clock.monoMs(),
+        after: (ms, run) => void env.after(ms, run),
       },
-    }, hooks.makeReplica);
+    );
+    this.core = new GroupCore(
+      config,
+      store,
+      this.adapter(),
+      env,
+      {
+        becameLeader: () => this.seedDuties(),
+        steppedDown: () => {
+          this.duties.stepDown();
+          this.waits.resolveAll({ kind: 'leadership-lost' });
+        },
+      },
+      hooks.makeReplica,
+    );
     this.learnRestoredMembers();
   }
 
@@ -253,7 +274,13 @@ export class LockCell {
     this.hub.tick(now);
     this.env.metrics.raftStatus(() => {
       const st = this.core.replica.status();
-      return { term: st.term, commit: st.commit, applied: this.core.replica.applied, isLeader: this.isLeader, watchers: this.hub.watcherCount };
+      return {
+        term: st.term,
+        commit: st.commit,
+        applied: this.core.replica.applied,
+        isLeader: this.isLeader,
+        watchers: this.hub.watcherCount,
+      };
     });
     if (++this.ticksSinceStats >= Math.max(1, Math.round(1000 / this.config.tickMs))) {
       this.ticksSinceStats = 0;
@@ -297,10 +324,14 @@ export class LockCell {
       case 'openSession':
         return this.openSession(request as RequestOf<'openSession'>, d);
       case 'closeSession':
-        return this.write({ kind: 'CloseSession', sessionId: SessionId((request as RequestOf<'closeSession'>).sessionId) }, d, (o) => ({ released: [...(o as CloseSessionOutcome).released] }));
+        return this.write({ kind: 'CloseSession', sessionId: SessionId((request as RequestOf<'closeSession'>).sessionId) }, d, (o) => ({
+          released: [...(o as CloseSessionOutcome).released],
+        }));
       case 'release': {
         const req = request as RequestOf<'release'>;
-        return this.write({ kind: 'Release', sessionId: SessionId(req.sessionId), name: req.name, token: Revision(req.token) }, d, (o) => ({ ok: (o as ReleaseOutcome).released }));
+        return this.write({ kind: 'Release', sessionId: SessionId(req.sessionId), name: req.name, token: Revision(req.token) }, d, (o) => ({
+          ok: (o as ReleaseOutcome).released,
+        }));
       }
       case 'acquire':
         return this.acquire(request as AcquireRequest, d);
@@ -327,7 +358,8 @@ export class LockCell {
 
   private forward<M extends CellMethod>(method: M, request: RequestOf<M>, ctx: CallContext, done: CallDone<ResponseOf<M>>): Cancel {
     const target = this.leaderTarget(ctx);
-    const timeoutMs = method === 'acquire' ? Math.min(WAIT_MS_MAX, (request as AcquireRequest).waitMs) + FORWARD_TIMEOUT_MS : FORWARD_TIMEOUT_MS;
+    const timeoutMs =
+      method === 'acquire' ? Math.min(WAIT_MS_MAX, (request as AcquireRequest).waitMs) + FORWARD_TIMEOUT_MS : FORWARD_TIMEOUT_MS;
     let cancelCall: Cancel = () => {};
     const timer = afterChained(this.env.after, timeoutMs, () => {
       cancelCall();
@@ -348,7 +380,8 @@ export class LockCell {
     const leader = this.core.leader;
     const address = this.leaderAddress();
     if (ctx.forwarded) fail('NOT_LEADER', 'this replica is not the leader', address);
-    if (leader === null || address === undefined) fail('NO_LEADER', 'the cell has no leader right now (election in progress); retry with the same request_id');
+    if (leader === null || address === undefined)
+      fail('NO_LEADER', 'the cell has no leader right now (election in progress); retry with the same request_id');
     return { id: leader, address };
   }
 
@@ -379,7 +412,10 @@ export class LockCell {
 
   /** A linearizable read: a ReadIndex round, then `answer` from the applied state. */
   private read(done: CallDone<unknown>, answer: (fsm: LockStateMachine) => unknown): Cancel {
-    const barrier = this.hooks.readWithoutBarrier === true ? (then: (error: FencerError | null) => void) => then(null) : (then: (error: FencerError | null) => void) => this.core.readBarrier(then);
+    const barrier =
+      this.hooks.readWithoutBarrier === true
+        ? (then: (error: FencerError | null) => void) => then(null)
+        : (then: (error: FencerError | null) => void) => this.core.readBarrier(then);
     barrier((error) => {
       if (error) return done(err(error));
       try {
@@ -429,7 +465,15 @@ export class LockCell {
     const answerWait = (w: WaitResult): void => {
       switch (w.kind) {
         case 'granted':
-          return finish(ok({ status: WIRE_ACQUIRE_STATUS.GRANTED, token: w.token, holders: this.fsm.getLock(req.name).holders.map(holderToWire), queuePosition: 0, revision: w.revision }));
+          return finish(
+            ok({
+              status: WIRE_ACQUIRE_STATUS.GRANTED,
+              token: w.token,
+              holders: this.fsm.getLock(req.name).holders.map(holderToWire),
+              queuePosition: 0,
+              revision: w.revision,
+            }),
+          );
         case 'cancelled':
           return finish(ok(this.timedOut(req.name, w.revision)));
         case 'session-gone':
@@ -460,7 +504,16 @@ export class LockCell {
       const failure = failureOf(r.value.result);
       if (failure) return finish(err(new FencerError(failure.code, failure.message)));
       const o = r.value.result as AcquireOutcome;
-      if (o.status === 'GRANTED') return finish(ok({ status: WIRE_ACQUIRE_STATUS.GRANTED, token: o.token, holders: o.holders.map(holderToWire), queuePosition: 0, revision: o.revision }));
+      if (o.status === 'GRANTED')
+        return finish(
+          ok({
+            status: WIRE_ACQUIRE_STATUS.GRANTED,
+            token: o.token,
+            holders: o.holders.map(holderToWire),
+            queuePosition: 0,
+            revision: o.revision,
+          }),
+        );
       if (o.status === 'TIMED_OUT') return finish(ok(this.timedOut(req.name, o.revision)));
       if (!handle) return finish(ok(this.queued(req.name, sessionId, requestId, o.revision)));
       queued = true;
@@ -488,13 +541,25 @@ export class LockCell {
   }
 
   private timedOut(name: string, revision: number): AcquireResponse {
-    return { status: WIRE_ACQUIRE_STATUS.TIMED_OUT, token: 0, holders: this.fsm.getLock(name).holders.map(holderToWire), queuePosition: 0, revision };
+    return {
+      status: WIRE_ACQUIRE_STATUS.TIMED_OUT,
+      token: 0,
+      holders: this.fsm.getLock(name).holders.map(holderToWire),
+      queuePosition: 0,
+      revision,
+    };
   }
 
   private queued(name: string, sessionId: SessionId, requestId: RequestId, revision: number): AcquireResponse {
     const lock = this.fsm.getLock(name);
     const at = lock.waiters.findIndex((w) => w.sessionId === sessionId && w.requestId === requestId);
-    return { status: WIRE_ACQUIRE_STATUS.QUEUED, token: 0, holders: lock.holders.map(holderToWire), queuePosition: Math.max(0, at), revision };
+    return {
+      status: WIRE_ACQUIRE_STATUS.QUEUED,
+      token: 0,
+      holders: lock.holders.map(holderToWire),
+      queuePosition: Math.max(0, at),
+      revision,
+    };
   }
 
   /**
@@ -515,7 +580,8 @@ export class LockCell {
         return () => {};
       }
       const queued = this.heartbeats.confirm((error) => {
-        if (error) return done(err(error instanceof FencerError ? error : new FencerError('NOT_LEADER', error.message, this.leaderAddress())));
+        if (error)
+          return done(err(error instanceof FencerError ? error : new FencerError('NOT_LEADER', error.message, this.leaderAddress())));
         done(ok(this.recordHeartbeats(sessionIds)));
       });
       if (!queued) done(err(new FencerError('TOO_MANY_REQUESTS', 'too many heartbeats waiting for confirmation')));
@@ -534,7 +600,15 @@ export class LockCell {
       if (answered) return;
       answered = true;
       cancelCall();
-      done(err(new FencerError('NO_LEADER', `heartbeat relay to ${target.address} got no answer within ${FORWARD_TIMEOUT_MS} ms`, target.address)));
+      done(
+        err(
+          new FencerError(
+            'NO_LEADER',
+            `heartbeat relay to ${target.address} got no answer within ${FORWARD_TIMEOUT_MS} ms`,
+            target.address,
+          ),
+        ),
+      );
     });
     cancelCall = this.forwarder.heartbeats(target.id, target.address, sessionIds, (r) => {
       if (answered) return;
@@ -595,9 +669,16 @@ export class LockCell {
     }
     const subscribe = (): void => {
       if (stopped) return;
-      const r = this.hub.subscribe({ name: req.name, prefix: req.prefix }, req.sinceRevision, sink, this.env.clock.monoMs(), () => this.snapshotLocks(req));
+      const r = this.hub.subscribe({ name: req.name, prefix: req.prefix }, req.sinceRevision, sink, this.env.clock.monoMs(), () =>
+        this.snapshotLocks(req),
+      );
       if (r === 'compacted') {
-        return started(new FencerError('COMPACTED', `revision ${req.sinceRevision} is older than this node's watch history (from ${this.hub.floorRevision}); resync with GetLock, then watch from its revision`));
+        return started(
+          new FencerError(
+            'COMPACTED',
+            `revision ${req.sinceRevision} is older than this node's watch history (from ${this.hub.floorRevision}); resync with GetLock, then watch from its revision`,
+          ),
+        );
       }
       if (r === 'full') return started(new FencerError('TOO_MANY_REQUESTS', 'this node has too many watchers; try another replica'));
       started(null);
@@ -656,7 +737,12 @@ export class LockCell {
     this.catchUps.add(wait);
     const timer = this.env.after(CATCH_UP_TIMEOUT_MS, () => {
       if (!this.catchUps.delete(wait)) return;
-      then(new FencerError('DEADLINE_EXCEEDED', `this replica did not catch up with the leader (revision ${revision}) within ${CATCH_UP_TIMEOUT_MS} ms; retry or watch another replica`));
+      then(
+        new FencerError(
+          'DEADLINE_EXCEEDED',
+          `this replica did not catch up with the leader (revision ${revision}) within ${CATCH_UP_TIMEOUT_MS} ms; retry or watch another replica`,
+        ),
+      );
     });
     return () => {
       timer();
@@ -730,12 +816,14 @@ export class LockCell {
     if (command.kind === 'ExpireSession' && outcome.ok) this.env.metrics.sessionExpired();
     // While the replica is being constructed (replaying its log) there is no core yet: the constructor
     // learns the whole replicated directory from the state machine afterwards.
-    if (command.kind === 'SetMemberAddress' && outcome.ok) this.core?.members.learn(NodeId(command.id), command.address, command.peerAddress);
+    if (command.kind === 'SetMemberAddress' && outcome.ok)
+      this.core?.members.learn(NodeId(command.id), command.address, command.peerAddress);
     if (command.kind === 'ForgetMember' && outcome.ok) this.core?.members.forget(NodeId(command.id));
     for (const event of events) {
       const requestId = event.requestId;
       if (!requestId) continue;
-      if (event.type === 'ACQUIRED') this.waits.resolve(event.sessionId, requestId, { kind: 'granted', token: event.token, revision: event.revision });
+      if (event.type === 'ACQUIRED')
+        this.waits.resolve(event.sessionId, requestId, { kind: 'granted', token: event.token, revision: event.revision });
       else if (event.type === 'CANCELED') this.waits.resolve(event.sessionId, requestId, { kind: 'cancelled', revision: event.revision });
       else if (event.type === 'EXPIRED') this.waits.resolve(event.sessionId, requestId, { kind: 'session-gone' });
     }
@@ -775,4 +863,3 @@ export class LockCell {
     for (const wait of [...this.catchUps]) if (revision >= wait.revision) wait.run();
   }
 }
-

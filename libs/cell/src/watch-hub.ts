@@ -103,7 +103,8 @@ export class WatchHub {
     for (const event of events) {
       assert(event.revision === revision, 'an event carries its entry revision');
       this.remember(event);
-      for (const w of this.watchers) if (event.revision > w.sinceRevision && matches(w.filter, event.name)) this.send(w, { type: 'event', event }, this.lastNowMonoMs);
+      for (const w of this.watchers)
+        if (event.revision > w.sinceRevision && matches(w.filter, event.name)) this.send(w, { type: 'event', event }, this.lastNowMonoMs);
     }
   }
 
@@ -112,7 +113,13 @@ export class WatchHub {
    * then PROGRESS, then live events. since > 0: every retained event above it,
    * then live events. Returns false (COMPACTED) when history no longer covers since.
    */
-  subscribe(filter: WatchFilter, sinceRevision: number, sink: WatchSink, nowMonoMs: number, snapshotLocks: () => Iterable<LockState>): 'ok' | 'compacted' | 'full' {
+  subscribe(
+    filter: WatchFilter,
+    sinceRevision: number,
+    sink: WatchSink,
+    nowMonoMs: number,
+    snapshotLocks: () => Iterable<LockState>,
+  ): 'ok' | 'compacted' | 'full' {
     if (this.watchers.size >= this.opts.watchersMax) return 'full';
     this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
     const w: Watcher = { filter, sink, lastSentMonoMs: nowMonoMs, lastRevision: sinceRevision, sinceRevision };
@@ -138,7 +145,8 @@ export class WatchHub {
   tick(nowMonoMs: number): void {
     this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
     for (const w of this.watchers) {
-      if (nowMonoMs - w.lastSentMonoMs >= this.opts.progressIntervalMs && this.revision >= w.sinceRevision) this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
+      if (nowMonoMs - w.lastSentMonoMs >= this.opts.progressIntervalMs && this.revision >= w.sinceRevision)
+        this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
     }
   }
 

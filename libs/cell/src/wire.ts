@@ -139,5 +139,11 @@ export function waiterToWire(w: Waiter): WireWaiter {
 }
 
 export function lockToWire(lock: LockState): WireLockState {
-  return { name: lock.name, mode: modeToWire(lock.mode), holders: lock.holders.map(holderToWire), waiters: lock.waiters.map(waiterToWire), delayed: lock.delayed };
+  return {
+    name: lock.name,
+    mode: modeToWire(lock.mode),
+    holders: lock.holders.map(holderToWire),
+    waiters: lock.waiters.map(waiterToWire),
+    delayed: lock.delayed,
+  };
 }

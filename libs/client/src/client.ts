@@ -114,7 +114,8 @@ export class FencerClient extends EventEmitter<ClientEvents> {
     if (!(this.gracePeriodMs >= 0)) throw new RangeError(`gracePeriodMs must not be negative, got ${this.gracePeriodMs}`);
     if (!(this.driftPpm >= DRIFT_PPM_MIN)) throw new RangeError(`driftPpm must be at least ${DRIFT_PPM_MIN}, got ${this.driftPpm}`);
     if (!(this.driftMarginMs >= 0)) throw new RangeError(`driftMarginMs must not be negative, got ${this.driftMarginMs}`);
-    if (!(policy.backoffBaseMs > 0 && policy.backoffBaseMs <= policy.backoffMaxMs)) throw new RangeError('backoff needs 0 < backoffBaseMs <= backoffMaxMs');
+    if (!(policy.backoffBaseMs > 0 && policy.backoffBaseMs <= policy.backoffMaxMs))
+      throw new RangeError('backoff needs 0 < backoffBaseMs <= backoffMaxMs');
     if (options.endpoints.length === 0) throw new RangeError('a client needs at least one endpoint (host:port)');
     this.clientId = options.clientId ?? `${hostname()}/${process.pid}`;
     this.ctx = {
@@ -124,7 +125,10 @@ export class FencerClient extends EventEmitter<ClientEvents> {
       policy,
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     };
-    this.keepAliveCtx = options.proxies && options.proxies.length > 0 ? { ...this.ctx, pool: new EndpointPool(options.proxies, options.credentials) } : this.ctx;
+    this.keepAliveCtx =
+      options.proxies && options.proxies.length > 0
+        ? { ...this.ctx, pool: new EndpointPool(options.proxies, options.credentials) }
+        : this.ctx;
     this.keepAlive = new KeepAlive(this.keepAliveCtx, options.keepAliveObserver);
   }
 
@@ -220,11 +224,14 @@ export class FencerClient extends EventEmitter<ClientEvents> {
   async acquire(name: string, options: AcquireOptions = {}): Promise<LockHandle> {
     const namespace = checkLockName(name);
     const mode = options.mode ?? 'exclusive';
-    if (mode !== 'exclusive' && mode !== 'shared') throw new FencerError('INVALID_MODE', `mode must be 'exclusive' or 'shared', got ${String(mode)}`);
+    if (mode !== 'exclusive' && mode !== 'shared')
+      throw new FencerError('INVALID_MODE', `mode must be 'exclusive' or 'shared', got ${String(mode)}`);
     const waitMs = options.waitMs ?? CLIENT_DEFAULTS.waitMs;
-    if (!(Number.isSafeInteger(waitMs) && waitMs >= 0)) throw new FencerError('INVALID_ARGUMENT', `waitMs must be a non-negative integer, got ${waitMs}`);
+    if (!(Number.isSafeInteger(waitMs) && waitMs >= 0))
+      throw new FencerError('INVALID_ARGUMENT', `waitMs must be a non-negative integer, got ${waitMs}`);
     const lockDelayMs = options.lockDelayMs ?? 0;
-    if (!(Number.isSafeInteger(lockDelayMs) && lockDelayMs >= 0)) throw new FencerError('INVALID_ARGUMENT', `lockDelayMs must be a non-negative integer, got ${lockDelayMs}`);
+    if (!(Number.isSafeInteger(lockDelayMs) && lockDelayMs >= 0))
+      throw new FencerError('INVALID_ARGUMENT', `lockDelayMs must be a non-negative integer, got ${lockDelayMs}`);
     const signal = options.signal ? AbortSignal.any([options.signal, this.closeController.signal]) : this.closeController.signal;
     const { scheduler } = this.ctx;
     const deadlineMonoMs = scheduler.monoMs() + waitMs;
@@ -268,7 +275,11 @@ export class FencerClient extends EventEmitter<ClientEvents> {
   /** Runs fn while holding the lock and releases it afterwards, also when fn throws. */
   withLock<T>(name: string, fn: (handle: LockHandle) => Promise<T> | T): Promise<T>;
   withLock<T>(name: string, options: AcquireOptions, fn: (handle: LockHandle) => Promise<T> | T): Promise<T>;
-  async withLock<T>(name: string, a: AcquireOptions | ((h: LockHandle) => Promise<T> | T), b?: (h: LockHandle) => Promise<T> | T): Promise<T> {
+  async withLock<T>(
+    name: string,
+    a: AcquireOptions | ((h: LockHandle) => Promise<T> | T),
+    b?: (h: LockHandle) => Promise<T> | T,
+  ): Promise<T> {
     const options = typeof a === 'function' ? {} : a;
     const fn = typeof a === 'function' ? a : b;
     if (!fn) throw new TypeError('withLock needs a function to run');
@@ -304,14 +315,24 @@ export class FencerClient extends EventEmitter<ClientEvents> {
   /** Linearizable view of one lock. */
   async getLock(name: string): Promise<LockReadResult> {
     checkLockName(name);
-    const res = await callWithRetry<lockservice.GetLockRequest, lockservice.GetLockResponse>(this.ctx, 'getLock', { name }, { signal: this.closeController.signal });
+    const res = await callWithRetry<lockservice.GetLockRequest, lockservice.GetLockResponse>(
+      this.ctx,
+      'getLock',
+      { name },
+      { signal: this.closeController.signal },
+    );
     return { lock: lockFromPb(res.lock, name), revision: res.revision };
   }
 
   /** Is token current for name? Linearizable: what a resource asks before trusting a token it cannot compare. */
   async checkToken(name: string, token: number): Promise<TokenCheck> {
     checkLockName(name);
-    const res = await callWithRetry<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>(this.ctx, 'checkToken', { name, token }, { signal: this.closeController.signal });
+    const res = await callWithRetry<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>(
+      this.ctx,
+      'checkToken',
+      { name, token },
+      { signal: this.closeController.signal },
+    );
     return { current: res.current, latestToken: res.latestToken, revision: res.revision };
   }
 

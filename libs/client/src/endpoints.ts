@@ -18,7 +18,8 @@ const ADDRESS = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 export function checkAddress(address: string): string {
   const a = address.trim();
   const m = ADDRESS.exec(a);
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new RangeError(`"${address}" is not an endpoint: use host:port, e.g. 127.0.0.1:7001`);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new RangeError(`"${address}" is not an endpoint: use host:port, e.g. 127.0.0.1:7001`);
   return a;
 }
 

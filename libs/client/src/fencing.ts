@@ -49,13 +49,17 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 function quoteIdent(name: string, what: string): string {
   const parts = name.split('.');
   if (parts.length > 2 || !parts.every((p) => IDENT.test(p))) {
-    throw new FencerError('INVALID_ARGUMENT', `${what} "${name.slice(0, 80)}" must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, optionally schema.name)`);
+    throw new FencerError(
+      'INVALID_ARGUMENT',
+      `${what} "${name.slice(0, 80)}" must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, optionally schema.name)`,
+    );
   }
   return parts.map((p) => `"${p}"`).join('.');
 }
 
 function checkToken(token: number): void {
-  if (!(Number.isSafeInteger(token) && token > 0)) throw new FencerError('INVALID_ARGUMENT', `a fencing token is a positive integer, got ${token}`);
+  if (!(Number.isSafeInteger(token) && token > 0))
+    throw new FencerError('INVALID_ARGUMENT', `a fencing token is a positive integer, got ${token}`);
 }
 
 /**

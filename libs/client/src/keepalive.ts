@@ -113,7 +113,8 @@ export class KeepAlive {
       }
       if (s.inFlightSentMonoMs !== undefined && now - s.inFlightSentMonoMs >= heartbeatTimeoutMs(s.ttlMs)) stuck = true;
     }
-    if (stuck && this.stream) this.recordFailure(new FencerError('DEADLINE_EXCEEDED', `a heartbeat to ${this.streamAddress} went unanswered`));
+    if (stuck && this.stream)
+      this.recordFailure(new FencerError('DEADLINE_EXCEEDED', `a heartbeat to ${this.streamAddress} went unanswered`));
     if (this.sessions.size === 0) {
       this.dropStream();
       return;

@@ -11,11 +11,15 @@ export function namespaceOf(nameOrPrefix: string): string {
   if (typeof nameOrPrefix !== 'string' || !nameOrPrefix.startsWith('/ls/')) {
     throw new FencerError('INVALID_NAME', `lock names look like "/ls/<namespace>/<name>", got "${String(nameOrPrefix).slice(0, 80)}"`);
   }
-  if (Buffer.byteLength(nameOrPrefix) > NAME_BYTES_MAX) throw new FencerError('INVALID_NAME', `a lock name is at most ${NAME_BYTES_MAX} bytes`);
+  if (Buffer.byteLength(nameOrPrefix) > NAME_BYTES_MAX)
+    throw new FencerError('INVALID_NAME', `a lock name is at most ${NAME_BYTES_MAX} bytes`);
   const end = nameOrPrefix.indexOf('/', 4);
   const ns = nameOrPrefix.slice(4, end < 0 ? undefined : end);
   if (!isValidNamespace(ns)) {
-    throw new FencerError('INVALID_NAME', `namespace "${ns.slice(0, 80)}" of "${nameOrPrefix.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`);
+    throw new FencerError(
+      'INVALID_NAME',
+      `namespace "${ns.slice(0, 80)}" of "${nameOrPrefix.slice(0, 80)}" must be 1-64 characters of [A-Za-z0-9._-], not "." or ".."`,
+    );
   }
   return ns;
 }
@@ -24,7 +28,10 @@ export function namespaceOf(nameOrPrefix: string): string {
 export function checkLockName(name: string): string {
   const ns = namespaceOf(name);
   if (name.length <= 5 + ns.length || name.endsWith('/')) {
-    throw new FencerError('INVALID_NAME', `"${name.slice(0, 80)}" names no lock: add a name after "/ls/${ns}/" (a trailing "/" makes it a prefix)`);
+    throw new FencerError(
+      'INVALID_NAME',
+      `"${name.slice(0, 80)}" names no lock: add a name after "/ls/${ns}/" (a trailing "/" makes it a prefix)`,
+    );
   }
   return ns;
 }

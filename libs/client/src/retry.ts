@@ -42,11 +42,18 @@ export function toFencerError(e: unknown): FencerError {
   if (e instanceof FencerError) return e;
   const se = e as Partial<ServiceError>;
   if (typeof se?.code === 'number' && se.metadata instanceof Metadata) return fromServiceError(se as ServiceError);
-  if (typeof se?.code === 'number') return new FencerError(se.code === status.CANCELLED ? 'CANCELLED' : 'INTERNAL', se.details ?? String(e));
+  if (typeof se?.code === 'number')
+    return new FencerError(se.code === status.CANCELLED ? 'CANCELLED' : 'INTERNAL', se.details ?? String(e));
   return new FencerError('INTERNAL', (e as Error)?.message ?? String(e));
 }
 
-function callOnce<Req, Res>(stub: LockServiceStub, method: UnaryMethod, request: Req, timeoutMs: number, signal?: AbortSignal): Promise<Res> {
+function callOnce<Req, Res>(
+  stub: LockServiceStub,
+  method: UnaryMethod,
+  request: Req,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const fn = (stub as unknown as Record<string, (...args: unknown[]) => unknown>)[method]!;
@@ -70,7 +77,12 @@ export interface CallOptions {
 }
 
 /** Calls `method` with retries; rejects with a FencerError (or the signal's reason). */
-export async function callWithRetry<Req, Res>(ctx: CallContext, method: UnaryMethod, request: Req, options: CallOptions = {}): Promise<Res> {
+export async function callWithRetry<Req, Res>(
+  ctx: CallContext,
+  method: UnaryMethod,
+  request: Req,
+  options: CallOptions = {},
+): Promise<Res> {
   const { pool, scheduler, random, policy } = ctx;
   const startedMonoMs = scheduler.monoMs();
   const budgetMs = options.budgetMs ?? policy.retryBudgetMs;

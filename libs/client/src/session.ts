@@ -104,7 +104,10 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   goneError(): FencerError {
-    return new FencerError('SESSION_NOT_FOUND', this.closedFlag ? `session ${this.id} was closed` : `session ${this.id} expired; its locks are released`);
+    return new FencerError(
+      'SESSION_NOT_FOUND',
+      this.closedFlag ? `session ${this.id} was closed` : `session ${this.id} expired; its locks are released`,
+    );
   }
 
   /** Applies a lease transition: aborts handle signals, wakes or fails waiting operations, emits the event. */

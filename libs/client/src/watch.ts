@@ -28,12 +28,17 @@ export interface WatchOptions {
   readonly signal?: AbortSignal;
 }
 
-export async function* watchEvents(ctx: CallContext, name: string, options: WatchOptions = {}): AsyncGenerator<WatchEventInfo, void, undefined> {
+export async function* watchEvents(
+  ctx: CallContext,
+  name: string,
+  options: WatchOptions = {},
+): AsyncGenerator<WatchEventInfo, void, undefined> {
   const { pool, scheduler, random, policy } = ctx;
   const prefix = options.prefix ?? name.endsWith('/');
   const signal = options.signal;
   const since0 = options.sinceRevision ?? 0;
-  if (!(Number.isSafeInteger(since0) && since0 >= 0)) throw new FencerError('INVALID_ARGUMENT', `sinceRevision must be a non-negative integer, got ${since0}`);
+  if (!(Number.isSafeInteger(since0) && since0 >= 0))
+    throw new FencerError('INVALID_ARGUMENT', `sinceRevision must be a non-negative integer, got ${since0}`);
   // Where to resume. In the snapshot phase (a since_revision 0 stream before its PROGRESS) a break
   // restarts the snapshot and skips locks already delivered at the same revision. In the events phase
   // `cur` is the revision of the last delivered event and `seenAtCur` how many events at `cur` were

@@ -21,7 +21,14 @@ const clients: FencerClient[] = [];
 const fakes: FakeLockService[] = [];
 
 function client(options: Partial<FencerClientOptions> = {}): FencerClient {
-  const c = new FencerClient({ endpoints: [fake.address], backoffBaseMs: 5, backoffMaxMs: 20, callTimeoutMs: 2_000, retryBudgetMs: 5_000, ...options });
+  const c = new FencerClient({
+    endpoints: [fake.address],
+    backoffBaseMs: 5,
+    backoffMaxMs: 20,
+    callTimeoutMs: 2_000,
+    retryBudgetMs: 5_000,
+    ...options,
+  });
   clients.push(c);
   return c;
 }

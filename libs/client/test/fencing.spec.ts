@@ -18,7 +18,15 @@ describe('fencedUpdate', () => {
   });
 
   it('strict mode needs a newer token (fence < $token), custom columns and schema', () => {
-    const q = fencedUpdate({ table: 'billing.invoices', set: { v: 1 }, id: 'a', token: 9, idColumn: 'key', fenceColumn: 'lock_token', allowSameToken: false });
+    const q = fencedUpdate({
+      table: 'billing.invoices',
+      set: { v: 1 },
+      id: 'a',
+      token: 9,
+      idColumn: 'key',
+      fenceColumn: 'lock_token',
+      allowSameToken: false,
+    });
     expect(q.text).toBe('UPDATE "billing"."invoices" SET "v" = $1, "lock_token" = $2 WHERE "key" = $3 AND "lock_token" < $2');
   });
 
@@ -55,16 +63,20 @@ describe('FencedResource', () => {
 
   it('model: admits exactly the tokens >= the highest admitted so far', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('a', 'b'), fc.integer({ min: 1, max: 20 })), { maxLength: 60 }), fc.boolean(), (writes, same) => {
-        const r = new FencedResource(10, same);
-        const top = new Map<string, number>();
-        for (const [name, token] of writes) {
-          const t = top.get(name) ?? 0;
-          const expected = same ? token >= t : token > t;
-          expect(r.admit(name, token)).toBe(expected);
-          if (expected) top.set(name, token);
-        }
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('a', 'b'), fc.integer({ min: 1, max: 20 })), { maxLength: 60 }),
+        fc.boolean(),
+        (writes, same) => {
+          const r = new FencedResource(10, same);
+          const top = new Map<string, number>();
+          for (const [name, token] of writes) {
+            const t = top.get(name) ?? 0;
+            const expected = same ? token >= t : token > t;
+            expect(r.admit(name, token)).toBe(expected);
+            if (expected) top.set(name, token);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -4,7 +4,12 @@ import type { EventEmitter } from 'node:events';
 /** Resolves with the arguments of the first `event` for which pred holds; rejects after timeoutMs (a safety net, not a sleep). */
 // Any emitter, typed event map or not: Node's EventEmitter<T> is invariant in T.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function nextEvent<T extends unknown[]>(emitter: EventEmitter<any>, event: string, pred: (...args: T) => boolean = () => true, timeoutMs = 10_000): Promise<T> {
+export function nextEvent<T extends unknown[]>(
+  emitter: EventEmitter<any>,
+  event: string,
+  pred: (...args: T) => boolean = () => true,
+  timeoutMs = 10_000,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       emitter.off(event, on);

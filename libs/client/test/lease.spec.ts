@@ -87,7 +87,14 @@ describe('Lease', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 2_000, max: 60_000 }),
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 20_000 }), delayMs: fc.integer({ min: 0, max: 5_000 }), rttRestMs: fc.integer({ min: 0, max: 5_000 }) }), { minLength: 1, maxLength: 30 }),
+        fc.array(
+          fc.record({
+            gapMs: fc.integer({ min: 0, max: 20_000 }),
+            delayMs: fc.integer({ min: 0, max: 5_000 }),
+            rttRestMs: fc.integer({ min: 0, max: 5_000 }),
+          }),
+          { minLength: 1, maxLength: 30 },
+        ),
         fc.integer({ min: 0, max: 500 }),
         (ttlMs, beats, slowPpm) => {
           // Real time t; client mono = t; server mono = t * (1 - slowPpm/1e6) (it runs slow, the dangerous direction).

@@ -134,18 +134,29 @@ describe('watch', () => {
     expect(resync).toBeGreaterThanOrEqual(0);
     // Before the marker, at most the live acquire of c (sent before the stream broke).
     expect(events.slice(0, resync).map((e) => `${e.type} ${e.name}`)).toEqual(resync === 0 ? [] : ['acquired /ls/w/p/c']);
-    expect(events.slice(resync + 1).map((e) => `${e.type} ${e.name}`)).toEqual(['snapshot /ls/w/p/a', 'snapshot /ls/w/p/b', 'snapshot /ls/w/p/c']);
+    expect(events.slice(resync + 1).map((e) => `${e.type} ${e.name}`)).toEqual([
+      'snapshot /ls/w/p/a',
+      'snapshot /ls/w/p/b',
+      'snapshot /ls/w/p/c',
+    ]);
     expect(b.token).toBeGreaterThan(a.token);
     ac.abort();
   });
 
-  it('a break in the middle of one revision\'s events resumes with the rest of them, none twice', async () => {
+  it("a break in the middle of one revision's events resumes with the rest of them, none twice", async () => {
     fake.revision = 10; // revision 1 cannot be resumed "from just before" (since 0 means a snapshot); a real cell's revision 1 is its blank entry
     const ac = new AbortController();
     const next = reader(watcher.watch('/ls/w/m/', { signal: ac.signal }));
     expect((await next()).type).toBe('progress');
     const R = fake.revision + 1;
-    const ev = (name: string, type: lockservice.WatchEventType): lockservice.WatchEvent => ({ revision: R, type, name, sessionId: 'w:s', token: R, lock: undefined });
+    const ev = (name: string, type: lockservice.WatchEventType): lockservice.WatchEvent => ({
+      revision: R,
+      type,
+      name,
+      sessionId: 'w:s',
+      token: R,
+      lock: undefined,
+    });
     // One entry released m/a and granted it to the head waiter: two events at R; a third at R follows later.
     fake.appendEvents([ev('/ls/w/m/a', 3), ev('/ls/w/m/a', 2)]);
     expect(await next()).toMatchObject({ type: 'released', revision: R });

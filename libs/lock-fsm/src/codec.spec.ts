@@ -18,7 +18,13 @@ const uint = fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max
 const mode = fc.constantFrom('EXCLUSIVE' as const, 'SHARED' as const);
 
 const commandArb: fc.Arbitrary<Command> = fc.oneof(
-  fc.record({ kind: fc.constant('OpenSession' as const), sessionId: text.map(SessionId), clientId: text, namespace: text.map(Namespace), ttlMs: uint }),
+  fc.record({
+    kind: fc.constant('OpenSession' as const),
+    sessionId: text.map(SessionId),
+    clientId: text,
+    namespace: text.map(Namespace),
+    ttlMs: uint,
+  }),
   fc.record({ kind: fc.constant('CloseSession' as const), sessionId: text.map(SessionId) }),
   fc.record({ kind: fc.constant('ExpireSession' as const), sessionId: text.map(SessionId) }),
   fc.record({
@@ -44,7 +50,12 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
   ...(['ClaimNamespace', 'FreezeNamespace', 'UnfreezeNamespace', 'ExportNamespace', 'DropNamespace'] as const).map((kind) =>
     fc.record({ kind: fc.constant(kind), namespace: text.map(Namespace) }),
   ),
-  fc.record({ kind: fc.constant('ImportNamespace' as const), namespace: text.map(Namespace), data: fc.uint8Array({ maxLength: 300 }), activate: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('ImportNamespace' as const),
+    namespace: text.map(Namespace),
+    data: fc.uint8Array({ maxLength: 300 }),
+    activate: fc.boolean(),
+  }),
 );
 
 describe('commands', () => {
@@ -137,7 +148,12 @@ describe('byte codec', () => {
       expect(r.varuint()).toBe(v);
       r.end();
     }
-    fc.assert(fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (v) => new ByteReader(new ByteWriter(16).varuint(v).finish()).varuint() === v));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+        (v) => new ByteReader(new ByteWriter(16).varuint(v).finish()).varuint() === v,
+      ),
+    );
   });
 
   it('rejects overlong and oversized varuints, and refuses to write unsafe numbers', () => {
@@ -201,7 +217,15 @@ describe('validateCommand (stateless checks before proposing)', () => {
 
   it('accepts good commands', () => {
     expect(validateCommand(acquire)).toBeUndefined();
-    expect(validateCommand({ kind: 'OpenSession', sessionId: SessionId('payments:s1'), clientId: 'w', namespace: Namespace('payments'), ttlMs: 10_000 })).toBeUndefined();
+    expect(
+      validateCommand({
+        kind: 'OpenSession',
+        sessionId: SessionId('payments:s1'),
+        clientId: 'w',
+        namespace: Namespace('payments'),
+        ttlMs: 10_000,
+      }),
+    ).toBeUndefined();
     expect(validateCommand({ kind: 'Noop' })).toBeUndefined();
   });
 
@@ -217,8 +241,14 @@ describe('validateCommand (stateless checks before proposing)', () => {
     [{ ...acquire, sessionId: SessionId('payments') }, 'INVALID_ARGUMENT'],
     [{ ...acquire, sessionId: SessionId('payments:a b') }, 'INVALID_ARGUMENT'],
     [{ kind: 'OpenSession', sessionId: SessionId('payments:s'), clientId: 'w', namespace: Namespace('payments'), ttlMs: 0 }, 'INVALID_TTL'],
-    [{ kind: 'OpenSession', sessionId: SessionId('billing:s'), clientId: 'w', namespace: Namespace('payments'), ttlMs: 1000 }, 'INVALID_ARGUMENT'],
-    [{ kind: 'OpenSession', sessionId: SessionId('payments:s'), clientId: 'w'.repeat(257), namespace: Namespace('payments'), ttlMs: 1000 }, 'INVALID_ARGUMENT'],
+    [
+      { kind: 'OpenSession', sessionId: SessionId('billing:s'), clientId: 'w', namespace: Namespace('payments'), ttlMs: 1000 },
+      'INVALID_ARGUMENT',
+    ],
+    [
+      { kind: 'OpenSession', sessionId: SessionId('payments:s'), clientId: 'w'.repeat(257), namespace: Namespace('payments'), ttlMs: 1000 },
+      'INVALID_ARGUMENT',
+    ],
     [{ kind: 'ClaimNamespace', namespace: Namespace('..') }, 'INVALID_ARGUMENT'],
     [{ kind: 'LiftLockDelay', name: 'nope', delayRevision: Revision(1) }, 'INVALID_NAME'],
   ] as [Command, string][])('answers %j with %s', (command, code) => {

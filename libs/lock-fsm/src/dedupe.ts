@@ -185,7 +185,10 @@ export class DedupeTable {
       const v = this.ints[this.indexStart + 2 * p + 1] as number;
       if (v === 0) continue;
       indexed++;
-      assert(v <= this.count && this.ints[this.indexStart + 2 * p] === dedupeHash(this.ids[v - 1] as string), 'an index entry has its id\'s hash');
+      assert(
+        v <= this.count && this.ints[this.indexStart + 2 * p] === dedupeHash(this.ids[v - 1] as string),
+        "an index entry has its id's hash",
+      );
     }
     assert(indexed === this.count, 'every remembered request is indexed once');
     for (let slot = 0; slot < this.count; slot++) {

@@ -2,7 +2,14 @@
  * @fencer/lock-fsm: the lock state machine every replica of a cell applies.
  * Pure: imports only @fencer/base; no clock, timer, randomness or I/O.
  */
-export { LockStateMachine, validateNamespaceExport, type ApplyResult, type LockStateMachineOptions, type Outcome, type OutcomeOf } from './state-machine.js';
+export {
+  LockStateMachine,
+  validateNamespaceExport,
+  type ApplyResult,
+  type LockStateMachineOptions,
+  type Outcome,
+  type OutcomeOf,
+} from './state-machine.js';
 export {
   COMMAND_FORMAT_VERSION,
   COMMAND_KIND_CODES,
@@ -28,7 +35,15 @@ export {
   type SetMemberAddressCommand,
   type ForgetMemberCommand,
 } from './commands.js';
-export { LOCK_NAME_ROOT, parseLockName, parseLockPrefix, validateLockName, type LockNameProblem, type ParsedLockName, type ParsedLockPrefix } from './names.js';
+export {
+  LOCK_NAME_ROOT,
+  parseLockName,
+  parseLockPrefix,
+  validateLockName,
+  type LockNameProblem,
+  type ParsedLockName,
+  type ParsedLockPrefix,
+} from './names.js';
 export { validateCommand, isFailure } from './validate.js';
 export {
   LIMITS,

@@ -66,13 +66,25 @@ describe('field limits answer INVALID_* codes', () => {
     expect(cell.acquire(a, X, { requestId: 'r'.repeat(REQUEST_ID_BYTES_MAX) }).outcome).toMatchObject({ status: 'GRANTED' });
     expect(cell.acquire(a, '/ls/payments/y', { requestId: 'é'.repeat(65) }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
     const open = (clientId: string, ttlMs: number) =>
-      cell.run({ kind: 'OpenSession', sessionId: makeSessionId(Namespace('payments'), `c${cell.index}`), clientId, namespace: Namespace('payments'), ttlMs }).outcome;
+      cell.run({
+        kind: 'OpenSession',
+        sessionId: makeSessionId(Namespace('payments'), `c${cell.index}`),
+        clientId,
+        namespace: Namespace('payments'),
+        ttlMs,
+      }).outcome;
     expect(open('w'.repeat(256), 1000)).toMatchObject({ ok: true });
     expect(open('w'.repeat(257), 1000)).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
     expect(open('w', 0)).toMatchObject({ ok: false, code: 'INVALID_TTL' });
     expect(open('w', TTL_MS_MAX + 1)).toMatchObject({ ok: false, code: 'INVALID_TTL' });
     // A fraction cannot even be encoded (the server validates first); apply() of the object still answers.
-    const fractional = cell.fsm.apply(++cell.index, { kind: 'OpenSession', sessionId: makeSessionId(Namespace('payments'), 'f'), clientId: 'w', namespace: Namespace('payments'), ttlMs: 1.5 });
+    const fractional = cell.fsm.apply(++cell.index, {
+      kind: 'OpenSession',
+      sessionId: makeSessionId(Namespace('payments'), 'f'),
+      clientId: 'w',
+      namespace: Namespace('payments'),
+      ttlMs: 1.5,
+    });
     expect(fractional.outcome).toMatchObject({ ok: false, code: 'INVALID_TTL' });
   });
 
@@ -88,7 +100,10 @@ describe('field limits answer INVALID_* codes', () => {
     const cell = new Cell();
     const a = cell.open();
     expect(cell.acquire(a, X, { lockDelayMs: 60_000 }).outcome).toMatchObject({ status: 'GRANTED' });
-    expect(cell.acquire(a, '/ls/payments/y', { lockDelayMs: 60_001, requestId: RequestId('z') }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(cell.acquire(a, '/ls/payments/y', { lockDelayMs: 60_001, requestId: RequestId('z') }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });
 
@@ -99,7 +114,9 @@ describe('limit relations', () => {
   });
 
   it('a configuration that breaks a relation is refused at construction', () => {
-    expect(() => new LockStateMachine({ autoClaim: true, limits: { sessionsPerNamespaceMax: 10, sessionsMax: 5 } })).toThrow(AssertionError);
+    expect(() => new LockStateMachine({ autoClaim: true, limits: { sessionsPerNamespaceMax: 10, sessionsMax: 5 } })).toThrow(
+      AssertionError,
+    );
     expect(() => new LockStateMachine({ autoClaim: true, limits: { waitersPerLockMax: 0 } })).toThrow(AssertionError);
     expect(() => new LockStateMachine({ autoClaim: true, revisionBase: -1 })).toThrow(AssertionError);
   });

@@ -22,9 +22,18 @@ function machine(): { fsm: LockStateMachine; apply: (c: Command) => unknown } {
 describe('member directory', () => {
   it('records, updates and forgets members, saying whether anything changed', () => {
     const { fsm, apply } = machine();
-    expect(apply({ kind: 'SetMemberAddress', id: 'r9', address: '10.0.0.9:7001', peerAddress: '10.0.0.9:7301' })).toEqual({ ok: true, changed: true });
-    expect(apply({ kind: 'SetMemberAddress', id: 'r9', address: '10.0.0.9:7001', peerAddress: '10.0.0.9:7301' })).toEqual({ ok: true, changed: false });
-    expect(apply({ kind: 'SetMemberAddress', id: 'r9', address: '10.0.0.9:7001', peerAddress: '10.0.0.9:9000' })).toEqual({ ok: true, changed: true });
+    expect(apply({ kind: 'SetMemberAddress', id: 'r9', address: '10.0.0.9:7001', peerAddress: '10.0.0.9:7301' })).toEqual({
+      ok: true,
+      changed: true,
+    });
+    expect(apply({ kind: 'SetMemberAddress', id: 'r9', address: '10.0.0.9:7001', peerAddress: '10.0.0.9:7301' })).toEqual({
+      ok: true,
+      changed: false,
+    });
+    expect(apply({ kind: 'SetMemberAddress', id: 'r9', address: '10.0.0.9:7001', peerAddress: '10.0.0.9:9000' })).toEqual({
+      ok: true,
+      changed: true,
+    });
     expect([...fsm.members()]).toEqual([['r9', { address: '10.0.0.9:7001', peerAddress: '10.0.0.9:9000' }]]);
     expect(apply({ kind: 'ForgetMember', id: 'r9' })).toEqual({ ok: true, changed: true });
     expect(apply({ kind: 'ForgetMember', id: 'r9' })).toEqual({ ok: true, changed: false });
@@ -33,17 +42,35 @@ describe('member directory', () => {
 
   it('refuses malformed ids and addresses with a reason, and changes nothing', () => {
     const { fsm, apply } = machine();
-    expect(apply({ kind: 'SetMemberAddress', id: 'has space', address: 'h:1', peerAddress: 'h:2' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT', message: expect.stringMatching(/member id/) });
-    expect(apply({ kind: 'SetMemberAddress', id: 'r1', address: 'no-port', peerAddress: 'h:2' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT', message: expect.stringMatching(/address must be host:port/) });
-    expect(apply({ kind: 'SetMemberAddress', id: 'r1', address: 'h:1', peerAddress: 'h:70000' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT', message: expect.stringMatching(/peer address/) });
+    expect(apply({ kind: 'SetMemberAddress', id: 'has space', address: 'h:1', peerAddress: 'h:2' })).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/member id/),
+    });
+    expect(apply({ kind: 'SetMemberAddress', id: 'r1', address: 'no-port', peerAddress: 'h:2' })).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/address must be host:port/),
+    });
+    expect(apply({ kind: 'SetMemberAddress', id: 'r1', address: 'h:1', peerAddress: 'h:70000' })).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/peer address/),
+    });
     expect(apply({ kind: 'ForgetMember', id: '' })).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
     expect(fsm.members().size).toBe(0);
   });
 
   it(`holds at most ${MEMBERS_MAX} members`, () => {
     const { fsm, apply } = machine();
-    for (let i = 0; i < MEMBERS_MAX; i++) expect(apply({ kind: 'SetMemberAddress', id: `r${i}`, address: `h:${1000 + i}`, peerAddress: `h:${2000 + i}` })).toMatchObject({ ok: true });
-    expect(apply({ kind: 'SetMemberAddress', id: 'one-more', address: 'h:1', peerAddress: 'h:2' })).toMatchObject({ ok: false, code: 'QUOTA_EXCEEDED' });
+    for (let i = 0; i < MEMBERS_MAX; i++)
+      expect(apply({ kind: 'SetMemberAddress', id: `r${i}`, address: `h:${1000 + i}`, peerAddress: `h:${2000 + i}` })).toMatchObject({
+        ok: true,
+      });
+    expect(apply({ kind: 'SetMemberAddress', id: 'one-more', address: 'h:1', peerAddress: 'h:2' })).toMatchObject({
+      ok: false,
+      code: 'QUOTA_EXCEEDED',
+    });
     // Updating a known member is still allowed when full.
     expect(apply({ kind: 'SetMemberAddress', id: 'r0', address: 'h:9', peerAddress: 'h:10' })).toEqual({ ok: true, changed: true });
     expect(fsm.members().size).toBe(MEMBERS_MAX);
@@ -93,7 +120,10 @@ describe('member directory', () => {
     apply({ kind: 'SetMemberAddress', id: 'c', address: 'c:1', peerAddress: 'c:2' });
     const bytes = fsm.snapshot();
     const text = String.fromCharCode(...bytes);
-    const swapped = Uint8Array.from(text.replace('\u0001b\u0003b:1\u0003b:2\u0001c\u0003c:1\u0003c:2', '\u0001c\u0003c:1\u0003c:2\u0001b\u0003b:1\u0003b:2'), (ch) => ch.charCodeAt(0));
+    const swapped = Uint8Array.from(
+      text.replace('\u0001b\u0003b:1\u0003b:2\u0001c\u0003c:1\u0003c:2', '\u0001c\u0003c:1\u0003c:2\u0001b\u0003b:1\u0003b:2'),
+      (ch) => ch.charCodeAt(0),
+    );
     expect(swapped).not.toEqual(bytes);
     expect(() => LockStateMachine.restore(swapped, options)).toThrow(AssertionError);
     const badPort = Uint8Array.from(text.replace('b:1', 'b:x'), (ch) => ch.charCodeAt(0));

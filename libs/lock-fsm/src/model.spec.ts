@@ -71,9 +71,14 @@ function normalize(outcome: unknown): Obs {
   delete out['message'];
   delete out['sessionId'];
   delete out['ttlMs'];
-  if (Array.isArray(out['holders'])) out['holders'] = (out['holders'] as { sessionId: string; token: number; mode: string }[]).map((h) => [h.sessionId, h.token, h.mode]);
+  if (Array.isArray(out['holders']))
+    out['holders'] = (out['holders'] as { sessionId: string; token: number; mode: string }[]).map((h) => [h.sessionId, h.token, h.mode]);
   if (Array.isArray(out['delayed'])) {
-    out['delayed'] = (out['delayed'] as { name: string; delayMs: number; delayRevision: number }[]).map((d) => [d.name, d.delayMs, d.delayRevision]);
+    out['delayed'] = (out['delayed'] as { name: string; delayMs: number; delayRevision: number }[]).map((d) => [
+      d.name,
+      d.delayMs,
+      d.delayRevision,
+    ]);
   }
   return out;
 }
@@ -113,7 +118,13 @@ function step(op: Op, m: ReferenceModel, r: Real): void {
   const sid = (i: number) => SESSIONS[i] as string;
   switch (op.t) {
     case 'open':
-      command = { kind: 'OpenSession', sessionId: SessionId(sid(op.s)), clientId: `c${op.s}`, namespace: Namespace(nsOfSession(op.s)), ttlMs: op.ttl };
+      command = {
+        kind: 'OpenSession',
+        sessionId: SessionId(sid(op.s)),
+        clientId: `c${op.s}`,
+        namespace: Namespace(nsOfSession(op.s)),
+        ttlMs: op.ttl,
+      };
       expected = m.open(sid(op.s), nsOfSession(op.s), `c${op.s}`, op.ttl);
       break;
     case 'close':
@@ -186,7 +197,8 @@ function step(op: Op, m: ReferenceModel, r: Real): void {
     same(realLockView(r.fsm, name), view, `lock ${name} ${where}`);
     const holders = view['holders'] as [string, number, string][];
     const latest = Math.max(0, ...holders.map((h) => h[1]));
-    for (const [, token] of holders) same(r.fsm.checkToken(name, token), { current: true, latestToken: latest }, `checkToken ${name} ${where}`);
+    for (const [, token] of holders)
+      same(r.fsm.checkToken(name, token), { current: true, latestToken: latest }, `checkToken ${name} ${where}`);
     same(r.fsm.checkToken(name, m.index + 1), { current: false, latestToken: latest }, `checkToken ${name} ${where}`);
   }
   same([...r.fsm.sessions()].map((s) => s.sessionId).sort(), [...m.sessions.keys()].sort(), `sessions ${where}`);
@@ -226,7 +238,15 @@ const acquire = cmd(
     delay: fc.constantFrom(0, 0, 500),
   }),
 );
-const release = cmd(fc.record({ t: fc.constant('release' as const), s: session, n: nameIndex, foreign, tok: fc.constantFrom('held' as const, 'held' as const, 'held' as const, 'current' as const, 'stale' as const, 'zero' as const) }));
+const release = cmd(
+  fc.record({
+    t: fc.constant('release' as const),
+    s: session,
+    n: nameIndex,
+    foreign,
+    tok: fc.constantFrom('held' as const, 'held' as const, 'held' as const, 'current' as const, 'stale' as const, 'zero' as const),
+  }),
+);
 const ops = fc.commands(
   [
     acquire,
@@ -248,9 +268,21 @@ const ops = fc.commands(
         reason: fc.constantFrom('timed-out' as const, 'cancelled' as const),
       }),
     ),
-    cmd(fc.record({ t: fc.constant('lift' as const), s: session, n: nameIndex, which: fc.constantFrom('current' as const, 'current' as const, 'stale' as const) })),
+    cmd(
+      fc.record({
+        t: fc.constant('lift' as const),
+        s: session,
+        n: nameIndex,
+        which: fc.constantFrom('current' as const, 'current' as const, 'stale' as const),
+      }),
+    ),
     // Freezing blocks most commands: keep it rarer than unfreezing.
-    cmd(fc.record({ t: fc.constantFrom('freeze' as const, 'unfreeze' as const, 'unfreeze' as const, 'unfreeze' as const), ns: fc.integer({ min: 0, max: 1 }) })),
+    cmd(
+      fc.record({
+        t: fc.constantFrom('freeze' as const, 'unfreeze' as const, 'unfreeze' as const, 'unfreeze' as const),
+        ns: fc.integer({ min: 0, max: 1 }),
+      }),
+    ),
     cmd(fc.constantFrom<Op>({ t: 'noop' }, { t: 'restore' })),
   ],
   { maxCommands: MAX_COMMANDS, size: 'max' },

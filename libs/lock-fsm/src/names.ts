@@ -111,14 +111,16 @@ export function validateLockName(name: string, namespace?: string): LockNameProb
   const parsed = parseLockName(name);
   if (!parsed.ok) return { code: parsed.code, message: parsed.message };
   if (namespace !== undefined && parsed.namespace !== namespace) {
-    return { code: 'WRONG_NAMESPACE', message: `lock ${name} is in namespace "${parsed.namespace}", but the session belongs to "${namespace}"` };
+    return {
+      code: 'WRONG_NAMESPACE',
+      message: `lock ${name} is in namespace "${parsed.namespace}", but the session belongs to "${namespace}"`,
+    };
   }
   return undefined;
 }
 
 export type ParsedLockPrefix =
-  | { readonly ok: true; readonly namespace: Namespace }
-  | { readonly ok: false; readonly code: 'INVALID_NAME'; readonly message: string };
+  { readonly ok: true; readonly namespace: Namespace } | { readonly ok: false; readonly code: 'INVALID_NAME'; readonly message: string };
 
 /**
  * A ListLocks or Watch prefix must lie inside one namespace: "/ls/<namespace>/"

@@ -29,7 +29,13 @@ describe('ownership without a control plane (auto-claim)', () => {
     expect(first.outcome).toMatchObject({ ok: true, claimed: true, existed: false });
     const second = cell.run({ kind: 'OpenSession', sessionId: makeSessionId(NS, 'b'), clientId: 'w', namespace: NS, ttlMs: 1000 });
     expect(second.outcome).toMatchObject({ ok: true, claimed: false });
-    expect(cell.fsm.namespaceInfo('payments')).toEqual({ namespace: 'payments', state: 'active', lastRevision: second.revision, sessions: 2, locks: 0 });
+    expect(cell.fsm.namespaceInfo('payments')).toEqual({
+      namespace: 'payments',
+      state: 'active',
+      lastRevision: second.revision,
+      sessions: 2,
+      locks: 0,
+    });
     expect(cell.fsm.checkNamespace('anything-else')).toBeUndefined();
   });
 
@@ -39,7 +45,10 @@ describe('ownership without a control plane (auto-claim)', () => {
     cell.run(cmd);
     expect(cell.run(cmd).outcome).toMatchObject({ ok: true, existed: true });
     expect(cell.run({ ...cmd, clientId: 'other' }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
-    expect(cell.run({ ...cmd, sessionId: makeSessionId(Namespace('billing'), 'a') }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(cell.run({ ...cmd, sessionId: makeSessionId(Namespace('billing'), 'a') }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
   });
 
   it('respects namespacesMax when claiming', () => {
@@ -67,7 +76,10 @@ describe('explicit ownership (a control plane manages the fleet)', () => {
     for (const kind of ['FreezeNamespace', 'UnfreezeNamespace', 'ExportNamespace', 'DropNamespace'] as const) {
       expect(cell.run({ kind, namespace: NS }).outcome).toMatchObject({ ok: false, code: 'NAMESPACE_NOT_HERE' });
     }
-    expect(cell.run({ kind: 'ClaimNamespace', namespace: Namespace('bad/ns') }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(cell.run({ kind: 'ClaimNamespace', namespace: Namespace('bad/ns') }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });
 
@@ -80,7 +92,9 @@ describe('a frozen namespace rejects mutations with NAMESPACE_MOVING', () => {
     const freeze = cell.run({ kind: 'FreezeNamespace', namespace: NS });
     const lockBefore = cell.fsm.getLock(X);
     const moving = { ok: false, code: 'NAMESPACE_MOVING' };
-    expect(cell.run({ kind: 'OpenSession', sessionId: makeSessionId(NS, 'zz'), clientId: 'c', namespace: NS, ttlMs: 1000 }).outcome).toMatchObject(moving);
+    expect(
+      cell.run({ kind: 'OpenSession', sessionId: makeSessionId(NS, 'zz'), clientId: 'c', namespace: NS, ttlMs: 1000 }).outcome,
+    ).toMatchObject(moving);
     expect(cell.acquire(a, Y).outcome).toMatchObject(moving);
     expect(cell.release(a, X, ta).outcome).toMatchObject(moving);
     expect(cell.cancel(b, X, 'rb').outcome).toMatchObject(moving);
@@ -207,7 +221,10 @@ describe('moving a namespace: export, import into a cell with a far lower index,
     const out = exportOf(source);
     const target = new Cell({ autoClaim: true }, 7);
     target.open('payments');
-    expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
     expect(target.run({ kind: 'ImportNamespace', namespace: Namespace('billing'), data: out.data, activate: true }).outcome).toMatchObject({
       ok: false,
       code: 'INVALID_ARGUMENT',
@@ -230,7 +247,10 @@ describe('moving a namespace: export, import into a cell with a far lower index,
     const out = exportOf(source);
     const target = new Cell({ autoClaim: true, limits: { sessionsMax: 3, sessionsPerNamespaceMax: 3 } }, 7);
     target.open('billing');
-    expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true }).outcome).toMatchObject({ ok: false, code: 'QUOTA_EXCEEDED' });
+    expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: true }).outcome).toMatchObject({
+      ok: false,
+      code: 'QUOTA_EXCEEDED',
+    });
   });
 
   it('drop requires a frozen namespace', () => {

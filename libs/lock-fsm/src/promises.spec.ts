@@ -251,11 +251,22 @@ describe('Retries: "The same request_id in the same session yields the same outc
     const ta = cell.grant(a, X);
     const qb = cell.acquire(b, X, { requestId: 'rb' });
     cell.acquire(c, X, { requestId: 'rc' });
-    expect(cell.acquire(c, X, { requestId: 'rc' }).outcome).toEqual({ ok: true, status: 'QUEUED', position: 1, revision: qb.revision + 1, deduped: true });
+    expect(cell.acquire(c, X, { requestId: 'rc' }).outcome).toEqual({
+      ok: true,
+      status: 'QUEUED',
+      position: 1,
+      revision: qb.revision + 1,
+      deduped: true,
+    });
     cell.cancel(b, X, 'rb');
     expect(cell.acquire(c, X, { requestId: 'rc' }).outcome).toMatchObject({ status: 'QUEUED', position: 0, deduped: true });
     const rel = cell.release(a, X, ta);
-    expect(cell.acquire(c, X, { requestId: 'rc' }).outcome).toMatchObject({ status: 'GRANTED', token: rel.revision, revision: rel.revision, deduped: true });
+    expect(cell.acquire(c, X, { requestId: 'rc' }).outcome).toMatchObject({
+      status: 'GRANTED',
+      token: rel.revision,
+      revision: rel.revision,
+      deduped: true,
+    });
   });
 
   it('a timed-out request retried answers TIMED_OUT, even once the lock is free', () => {
@@ -295,7 +306,13 @@ describe('Retries: "The same request_id in the same session yields the same outc
     cell.grant(a, X);
     const q = cell.acquire(b, X, { requestId: 'wait' });
     cell.acquire(b, Y, { requestId: 'other' });
-    expect(cell.acquire(b, X, { requestId: 'wait' }).outcome).toEqual({ ok: true, status: 'QUEUED', position: 0, revision: q.revision, deduped: true });
+    expect(cell.acquire(b, X, { requestId: 'wait' }).outcome).toEqual({
+      ok: true,
+      status: 'QUEUED',
+      position: 0,
+      revision: q.revision,
+      deduped: true,
+    });
     expect(cell.acquire(b, X, { requestId: 'new' }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
   });
 
@@ -322,7 +339,10 @@ describe('Lock-delay: "after an expiry the lock is not regranted for the delay"'
     expect([...cell.fsm.delayedLocks()]).toEqual([{ name: X, delayMs: 5000, delayRevision: exp.revision }]);
     expect(cell.acquire(c, X, { tryLock: true }).outcome).toMatchObject({ status: 'TIMED_OUT', reason: 'busy' });
     // A lift for another delay (a stale schedule) does nothing.
-    expect(cell.run({ kind: 'LiftLockDelay', name: X, delayRevision: Revision(exp.revision - 1) }).outcome).toEqual({ ok: true, lifted: false });
+    expect(cell.run({ kind: 'LiftLockDelay', name: X, delayRevision: Revision(exp.revision - 1) }).outcome).toEqual({
+      ok: true,
+      lifted: false,
+    });
     const lift = cell.run({ kind: 'LiftLockDelay', name: X, delayRevision: Revision(exp.revision) });
     expect(lift.outcome).toEqual({ ok: true, lifted: true });
     expect(brief(lift.events)).toEqual([`ACQUIRED ${b} ${lift.revision}`]);
@@ -420,6 +440,9 @@ describe('apply() is deterministic and total', () => {
         tryLock: true,
       }).outcome;
     expect(bad('WRITE')).toMatchObject({ ok: false, code: 'INVALID_MODE' });
-    expect(cell.fsm.apply(++cell.index, { kind: 'Release', sessionId: a, name: X, token: Revision(-1) }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(cell.fsm.apply(++cell.index, { kind: 'Release', sessionId: a, name: X, token: Revision(-1) }).outcome).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });

@@ -27,7 +27,9 @@ describe('getLock and checkToken', () => {
         { sessionId: a, clientId: 'alpha', mode: 'SHARED', token: ta, lockDelayMs: 10 },
         { sessionId: b, clientId: 'beta', mode: 'SHARED', token: tb, lockDelayMs: 0 },
       ],
-      waiters: [{ sessionId: c, clientId: 'worker', mode: 'EXCLUSIVE', requestId: 'rc', waitMs: 1234, lockDelayMs: 0, queuedRevision: cell.index }],
+      waiters: [
+        { sessionId: c, clientId: 'worker', mode: 'EXCLUSIVE', requestId: 'rc', waitMs: 1234, lockDelayMs: 0, queuedRevision: cell.index },
+      ],
       delayed: false,
     });
     expect(cell.fsm.checkToken(x, ta)).toEqual({ current: true, latestToken: tb });
@@ -51,7 +53,9 @@ describe('leader-side iteration', () => {
     expect(cell.fsm.getSession(b)?.ttlMs).toBe(9000);
     expect(cell.fsm.getSession('payments:none')).toBeUndefined();
     expect(cell.fsm.locksOf(b)).toEqual({ held: ['/ls/payments/y'], waiting: ['/ls/payments/x'] });
-    expect([...cell.fsm.waiters()]).toEqual([{ sessionId: b, name: '/ls/payments/x', requestId: RequestId('wait'), waitMs: 42, queuedRevision: 4 }]);
+    expect([...cell.fsm.waiters()]).toEqual([
+      { sessionId: b, name: '/ls/payments/x', requestId: RequestId('wait'), waitMs: 42, queuedRevision: 4 },
+    ]);
     expect([...cell.fsm.delayedLocks()]).toEqual([]);
     const exp = cell.expire(a);
     expect([...cell.fsm.delayedLocks()]).toEqual([{ name: '/ls/payments/x', delayMs: 500, delayRevision: exp.revision }]);
@@ -73,7 +77,10 @@ describe('listLocks', () => {
     const third = cell.fsm.listLocks('/ls/payments/', 2, second.nextPageToken) as ListLocksPage;
     expect(third.locks.map((l) => l.name)).toEqual(['/ls/payments/c']);
     expect(third.nextPageToken).toBe('');
-    expect((cell.fsm.listLocks('/ls/payments/a/') as ListLocksPage).locks.map((l) => l.name)).toEqual(['/ls/payments/a/1', '/ls/payments/a/2']);
+    expect((cell.fsm.listLocks('/ls/payments/a/') as ListLocksPage).locks.map((l) => l.name)).toEqual([
+      '/ls/payments/a/1',
+      '/ls/payments/a/2',
+    ]);
     expect((cell.fsm.listLocks('/ls/payments/a') as ListLocksPage).locks).toHaveLength(3);
     expect(cell.fsm.listLocks('/ls/billing/')).toEqual({ ok: true, locks: [], nextPageToken: '' });
     expect(cell.fsm.listLocks('/ls/nowhere/')).toEqual({ ok: true, locks: [], nextPageToken: '' });

@@ -17,7 +17,16 @@ import fc from 'fast-check';
 import { SeededRandom, type SessionId } from '@fencer/base';
 import { Cell } from '../test/harness.js';
 import type { LockEvent } from './index.js';
-import { dedupeHash, DedupeTable, REASON_CANCELLED, REASON_NONE, REASON_TIMED_OUT, STATUS_GRANTED, STATUS_QUEUED, STATUS_TIMED_OUT } from './dedupe.js';
+import {
+  dedupeHash,
+  DedupeTable,
+  REASON_CANCELLED,
+  REASON_NONE,
+  REASON_TIMED_OUT,
+  STATUS_GRANTED,
+  STATUS_QUEUED,
+  STATUS_TIMED_OUT,
+} from './dedupe.js';
 
 interface RefRecord {
   id: string;
@@ -28,10 +37,16 @@ interface RefRecord {
   reason: number;
 }
 
-type TableOp = { t: 'add'; id: number; status: number; token: number } | { t: 'find'; id: number } | { t: 'settle'; pick: number; granted: boolean };
+type TableOp =
+  { t: 'add'; id: number; status: number; token: number } | { t: 'find'; id: number } | { t: 'settle'; pick: number; granted: boolean };
 
 const tableOp: fc.Arbitrary<TableOp> = fc.oneof(
-  fc.record({ t: fc.constant('add' as const), id: fc.nat(40), status: fc.constantFrom(STATUS_GRANTED, STATUS_QUEUED, STATUS_TIMED_OUT), token: fc.nat(2 ** 40) }),
+  fc.record({
+    t: fc.constant('add' as const),
+    id: fc.nat(40),
+    status: fc.constantFrom(STATUS_GRANTED, STATUS_QUEUED, STATUS_TIMED_OUT),
+    token: fc.nat(2 ** 40),
+  }),
   fc.record({ t: fc.constant('find' as const), id: fc.nat(40) }),
   fc.record({ t: fc.constant('settle' as const), pick: fc.nat(100), granted: fc.boolean() }),
 );
@@ -122,7 +137,10 @@ describe("a session's list of locks", () => {
     const check = () => {
       cell.fsm.checkInvariants();
       for (const s of [a, b]) {
-        expect(cell.fsm.locksOf(s)).toEqual({ held: [...(held.get(s) as Map<string, number>).keys()].sort(), waiting: [...(waiting.get(s) as Map<string, string>).keys()].sort() });
+        expect(cell.fsm.locksOf(s)).toEqual({
+          held: [...(held.get(s) as Map<string, number>).keys()].sort(),
+          waiting: [...(waiting.get(s) as Map<string, string>).keys()].sort(),
+        });
       }
     };
     // Waiters granted by a release or cancel move from waiting to held in the model.
@@ -162,7 +180,13 @@ describe("a session's list of locks", () => {
         promoted(r.events);
       } else if (rng.int(3) === 0) {
         // An exclusive holder makes later shared requests of the other session queue.
-        const free = names.find((n) => !mine.has(n) && !myWaits.has(n) && !(held.get(other) as Map<string, number>).has(n) && !(waiting.get(other) as Map<string, string>).has(n));
+        const free = names.find(
+          (n) =>
+            !mine.has(n) &&
+            !myWaits.has(n) &&
+            !(held.get(other) as Map<string, number>).has(n) &&
+            !(waiting.get(other) as Map<string, string>).has(n),
+        );
         if (free !== undefined) mine.set(free, cell.grant(s, free));
       }
       if (step % 25 === 0) check();

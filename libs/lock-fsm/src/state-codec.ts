@@ -46,7 +46,17 @@ import {
 } from './records.js';
 import type { Holder, MemberAddress, NamespaceState, Waiter } from './types.js';
 import { dedupeHash, REASON_CANCELLED, REASON_NONE, STATUS_QUEUED, type DedupeStatus } from './dedupe.js';
-import { checkClientId, checkHostPort, checkLockDelayMs, checkMemberId, checkName, checkRequestId, checkSessionId, checkTtlMs, checkWaitMs } from './validate.js';
+import {
+  checkClientId,
+  checkHostPort,
+  checkLockDelayMs,
+  checkMemberId,
+  checkName,
+  checkRequestId,
+  checkSessionId,
+  checkTtlMs,
+  checkWaitMs,
+} from './validate.js';
 
 export const SNAPSHOT_FORMAT_VERSION = 2;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
@@ -162,7 +172,8 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const h = dedupeHash(requestId);
       if (s.dedupe.find(requestId, h) >= 0) invalid(`duplicate request id ${requestId} in session ${id}`);
       const statusCode = r.u8();
-      const status: DedupeStatus | undefined = statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
+      const status: DedupeStatus | undefined =
+        statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
       if (status === undefined) invalid(`unknown dedupe status ${statusCode}`);
       const name = r.string();
       checked(checkName(name, ns.name), 0);
@@ -188,7 +199,8 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
     previousName = name;
     const delayRevision = revisionIn(r, revisionMax, 'delayRevision', true);
     const delayMs = r.varuint();
-    if (delayRevision === 0 ? delayMs !== 0 : checkLockDelayMs(delayMs) !== undefined || delayMs === 0) invalid(`lock ${name}: bad lock-delay ${delayMs}`);
+    if (delayRevision === 0 ? delayMs !== 0 : checkLockDelayMs(delayMs) !== undefined || delayMs === 0)
+      invalid(`lock ${name}: bad lock-delay ${delayMs}`);
     const lock: LockRecord = { name, holders: EMPTY, waiters: EMPTY, delayRevision, delayMs };
     const holderCount = r.count(limits.holdersPerLockMax, 'holder count');
     const holders: Holder[] = [];
@@ -201,7 +213,8 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const mode = decodeModeChecked(r.u8());
       const lockDelayMs = r.varuint();
       checked(checkLockDelayMs(lockDelayMs), 0);
-      if (holders.length > 0 && (mode === 'EXCLUSIVE' || (holders[0] as Holder).mode === 'EXCLUSIVE')) invalid(`lock ${name}: an exclusive holder must be alone`);
+      if (holders.length > 0 && (mode === 'EXCLUSIVE' || (holders[0] as Holder).mode === 'EXCLUSIVE'))
+        invalid(`lock ${name}: an exclusive holder must be alone`);
       holders.push({ sessionId: s.id, clientId: s.clientId, mode, token, lockDelayMs });
       s.heldCount++;
       s.lockList.push(lock);
@@ -284,7 +297,8 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     if (i > 0 && compareStrings(previous, name) >= 0) invalid(`namespaces out of order: ${previous} before ${name}`);
     previous = name;
     const stateCode = r.u8();
-    const state: NamespaceState | undefined = stateCode === 1 ? 'active' : stateCode === 2 ? 'frozen' : stateCode === 3 ? 'moved' : undefined;
+    const state: NamespaceState | undefined =
+      stateCode === 1 ? 'active' : stateCode === 2 ? 'frozen' : stateCode === 3 ? 'moved' : undefined;
     if (state === undefined) invalid(`unknown namespace state ${stateCode}`);
     const lastRevision = revisionIn(r, revisionMax, 'lastRevision', true);
     const ns = newNamespaceRecord(name, state, lastRevision);
@@ -302,7 +316,8 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
       previousId = id;
       const address = r.string();
       const peerAddress = r.string();
-      if (checkMemberId(id) ?? checkHostPort(address, 'address') ?? checkHostPort(peerAddress, 'peer address')) invalid(`invalid member ${id} at ${address} / ${peerAddress}`);
+      if (checkMemberId(id) ?? checkHostPort(address, 'address') ?? checkHostPort(peerAddress, 'peer address'))
+        invalid(`invalid member ${id} at ${address} / ${peerAddress}`);
       members.set(id, { address, peerAddress });
     }
   }

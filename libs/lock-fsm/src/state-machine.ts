@@ -100,15 +100,7 @@ import {
   isFailure,
 } from './validate.js';
 import { fnv1a64 } from './hash.js';
-import {
-  dedupeHash,
-  reasonCode,
-  REASON_BUSY,
-  REASON_NONE,
-  STATUS_GRANTED,
-  STATUS_QUEUED,
-  STATUS_TIMED_OUT,
-} from './dedupe.js';
+import { dedupeHash, reasonCode, REASON_BUSY, REASON_NONE, STATUS_GRANTED, STATUS_QUEUED, STATUS_TIMED_OUT } from './dedupe.js';
 
 export interface LockStateMachineOptions {
   /**
@@ -347,7 +339,15 @@ export class LockStateMachine {
   }
 
   private emit(type: LockEventType, lock: LockRecord, sessionId: SessionId, token: number, requestId: RequestId | null): void {
-    const event: PendingEvent = { type, revision: this.rev as Revision, name: lock.name, sessionId, token: token as Revision, requestId, lock: PENDING_STATE };
+    const event: PendingEvent = {
+      type,
+      revision: this.rev as Revision,
+      name: lock.name,
+      sessionId,
+      token: token as Revision,
+      requestId,
+      lock: PENDING_STATE,
+    };
     const at = this.pendingCount++;
     if (at < this.pendingEvents.length) {
       this.pendingEvents[at] = event;
@@ -397,7 +397,8 @@ export class LockStateMachine {
   }
 
   private openSession(c: OpenSessionCommand): OpenSessionOutcome | Failure {
-    const bad = checkNamespaceName(c.namespace) ?? checkSessionId(c.sessionId, c.namespace) ?? checkClientId(c.clientId) ?? checkTtlMs(c.ttlMs);
+    const bad =
+      checkNamespaceName(c.namespace) ?? checkSessionId(c.sessionId, c.namespace) ?? checkClientId(c.clientId) ?? checkTtlMs(c.ttlMs);
     if (bad !== undefined) return bad;
     let ns = this.namespaceRecords.get(c.namespace);
     if (ns !== undefined && ns.state === 'moved') return notHere(c.namespace);
@@ -410,10 +411,12 @@ export class LockStateMachine {
       }
       return fail('INVALID_ARGUMENT', `session id ${c.sessionId} is already in use`);
     }
-    if (this.sessionCount >= this.limits.sessionsMax) return fail('QUOTA_EXCEEDED', `this cell holds its maximum of ${this.limits.sessionsMax} sessions`);
+    if (this.sessionCount >= this.limits.sessionsMax)
+      return fail('QUOTA_EXCEEDED', `this cell holds its maximum of ${this.limits.sessionsMax} sessions`);
     let claimed = false;
     if (ns === undefined) {
-      if (this.namespaceRecords.size >= this.limits.namespacesMax) return fail('QUOTA_EXCEEDED', `this cell holds its maximum of ${this.limits.namespacesMax} namespaces`);
+      if (this.namespaceRecords.size >= this.limits.namespacesMax)
+        return fail('QUOTA_EXCEEDED', `this cell holds its maximum of ${this.limits.namespacesMax} namespaces`);
       ns = newNamespaceRecord(c.namespace, 'active', this.rev);
       this.namespaceRecords.set(c.namespace, ns);
       claimed = true;
@@ -477,7 +480,16 @@ export class LockStateMachine {
   // ---------------------------------------------------------------- locks
 
   /** Records the outcome of a new request id; the session's oldest goes once it has dedupePerSessionMax of them. */
-  private remember(s: SessionRecord, requestId: string, h: number, status: number, name: string, token: number, revision: number, reason: number): void {
+  private remember(
+    s: SessionRecord,
+    requestId: string,
+    h: number,
+    status: number,
+    name: string,
+    token: number,
+    revision: number,
+    reason: number,
+  ): void {
     const before = s.dedupe.size;
     s.dedupe.add(requestId, h, status, name, token, revision, reason);
     assert(s.dedupe.size === Math.min(before + 1, this.limits.dedupePerSessionMax), 'a request id is remembered once');
@@ -489,7 +501,14 @@ export class LockStateMachine {
     const revision = d.revisionAt(slot);
     switch (d.statusCodeAt(slot)) {
       case STATUS_GRANTED:
-        return { ok: true, status: 'GRANTED', token: d.tokenAt(slot), holders: s.ns.locks.get(d.nameAt(slot))?.holders ?? EMPTY, revision, deduped: true };
+        return {
+          ok: true,
+          status: 'GRANTED',
+          token: d.tokenAt(slot),
+          holders: s.ns.locks.get(d.nameAt(slot))?.holders ?? EMPTY,
+          revision,
+          deduped: true,
+        };
       case STATUS_QUEUED: {
         const lock = s.ns.locks.get(d.nameAt(slot));
         assert(lock !== undefined, 'a QUEUED request has its waiter');
@@ -523,7 +542,8 @@ export class LockStateMachine {
     if (waitingAt >= 0) {
       waiter = (lock as LockRecord).waiters[waitingAt] as Waiter;
       // Its dedupe record was pushed out by newer requests, but it still waits.
-      if (waiter.requestId === c.requestId) return { ok: true, status: 'QUEUED', position: waitingAt, revision: waiter.queuedRevision, deduped: true };
+      if (waiter.requestId === c.requestId)
+        return { ok: true, status: 'QUEUED', position: waitingAt, revision: waiter.queuedRevision, deduped: true };
     }
     if (ns.state === 'frozen') return moving(ns.name);
     // A live lock's name was validated when the lock was created.
@@ -535,7 +555,10 @@ export class LockStateMachine {
       checkLockDelayMs(c.lockDelayMs);
     if (bad !== undefined) return bad;
     if (waiter !== undefined) {
-      return fail('INVALID_ARGUMENT', `session already waits for ${c.name} with request ${waiter.requestId}; retry that request id or cancel it`);
+      return fail(
+        'INVALID_ARGUMENT',
+        `session already waits for ${c.name} with request ${waiter.requestId}; retry that request id or cancel it`,
+      );
     }
     const heldAt = lock !== undefined && s.heldCount > 0 ? holderIndex(lock, s.id) : -1;
     if (heldAt >= 0) {
@@ -548,7 +571,8 @@ export class LockStateMachine {
       return { ok: true, status: 'GRANTED', token: h.token, holders: heldLock.holders, revision: h.token, deduped: false };
     }
     const grantable =
-      lock === undefined || (lock.delayRevision === 0 && lock.waiters.length === 0 && canHold(lock.holders, c.mode, this.limits.holdersPerLockMax));
+      lock === undefined ||
+      (lock.delayRevision === 0 && lock.waiters.length === 0 && canHold(lock.holders, c.mode, this.limits.holdersPerLockMax));
     const rev = this.rev as Revision;
     if (!grantable && c.tryLock) {
       this.remember(s, c.requestId, requestHash, STATUS_TIMED_OUT, lock === undefined ? c.name : lock.name, 0, rev, REASON_BUSY);
@@ -779,7 +803,8 @@ export class LockStateMachine {
       if (e instanceof DecodeError) return fail('INVALID_ARGUMENT', `namespace export is malformed: ${e.message}`);
       throw e;
     }
-    if (decoded.namespace !== c.namespace) return fail('INVALID_ARGUMENT', `export is of namespace "${decoded.namespace}", not "${c.namespace}"`);
+    if (decoded.namespace !== c.namespace)
+      return fail('INVALID_ARGUMENT', `export is of namespace "${decoded.namespace}", not "${c.namespace}"`);
     if (this.sessionCount + decoded.sessionCount > this.limits.sessionsMax) {
       return fail('QUOTA_EXCEEDED', `importing ${decoded.sessionCount} sessions would exceed this cell's ${this.limits.sessionsMax}`);
     }
@@ -789,7 +814,10 @@ export class LockStateMachine {
     const base = Math.max(this.revisionBaseValue, decoded.highestRevision - index + 1);
     this.revisionBaseValue = base;
     this.rev = index + base;
-    assert(this.rev > decoded.highestRevision && Number.isSafeInteger(this.rev), 'imported namespace continues above its exported revisions');
+    assert(
+      this.rev > decoded.highestRevision && Number.isSafeInteger(this.rev),
+      'imported namespace continues above its exported revisions',
+    );
     const record = decoded.record;
     record.state = c.activate ? 'active' : 'frozen';
     record.lastRevision = this.rev;
@@ -915,7 +943,8 @@ export class LockStateMachine {
   *waiters(): IterableIterator<WaiterInfo> {
     for (const ns of this.namespaceRecords.values()) {
       for (const lock of ns.locks.values()) {
-        for (const w of lock.waiters) yield { sessionId: w.sessionId, name: lock.name, requestId: w.requestId, waitMs: w.waitMs, queuedRevision: w.queuedRevision };
+        for (const w of lock.waiters)
+          yield { sessionId: w.sessionId, name: lock.name, requestId: w.requestId, waitMs: w.waitMs, queuedRevision: w.queuedRevision };
       }
     }
   }
@@ -948,7 +977,8 @@ export class LockStateMachine {
     if (bad) return bad;
     const known = this.memberDirectory.get(c.id);
     if (known !== undefined && known.address === c.address && known.peerAddress === c.peerAddress) return { ok: true, changed: false };
-    if (known === undefined && this.memberDirectory.size >= MEMBERS_MAX) return fail('QUOTA_EXCEEDED', `the member directory holds ${MEMBERS_MAX} members; forget removed ones first`);
+    if (known === undefined && this.memberDirectory.size >= MEMBERS_MAX)
+      return fail('QUOTA_EXCEEDED', `the member directory holds ${MEMBERS_MAX} members; forget removed ones first`);
     this.memberDirectory.set(c.id, { address: c.address, peerAddress: c.peerAddress });
     return { ok: true, changed: true };
   }
@@ -981,13 +1011,19 @@ export class LockStateMachine {
         assert(s.id === id && s.ns === ns && namespaceOfSessionId(id) === name, `session ${id} filed under its namespace`);
         assert(s.heldCount >= 0 && s.waitingCount >= 0, `session ${id}: counts are non-negative`);
         assert(s.heldCount + s.waitingCount <= this.limits.locksPerSessionMax, `session ${id} within locksPerSessionMax`);
-        assert(s.dedupe.size <= this.limits.dedupePerSessionMax && s.dedupe.max === this.limits.dedupePerSessionMax, `session ${id} within dedupePerSessionMax`);
+        assert(
+          s.dedupe.size <= this.limits.dedupePerSessionMax && s.dedupe.max === this.limits.dedupePerSessionMax,
+          `session ${id} within dedupePerSessionMax`,
+        );
         s.dedupe.check();
         for (let slot = 0; slot < s.dedupe.size; slot++) {
           if (s.dedupe.statusCodeAt(slot) !== STATUS_QUEUED) continue;
           const requestId = s.dedupe.requestIdAt(slot);
           const lock = ns.locks.get(s.dedupe.nameAt(slot));
-          assert(lock !== undefined && lock.waiters[waiterIndex(lock, s.id)]?.requestId === requestId, `QUEUED ${requestId} of ${id} is waiting`);
+          assert(
+            lock !== undefined && lock.waiters[waiterIndex(lock, s.id)]?.requestId === requestId,
+            `QUEUED ${requestId} of ${id} is waiting`,
+          );
         }
       }
       // Per session: the locks that list it, counted, and all present in its own list.
@@ -995,7 +1031,10 @@ export class LockStateMachine {
       const waiting = new Map<string, number>();
       const listed = new Map<string, Set<LockRecord>>();
       for (const [id, s] of ns.sessions) {
-        assert(s.lockListLength <= s.lockList.length && s.lockList.slice(s.lockListLength).every((l) => l.name === ''), `session ${id}: unused list slots hold no lock`);
+        assert(
+          s.lockListLength <= s.lockList.length && s.lockList.slice(s.lockListLength).every((l) => l.name === ''),
+          `session ${id}: unused list slots hold no lock`,
+        );
         listed.set(id, new Set(s.lockList.slice(0, s.lockListLength)));
       }
       for (const [lockName, lock] of ns.locks) {
@@ -1004,8 +1043,15 @@ export class LockStateMachine {
         assert(parsed.ok && parsed.namespace === name, `lock ${lockName} belongs to ${name}`);
         assert(lock.holders.length > 0 || lock.waiters.length > 0 || lock.delayRevision !== 0, `free lock ${lockName} was dropped`);
         assert((lock.delayRevision === 0) === (lock.delayMs === 0), `${lockName}: delay revision and length agree`);
-        assert(lock.holders.length <= holdersMax && lock.waiters.length <= this.limits.waitersPerLockMax, `${lockName} within per-lock limits`);
-        if (lock.holders.length > 1) assert(lock.holders.every((h) => h.mode === 'SHARED'), `${lockName}: an exclusive holder is alone`);
+        assert(
+          lock.holders.length <= holdersMax && lock.waiters.length <= this.limits.waitersPerLockMax,
+          `${lockName} within per-lock limits`,
+        );
+        if (lock.holders.length > 1)
+          assert(
+            lock.holders.every((h) => h.mode === 'SHARED'),
+            `${lockName}: an exclusive holder is alone`,
+          );
         for (const h of lock.holders) {
           assert(listed.get(h.sessionId)?.has(lock) === true, `holder ${h.sessionId} of ${lockName} is a live session that lists it`);
           assert(lock.holders.filter((x) => x.sessionId === h.sessionId).length === 1, `${h.sessionId} is a holder of ${lockName} once`);
@@ -1018,21 +1064,32 @@ export class LockStateMachine {
           waiting.set(w.sessionId, (waiting.get(w.sessionId) ?? 0) + 1);
         }
         const head = lock.waiters[0];
-        if (head !== undefined && lock.delayRevision === 0) assert(!canHold(lock.holders, head.mode, holdersMax), `${lockName}: head waiter is blocked`);
+        if (head !== undefined && lock.delayRevision === 0)
+          assert(!canHold(lock.holders, head.mode, holdersMax), `${lockName}: head waiter is blocked`);
       }
       for (const [id, s] of ns.sessions) {
-        assert(s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0), `session ${id}: held and waiting counts match the locks`);
+        assert(
+          s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0),
+          `session ${id}: held and waiting counts match the locks`,
+        );
       }
     }
     assert(sessions === this.sessionCount && sessions <= this.limits.sessionsMax, 'session count matches');
     assert(this.sessionsById.size === sessions, 'every live session is indexed by id');
-    for (const [id, s] of this.sessionsById) assert(s.ns.sessions.get(id) === s && this.namespaceRecords.get(s.ns.name) === s.ns, 'the id index points at live sessions');
+    for (const [id, s] of this.sessionsById)
+      assert(s.ns.sessions.get(id) === s && this.namespaceRecords.get(s.ns.name) === s.ns, 'the id index points at live sessions');
     assert(this.namespaceRecords.size <= this.limits.namespacesMax, 'within namespacesMax');
   }
 }
 
 function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
-  return { namespace: ns.name, state: ns.state, lastRevision: ns.lastRevision as Revision, sessions: ns.sessions.size, locks: ns.locks.size };
+  return {
+    namespace: ns.name,
+    state: ns.state,
+    lastRevision: ns.lastRevision as Revision,
+    sessions: ns.sessions.size,
+    locks: ns.locks.size,
+  };
 }
 
 function sessionInfoOf(s: SessionRecord): SessionInfo {
@@ -1051,7 +1108,10 @@ function sessionInfoOf(s: SessionRecord): SessionInfo {
  * Checks that `data` is an export this cell's limits accept, for the server
  * or control plane to run before proposing an ImportNamespace.
  */
-export function validateNamespaceExport(data: Uint8Array, limits: Partial<FsmLimits> = {}): { namespace: Namespace; highestRevision: Revision } | Failure {
+export function validateNamespaceExport(
+  data: Uint8Array,
+  limits: Partial<FsmLimits> = {},
+): { namespace: Namespace; highestRevision: Revision } | Failure {
   try {
     const decoded = decodeExport(data, { ...LIMITS, ...limits });
     return { namespace: decoded.namespace, highestRevision: decoded.highestRevision as Revision };

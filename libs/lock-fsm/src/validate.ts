@@ -29,7 +29,8 @@ export function isFailure(x: unknown): x is Failure {
 }
 
 export function checkRequestId(requestId: string): Failure | undefined {
-  if (typeof requestId !== 'string' || requestId.length === 0) return fail('MISSING_REQUEST_ID', 'request_id is required: one per attempt, reused on retries');
+  if (typeof requestId !== 'string' || requestId.length === 0)
+    return fail('MISSING_REQUEST_ID', 'request_id is required: one per attempt, reused on retries');
   const bytes = utf8ByteLength(requestId);
   if (bytes < 0) return fail('INVALID_ARGUMENT', 'request_id is not valid UTF-8 (lone surrogate)');
   if (bytes > REQUEST_ID_BYTES_MAX) return fail('INVALID_ARGUMENT', `request_id is at most ${REQUEST_ID_BYTES_MAX} bytes, got ${bytes}`);
@@ -79,7 +80,10 @@ export function checkTtlMs(ttlMs: number): Failure | undefined {
 
 export function checkLockDelayMs(lockDelayMs: number): Failure | undefined {
   if (!Number.isSafeInteger(lockDelayMs) || lockDelayMs < 0 || lockDelayMs > LOCK_DELAY_MS_MAX) {
-    return fail('INVALID_ARGUMENT', `lock_delay_ms must be an integer in [0, ${LOCK_DELAY_MS_MAX}] (the server caps it), got ${lockDelayMs}`);
+    return fail(
+      'INVALID_ARGUMENT',
+      `lock_delay_ms must be an integer in [0, ${LOCK_DELAY_MS_MAX}] (the server caps it), got ${lockDelayMs}`,
+    );
   }
   return undefined;
 }
@@ -113,13 +117,17 @@ export function checkNameIn(name: string, namespace: string): Failure | undefine
 
 /** Member ids as the cell node accepts them: 1–128 of [A-Za-z0-9._-]. */
 export function checkMemberId(id: string): Failure | undefined {
-  return typeof id === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(id) ? undefined : fail('INVALID_ARGUMENT', 'a member id is 1-128 characters of [A-Za-z0-9._-]');
+  return typeof id === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(id)
+    ? undefined
+    : fail('INVALID_ARGUMENT', 'a member id is 1-128 characters of [A-Za-z0-9._-]');
 }
 
 /** host:port with a non-empty host of at most 253 characters and no spaces, and a port in 1–65535. */
 export function checkHostPort(value: string, what: string): Failure | undefined {
   const m = typeof value === 'string' ? /^([^\s:]{1,253}):(\d{1,5})$/.exec(value) : null;
-  return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535 ? undefined : fail('INVALID_ARGUMENT', `member ${what} must be host:port, got ${JSON.stringify(String(value).slice(0, 300))}`);
+  return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535
+    ? undefined
+    : fail('INVALID_ARGUMENT', `member ${what} must be host:port, got ${JSON.stringify(String(value).slice(0, 300))}`);
 }
 
 /**
@@ -149,9 +157,15 @@ export function validateCommand(command: Command): Failure | undefined {
         checkLockDelayMs(command.lockDelayMs)
       );
     case 'Release':
-      return checkSessionId(command.sessionId) ?? checkName(command.name, namespaceOfSessionId(command.sessionId)) ?? checkToken(command.token);
+      return (
+        checkSessionId(command.sessionId) ?? checkName(command.name, namespaceOfSessionId(command.sessionId)) ?? checkToken(command.token)
+      );
     case 'CancelWait':
-      return checkSessionId(command.sessionId) ?? checkRequestId(command.requestId) ?? checkName(command.name, namespaceOfSessionId(command.sessionId));
+      return (
+        checkSessionId(command.sessionId) ??
+        checkRequestId(command.requestId) ??
+        checkName(command.name, namespaceOfSessionId(command.sessionId))
+      );
     case 'Noop':
       return undefined;
     case 'LiftLockDelay':

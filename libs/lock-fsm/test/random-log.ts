@@ -24,9 +24,19 @@ function foreignExport(rnd: Random, startIndex: number): Uint8Array {
   const cell = new LockStateMachine({ autoClaim: true });
   let index = startIndex;
   const [a, b] = [makeSessionId(TENANT, 's0'), makeSessionId(TENANT, 's1')];
-  for (const sessionId of [a, b]) cell.apply(++index, { kind: 'OpenSession', sessionId, clientId: 'foreign', namespace: TENANT, ttlMs: 2000 });
+  for (const sessionId of [a, b])
+    cell.apply(++index, { kind: 'OpenSession', sessionId, clientId: 'foreign', namespace: TENANT, ttlMs: 2000 });
   const acquire = (sessionId: SessionId, name: string, requestId: string) =>
-    cell.apply(++index, { kind: 'Acquire', sessionId, name, mode: 'EXCLUSIVE', requestId: RequestId(requestId), waitMs: 1000, lockDelayMs: 0, tryLock: false });
+    cell.apply(++index, {
+      kind: 'Acquire',
+      sessionId,
+      name,
+      mode: 'EXCLUSIVE',
+      requestId: RequestId(requestId),
+      waitMs: 1000,
+      lockDelayMs: 0,
+      tryLock: false,
+    });
   acquire(a, '/ls/tenant/a', 'r0');
   acquire(b, '/ls/tenant/a', 'r1');
   if (rnd.chance(0.5)) acquire(b, '/ls/tenant/b', 'r2');
@@ -63,7 +73,13 @@ export function randomLog(seed: number, length: number, limits: Partial<FsmLimit
     let command: Command;
     if (roll < 10) {
       const id = sid();
-      command = { kind: 'OpenSession', sessionId: id, clientId: `client-${id.length % 3}`, namespace: Namespace(nsOf(id)), ttlMs: rnd.pick([1000, 5000]) };
+      command = {
+        kind: 'OpenSession',
+        sessionId: id,
+        clientId: `client-${id.length % 3}`,
+        namespace: Namespace(nsOf(id)),
+        ttlMs: rnd.pick([1000, 5000]),
+      };
     } else if (roll < 50) {
       const id = liveSid(0.9);
       command = {
@@ -87,7 +103,13 @@ export function randomLog(seed: number, length: number, limits: Partial<FsmLimit
       const waiters = [...driver.waiters()];
       const w = waiters.length > 0 && rnd.chance(0.8) ? rnd.pick(waiters) : undefined;
       command = w
-        ? { kind: 'CancelWait', sessionId: w.sessionId, name: w.name, requestId: w.requestId, reason: rnd.chance(0.5) ? 'timed-out' : 'cancelled' }
+        ? {
+            kind: 'CancelWait',
+            sessionId: w.sessionId,
+            name: w.name,
+            requestId: w.requestId,
+            reason: rnd.chance(0.5) ? 'timed-out' : 'cancelled',
+          }
         : { kind: 'CancelWait', sessionId: sid(), name: nameIn('payments'), requestId: RequestId('r1'), reason: 'cancelled' };
     } else if (roll < 84) {
       command = { kind: rnd.chance(0.5) ? 'CloseSession' : 'ExpireSession', sessionId: liveSid(0.7) };
@@ -110,7 +132,12 @@ export function randomLog(seed: number, length: number, limits: Partial<FsmLimit
         exported.delete(ns);
       } else if (info?.state === 'frozen') {
         const step = rnd.int(4);
-        command = step <= 1 ? { kind: 'UnfreezeNamespace', namespace: ns } : step === 2 ? { kind: 'ExportNamespace', namespace: ns } : { kind: 'DropNamespace', namespace: ns };
+        command =
+          step <= 1
+            ? { kind: 'UnfreezeNamespace', namespace: ns }
+            : step === 2
+              ? { kind: 'ExportNamespace', namespace: ns }
+              : { kind: 'DropNamespace', namespace: ns };
       } else if (info?.state === 'moved') {
         command = { kind: 'ClaimNamespace', namespace: ns };
       } else {
@@ -120,7 +147,8 @@ export function randomLog(seed: number, length: number, limits: Partial<FsmLimit
     index += rnd.chance(0.05) ? 2 : 1;
     const data = encodeCommand(command);
     const result = driver.applyEntry(index, data);
-    if (command.kind === 'ExportNamespace' && result.outcome.ok) exported.set(command.namespace, (result.outcome as { data: Uint8Array }).data);
+    if (command.kind === 'ExportNamespace' && result.outcome.ok)
+      exported.set(command.namespace, (result.outcome as { data: Uint8Array }).data);
     log.push({ index, data });
   }
   return log;

@@ -140,7 +140,10 @@ export class ReferenceModel {
   open(sid: string, ns: string, clientId: string, ttl: number): Obs {
     if (this.nsState.get(ns) === 'frozen') return failure('NAMESPACE_MOVING');
     const existing = this.sessions.get(sid);
-    if (existing) return existing.clientId === clientId && existing.ttl === ttl ? { ok: true, claimed: false, existed: true } : failure('INVALID_ARGUMENT');
+    if (existing)
+      return existing.clientId === clientId && existing.ttl === ttl
+        ? { ok: true, claimed: false, existed: true }
+        : failure('INVALID_ARGUMENT');
     const inNs = [...this.sessions.values()].filter((s) => s.ns === ns).length;
     if (inNs >= this.limits.sessionsPerNamespaceMax) return failure('QUOTA_EXCEEDED');
     const claimed = !this.nsState.has(ns);
@@ -155,7 +158,8 @@ export class ReferenceModel {
     const s = this.sessions.get(sid) as MSession;
     const rec = this.visible(s).find((r) => r.req === req);
     if (rec) {
-      if (rec.status === 'GRANTED') return { ok: true, status: 'GRANTED', token: rec.token, revision: rec.revision, deduped: true, holders: this.holdersOf(rec.name) };
+      if (rec.status === 'GRANTED')
+        return { ok: true, status: 'GRANTED', token: rec.token, revision: rec.revision, deduped: true, holders: this.holdersOf(rec.name) };
       if (rec.status === 'TIMED_OUT') return { ok: true, status: 'TIMED_OUT', reason: rec.reason, revision: rec.revision, deduped: true };
       const position = (this.locks.get(rec.name) as MLock).queue.findIndex((w) => w.s === sid && w.req === req);
       return { ok: true, status: 'QUEUED', position, revision: rec.revision, deduped: true };

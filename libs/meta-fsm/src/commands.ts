@@ -151,9 +151,12 @@ export function decodeMetaEntry(bytes: Uint8Array): MetaEntry {
   }
   if (typeof value !== 'object' || value === null) throw new AssertionError('meta entry is not an object');
   const v = value as { v?: unknown; command?: { kind?: unknown }; idempotency?: MetaEntry['idempotency'] };
-  if (v.v !== META_COMMAND_FORMAT_VERSION) throw new AssertionError(`meta entry format ${String(v.v)} is not ${META_COMMAND_FORMAT_VERSION}`);
+  if (v.v !== META_COMMAND_FORMAT_VERSION)
+    throw new AssertionError(`meta entry format ${String(v.v)} is not ${META_COMMAND_FORMAT_VERSION}`);
   if (typeof v.command !== 'object' || v.command === null || !META_COMMAND_KINDS.includes(v.command.kind as MetaCommandKind)) {
     throw new AssertionError(`meta entry has an unknown command kind ${String(v.command?.kind)}`);
   }
-  return v.idempotency === undefined ? { command: v.command as MetaCommand } : { command: v.command as MetaCommand, idempotency: v.idempotency };
+  return v.idempotency === undefined
+    ? { command: v.command as MetaCommand }
+    : { command: v.command as MetaCommand, idempotency: v.idempotency };
 }

@@ -39,9 +39,12 @@ describe('libs/meta-fsm purity', () => {
     expect(findForeignImports(text, allowed)).toEqual([]);
   });
 
-  it.each(groupSources.map((s) => [s.file, s.text] as const))('%s uses no clock, timer, unseeded randomness or node: module', (_file, text) => {
-    expect(findForbiddenTokens(text)).toEqual([]);
-  });
+  it.each(groupSources.map((s) => [s.file, s.text] as const))(
+    '%s uses no clock, timer, unseeded randomness or node: module',
+    (_file, text) => {
+      expect(findForbiddenTokens(text)).toEqual([]);
+    },
+  );
 
   it.each(groupSources.map((s) => [s.file, s.text] as const))('%s imports only the pure group libraries', (_file, text) => {
     expect(findForeignImports(text, groupAllowed)).toEqual([]);

@@ -176,11 +176,26 @@ const command: fc.Arbitrary<MetaCommand> = fc.oneof(
   fc.record({ kind: fc.constant('CreateTenant' as const), namespace: ns, cell, quotas, atMs: at }),
   fc.record({ kind: fc.constant('UpdateTenant' as const), namespace: ns, quotas }),
   fc.record({ kind: fc.constant('DeleteTenant' as const), namespace: ns }),
-  fc.record({ kind: fc.constant('RotateToken' as const), namespace: ns, tokenHash: fc.constantFrom('h1', 'h2', 'h3'), graceMs: fc.constantFrom(0, 10), atMs: at }),
+  fc.record({
+    kind: fc.constant('RotateToken' as const),
+    namespace: ns,
+    tokenHash: fc.constantFrom('h1', 'h2', 'h3'),
+    graceMs: fc.constantFrom(0, 10),
+    atMs: at,
+  }),
   fc.record({ kind: fc.constant('StartMove' as const), id: fc.constantFrom('m1', 'm2', 'm3'), namespace: ns, toCell: cell, atMs: at }),
-  fc.record({ kind: fc.constant('AdvanceMove' as const), id: fc.constantFrom('m1', 'm2', 'm3'), state: fc.constantFrom(...MOVE_STATES), atMs: at }),
+  fc.record({
+    kind: fc.constant('AdvanceMove' as const),
+    id: fc.constantFrom('m1', 'm2', 'm3'),
+    state: fc.constantFrom(...MOVE_STATES),
+    atMs: at,
+  }),
   fc.record({ kind: fc.constant('RecordSnapshot' as const), id: fc.constantFrom('s1', 's2', 's3'), cell, atMs: at }),
-  fc.record({ kind: fc.constant('FinishSnapshot' as const), id: fc.constantFrom('s1', 's2', 's3'), state: fc.constantFrom('done' as const, 'failed' as const) }),
+  fc.record({
+    kind: fc.constant('FinishSnapshot' as const),
+    id: fc.constantFrom('s1', 's2', 's3'),
+    state: fc.constantFrom('done' as const, 'failed' as const),
+  }),
 );
 const entry: fc.Arbitrary<MetaEntry> = fc.record(
   { command, idempotency: fc.record({ key: fc.constantFrom('k1', 'k2', 'k3'), fingerprint: fc.constantFrom('f1', 'f2') }) },
@@ -214,7 +229,10 @@ describe('meta state machine against its reference model', () => {
     ];
     let index = 0;
     for (const c of bad) expect(isMetaFailure(fsm.apply(++index, { command: c }).outcome)).toBe(true);
-    expect(fsm.apply(++index, { command: { kind: 'DeleteTenant', namespace: 'x' } }).outcome).toMatchObject({ ok: false, code: 'TENANT_NOT_FOUND' });
+    expect(fsm.apply(++index, { command: { kind: 'DeleteTenant', namespace: 'x' } }).outcome).toMatchObject({
+      ok: false,
+      code: 'TENANT_NOT_FOUND',
+    });
     // Only the applied index moved.
     expect(JSON.parse(new TextDecoder().decode(fsm.snapshot())).tenants).toEqual(JSON.parse(new TextDecoder().decode(before)).tenants);
     expect(fsm.routingVersion).toBe(0);

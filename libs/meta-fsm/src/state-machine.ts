@@ -85,7 +85,8 @@ function checkQuotas(q: unknown): Quotas | string {
   for (const k of QUOTA_KEYS) {
     const v = (q as Record<string, unknown>)[k];
     if (v === undefined) continue;
-    const good = k === 'acquiresPerSecond' ? typeof v === 'number' && Number.isFinite(v) && v >= 0 : Number.isSafeInteger(v) && (v as number) >= 1;
+    const good =
+      k === 'acquiresPerSecond' ? typeof v === 'number' && Number.isFinite(v) && v >= 0 : Number.isSafeInteger(v) && (v as number) >= 1;
     if (!good) return `quota ${k} must be ${k === 'acquiresPerSecond' ? 'a number >= 0' : 'an integer >= 1'}`;
     out[k] = v as number;
   }
@@ -122,12 +123,19 @@ export class MetaStateMachine {
   }
 
   apply(index: number, entry: MetaEntry): MetaApplied {
-    assert(Number.isSafeInteger(index) && index > this.appliedIndexValue, `entries apply in log order: ${index} after ${this.appliedIndexValue}`);
+    assert(
+      Number.isSafeInteger(index) && index > this.appliedIndexValue,
+      `entries apply in log order: ${index} after ${this.appliedIndexValue}`,
+    );
     this.appliedIndexValue = index;
     const idem = entry.idempotency;
     if (idem !== undefined) {
       if (!isText(idem.key, IDEMPOTENCY_KEY_CHARS_MAX) || !isText(idem.fingerprint, FINGERPRINT_CHARS_MAX)) {
-        return { index, outcome: fail('INVALID_REQUEST', `Idempotency-Key must be 1..${IDEMPOTENCY_KEY_CHARS_MAX} characters`), replayed: false };
+        return {
+          index,
+          outcome: fail('INVALID_REQUEST', `Idempotency-Key must be 1..${IDEMPOTENCY_KEY_CHARS_MAX} characters`),
+          replayed: false,
+        };
       }
       const seen = this.idempotency.get(idem.key);
       if (seen !== undefined) {
@@ -190,7 +198,8 @@ export class MetaStateMachine {
     if (!isWallMs(c.atMs)) return fail('INVALID_REQUEST', 'atMs must be a wall-clock time in ms');
     const quotas = checkQuotas(c.quotas ?? {});
     if (typeof quotas === 'string') return fail('INVALID_REQUEST', quotas);
-    if (this.tenantsByName.has(c.namespace)) return fail('TENANT_EXISTS', `tenant "${c.namespace}" exists; pick another name or delete it first`);
+    if (this.tenantsByName.has(c.namespace))
+      return fail('TENANT_EXISTS', `tenant "${c.namespace}" exists; pick another name or delete it first`);
     if (this.tenantsByName.size >= this.limits.tenantsMax) {
       return fail('QUOTA_EXCEEDED', `the fleet holds its maximum of ${this.limits.tenantsMax} tenants; delete one first`);
     }
@@ -226,7 +235,8 @@ export class MetaStateMachine {
     const tenant = this.existingTenant(namespace);
     if (isMetaFailure(tenant)) return tenant;
     const moving = this.unfinishedMove(namespace);
-    if (moving !== undefined) return fail('MOVE_IN_PROGRESS', `tenant "${namespace}" is being moved (move ${moving.id}); wait for it to finish`);
+    if (moving !== undefined)
+      return fail('MOVE_IN_PROGRESS', `tenant "${namespace}" is being moved (move ${moving.id}); wait for it to finish`);
     this.tenantsByName.delete(namespace);
     this.routesByName.delete(namespace);
     this.routingVersionValue++;
@@ -294,11 +304,13 @@ export class MetaStateMachine {
     if (move === undefined) return fail('MOVE_NOT_FOUND', `no move "${String(id)}"`);
     if (!MOVE_STATES.includes(state)) return fail('INVALID_REQUEST', `unknown move state "${String(state)}"`);
     if (!isWallMs(atMs)) return fail('INVALID_REQUEST', 'atMs must be a wall-clock time in ms');
-    if (error !== undefined && !isText(error, NOTE_CHARS_MAX)) return fail('INVALID_REQUEST', `error must be 1..${NOTE_CHARS_MAX} characters`);
+    if (error !== undefined && !isText(error, NOTE_CHARS_MAX))
+      return fail('INVALID_REQUEST', `error must be 1..${NOTE_CHARS_MAX} characters`);
     if (moveFinished(move) || moveRank(state) <= moveRank(move.state)) {
       return fail('INVALID_REQUEST', `move ${id} is ${move.state}; its state only moves forward`);
     }
-    if (state === 'failed' && moveSwitched(move.state)) return fail('INVALID_REQUEST', `move ${id} switched its route already; it can only go forward`);
+    if (state === 'failed' && moveSwitched(move.state))
+      return fail('INVALID_REQUEST', `move ${id} switched its route already; it can only go forward`);
     const finished = state === 'done' || state === 'failed';
     const next: Move = {
       ...move,
@@ -339,9 +351,11 @@ export class MetaStateMachine {
     if (snapshot === undefined) return fail('SNAPSHOT_NOT_FOUND', `no snapshot "${String(c.id)}"`);
     if (c.state !== 'done' && c.state !== 'failed') return fail('INVALID_REQUEST', 'a snapshot finishes as done or failed');
     if (snapshot.state !== 'uploading') return fail('INVALID_REQUEST', `snapshot ${c.id} is ${snapshot.state} already`);
-    for (const k of ['index', 'bytes'] as const) if (c[k] !== undefined && !isWallMs(c[k])) return fail('INVALID_REQUEST', `${k} must be an integer >= 0`);
+    for (const k of ['index', 'bytes'] as const)
+      if (c[k] !== undefined && !isWallMs(c[k])) return fail('INVALID_REQUEST', `${k} must be an integer >= 0`);
     for (const k of ['sha256', 'location', 'error'] as const) {
-      if (c[k] !== undefined && !isText(c[k], NOTE_CHARS_MAX)) return fail('INVALID_REQUEST', `${k} must be 1..${NOTE_CHARS_MAX} characters`);
+      if (c[k] !== undefined && !isText(c[k], NOTE_CHARS_MAX))
+        return fail('INVALID_REQUEST', `${k} must be 1..${NOTE_CHARS_MAX} characters`);
     }
     const next: SnapshotRecord = {
       ...snapshot,

@@ -2,4 +2,13 @@ export * as lockservice from './gen/lockservice/v1/lockservice.js';
 export * as raftpb from './gen/fencer/raft/v1/raft.js';
 export * as adminpb from './gen/fencer/admin/v1/admin.js';
 export * as internalpb from './gen/fencer/internal/v1/heartbeat.js';
-export { ERROR_TABLE, FORWARDED_KEY, LEADER_HINT_KEY, LOCK_REASON_KEY, fromServiceError, isRetryable, toServiceError, type ErrorSpec } from './errors.js';
+export {
+  ERROR_TABLE,
+  FORWARDED_KEY,
+  LEADER_HINT_KEY,
+  LOCK_REASON_KEY,
+  fromServiceError,
+  isRetryable,
+  toServiceError,
+  type ErrorSpec,
+} from './errors.js';

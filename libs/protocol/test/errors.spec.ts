@@ -25,7 +25,11 @@ function contractReasons(): { reason: string; statuses: string[] }[] {
     const m = /^\/\/\s+([A-Z_]+(?:\s*\/\s*[A-Z_]+)*)\s+reason\s+(.+)$/.exec(line);
     if (!m) continue;
     const statuses = m[1]!.split('/').map((s) => s.trim());
-    const reasons = m[2]!.replace(/\(.*\)/, '').split('|').map((s) => s.trim()).filter(Boolean);
+    const reasons = m[2]!
+      .replace(/\(.*\)/, '')
+      .split('|')
+      .map((s) => s.trim())
+      .filter(Boolean);
     for (const reason of reasons) rows.push({ reason, statuses });
   }
   return rows;

@@ -26,12 +26,21 @@ beforeAll(async () => {
     },
     watch(call) {
       for (let r = call.request.sinceRevision + 1; r <= call.request.sinceRevision + 3; r++) {
-        call.write({ revision: r, type: WatchEventType.WATCH_EVENT_TYPE_ACQUIRED, name: call.request.name, sessionId: 's', token: r, lock: undefined });
+        call.write({
+          revision: r,
+          type: WatchEventType.WATCH_EVENT_TYPE_ACQUIRED,
+          name: call.request.name,
+          sessionId: 's',
+          token: r,
+          lock: undefined,
+        });
       }
       call.end();
     },
     keepAlive(call) {
-      call.on('data', (req: lockservice.KeepAliveRequest) => call.write({ sessionId: req.sessionId, ttlMsRemaining: 1000, expired: false }));
+      call.on('data', (req: lockservice.KeepAliveRequest) =>
+        call.write({ sessionId: req.sessionId, ttlMsRemaining: 1000, expired: false }),
+      );
       call.on('end', () => call.end());
     },
     acquire: (_c, cb) => cb(toServiceError(new FencerError('INTERNAL', 'not in this test')) as ServiceError),
@@ -63,7 +72,9 @@ describe('generated grpc-js definitions over loopback', () => {
   });
 
   it('unary error: status, reason and leader hint reach the client', async () => {
-    const err = await new Promise<ServiceError>((resolve) => client.openSession({ clientId: 'c', ttlMs: 1, namespace: '' }, (e) => resolve(e!)));
+    const err = await new Promise<ServiceError>((resolve) =>
+      client.openSession({ clientId: 'c', ttlMs: 1, namespace: '' }, (e) => resolve(e!)),
+    );
     const fe = fromServiceError(err);
     expect(fe.code).toBe('INVALID_ARGUMENT');
     expect(fe.message).toBe('namespace is required');

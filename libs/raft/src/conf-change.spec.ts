@@ -40,7 +40,10 @@ describe('ConfChange', () => {
   });
 
   it('replaying any suffix of applied changes changes nothing (so a restart may rescan the log safely)', () => {
-    const change = fc.record({ type: fc.constantFrom(0, 1, 2) as fc.Arbitrary<ConfChangeType>, node: fc.constantFrom('a', 'b', 'c', 'd').map(NodeId) });
+    const change = fc.record({
+      type: fc.constantFrom(0, 1, 2) as fc.Arbitrary<ConfChangeType>,
+      node: fc.constantFrom('a', 'b', 'c', 'd').map(NodeId),
+    });
     fc.assert(
       fc.property(fc.array(change, { maxLength: 12 }), fc.nat(12), (changes, from) => {
         const all = changes.reduce(applyConfChange, base);

@@ -17,17 +17,17 @@ describe('defaultRaftConfig', () => {
       maxInflightMsgs: 8,
       electionTicks: undefined as unknown as number,
     });
-    expect([c.electionTicks, c.heartbeatTicks, c.maxEntriesPerMsg, c.maxBytesPerMsg, c.maxInflightMsgs, c.snapshotChunkBytes, c.preVote, c.checkQuorum, c.broadcastCommit]).toEqual([
-      10,
-      1,
-      256,
-      1024 * 1024,
-      8,
-      64 * 1024,
-      true,
-      true,
-      false,
-    ]);
+    expect([
+      c.electionTicks,
+      c.heartbeatTicks,
+      c.maxEntriesPerMsg,
+      c.maxBytesPerMsg,
+      c.maxInflightMsgs,
+      c.snapshotChunkBytes,
+      c.preVote,
+      c.checkQuorum,
+      c.broadcastCommit,
+    ]).toEqual([10, 1, 256, 1024 * 1024, 8, 64 * 1024, true, true, false]);
   });
 
   it('validation refuses an election timeout not above the heartbeat, a node both voter and learner, a zero window', () => {

@@ -63,7 +63,18 @@ describe('MemoryStorage', () => {
   it('matches a plain-array model under random appends and compactions', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.oneof(fc.record({ kind: fc.constant('append' as const), at: fc.nat(20), n: fc.integer({ min: 1, max: 5 }), term: fc.integer({ min: 1, max: 9 }) }), fc.record({ kind: fc.constant('compact' as const), at: fc.nat(20) })), { maxLength: 40 }),
+        fc.array(
+          fc.oneof(
+            fc.record({
+              kind: fc.constant('append' as const),
+              at: fc.nat(20),
+              n: fc.integer({ min: 1, max: 5 }),
+              term: fc.integer({ min: 1, max: 9 }),
+            }),
+            fc.record({ kind: fc.constant('compact' as const), at: fc.nat(20) }),
+          ),
+          { maxLength: 40 },
+        ),
         (ops) => {
           const s = new MemoryStorage();
           const model: number[] = []; // model[i] = term of index i+1

@@ -64,7 +64,8 @@ function checkFields(m: Message): DropReason | null {
   if (!optional(m.rejectTerm, isTerm) || (m.rejectTerm ?? 0) > m.term) return DropReason.BadTerm;
   if (!optional(m.index, isIndex) || !optional(m.commit, isIndex) || !optional(m.rejectHint, isIndex)) return DropReason.BadIndex;
   if (!optional(m.snapshotOffset, isIndex) || !optional(m.snapshotTotalBytes, isIndex)) return DropReason.BadIndex;
-  if (!optional(m.reject, isBoolean) || !optional(m.snapshotDone, isBoolean) || !optional(m.transfer, isBoolean)) return DropReason.Malformed;
+  if (!optional(m.reject, isBoolean) || !optional(m.snapshotDone, isBoolean) || !optional(m.transfer, isBoolean))
+    return DropReason.Malformed;
   if (!optional(m.context, (c) => typeof c === 'string')) return DropReason.Malformed;
   return null;
 }
@@ -97,7 +98,8 @@ function checkSnapshot(m: Message): DropReason | null {
   if (!isConfState(meta.conf)) return DropReason.BadSnapshot;
   if (m.type === MessageType.InstallSnapshot) {
     // A size above snapshotBytesMax is well-formed: the receiver answers it with a rejection.
-    if (!(m.snapshotChunk instanceof Uint8Array) || m.snapshotTotalBytes === undefined || m.snapshotOffset === undefined) return DropReason.BadSnapshot;
+    if (!(m.snapshotChunk instanceof Uint8Array) || m.snapshotTotalBytes === undefined || m.snapshotOffset === undefined)
+      return DropReason.BadSnapshot;
   }
   return null;
 }

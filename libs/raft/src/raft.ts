@@ -473,8 +473,7 @@ export class Raft {
     // §5.2: "each server will vote for at most one candidate in a given term,
     // on a first-come-first-served basis". A follower that knows a leader
     // this term does not vote either.
-    const canVote =
-      this.vote === m.from || (this.vote === null && this.lead === null) || (isPreVote && m.term > this.term);
+    const canVote = this.vote === m.from || (this.vote === null && this.lead === null) || (isPreVote && m.term > this.term);
     // §5.4.1: "the voter denies its vote if its own log is more up-to-date than that of the candidate".
     if (canVote && this.log.isUpToDate(m.index ?? 0, m.logTerm ?? 0)) {
       this.send({ type: responseType, to: m.from, term: m.term, reject: false });
@@ -558,7 +557,12 @@ export class Raft {
   private handleSnapshotChunk(m: Message): void {
     const meta = m.snapshotMeta;
     const respond = (fields: Partial<Message>): void =>
-      this.send({ type: MessageType.InstallSnapshotResponse, to: m.from, ...(meta !== undefined ? { snapshotMeta: meta } : {}), ...fields });
+      this.send({
+        type: MessageType.InstallSnapshotResponse,
+        to: m.from,
+        ...(meta !== undefined ? { snapshotMeta: meta } : {}),
+        ...fields,
+      });
     const step = this.assembleSnapshot(m);
     switch (step.kind) {
       case 'reject':
@@ -585,9 +589,7 @@ export class Raft {
    * duplicated or reordered one), 'reject' for a transfer that cannot
    * complete, and 'complete' once the last chunk filled the buffer.
    */
-  private assembleSnapshot(
-    m: Message,
-  ): { kind: 'reject' } | { kind: 'resume'; offset: number } | { kind: 'complete'; snapshot: Snapshot } {
+  private assembleSnapshot(m: Message): { kind: 'reject' } | { kind: 'resume'; offset: number } | { kind: 'complete'; snapshot: Snapshot } {
     const meta = m.snapshotMeta;
     const offset = m.snapshotOffset ?? 0;
     const total = m.snapshotTotalBytes ?? 0;

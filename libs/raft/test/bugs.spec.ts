@@ -96,7 +96,9 @@ describe('Test-only bug switches', () => {
     const follower = (bugs: Bugs): { leader: string | null; terms: number[] } => {
       const h = newNode({ id: '2', voters: three, logTerms: [1, 1], term: 3, bugs });
       const stale = { index: LogIndex(3), term: Term(2), type: 0 as const, data: bytes('old') };
-      h.node.step(msg(MessageType.AppendEntries, '3', '2', 2, { index: LogIndex(2), logTerm: Term(1), entries: [stale], commit: LogIndex(0) }));
+      h.node.step(
+        msg(MessageType.AppendEntries, '3', '2', 2, { index: LogIndex(2), logTerm: Term(1), entries: [stale], commit: LogIndex(0) }),
+      );
       drain(h);
       return { leader: h.node.status().leader, terms: storedTerms(h.storage) };
     };

@@ -154,7 +154,8 @@ function generalFaults(net: Network, ids: readonly string[], counters: Counters)
     const demoted = counters.pendingDemotion;
     if (demoted === null) {
       const victim = r.pick(ids.filter((id) => id !== leader.id));
-      if (leader.node.proposeConfChange({ type: ConfChangeType.AddLearner, node: NodeId(victim) }) !== null) counters.pendingDemotion = victim;
+      if (leader.node.proposeConfChange({ type: ConfChangeType.AddLearner, node: NodeId(victim) }) !== null)
+        counters.pendingDemotion = victim;
     } else if (leader.node.proposeConfChange({ type: ConfChangeType.AddVoter, node: NodeId(demoted) }) !== null) {
       counters.pendingDemotion = null;
     }
@@ -173,5 +174,8 @@ function twoChangesThenSplit(net: Network, ids: readonly string[], leaderId: str
   const [first, second] = changes as [ConfChange, ConfChange];
   if (leader.proposeConfChange(first) === null || leader.proposeConfChange(second) === null) return;
   const buddy = r.pick(ids.filter((id) => id !== leaderId));
-  net.partition([leaderId, buddy], ids.filter((id) => id !== leaderId && id !== buddy));
+  net.partition(
+    [leaderId, buddy],
+    ids.filter((id) => id !== leaderId && id !== buddy),
+  );
 }

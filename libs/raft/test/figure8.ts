@@ -63,4 +63,3 @@ export function replayFigure8(bugs: { commitPreviousTermByCounting?: boolean }):
   expect(get('5').node.status()).toMatchObject({ role: 'leader', term: 5 });
   return applied;
 }
-

@@ -56,7 +56,15 @@ function expectDropped(h: Handle, m: unknown, reason: DropReason): void {
 }
 
 const append = (fields: Partial<Message> = {}): Message =>
-  ({ ...msg(MessageType.AppendEntries, '1', '2', 2, { index: LogIndex(2), logTerm: Term(2), entries: [ent(3, 2, 'x')], commit: LogIndex(1) }), ...fields }) as Message;
+  ({
+    ...msg(MessageType.AppendEntries, '1', '2', 2, {
+      index: LogIndex(2),
+      logTerm: Term(2),
+      entries: [ent(3, 2, 'x')],
+      commit: LogIndex(1),
+    }),
+    ...fields,
+  }) as Message;
 
 describe('Messages from the network are checked, never asserted on', () => {
   it('a message for another node is dropped as wrong-to (it used to trip an assertion and stop the process)', () => {
@@ -147,7 +155,7 @@ describe('Messages from the network are checked, never asserted on', () => {
     expectDropped(h, msg(MessageType.HeartbeatResponse, '9', '1', 50), DropReason.NotMember);
   });
 
-  it('a learner\'s responses count: learners are members', () => {
+  it("a learner's responses count: learners are members", () => {
     const h = newNode({ id: '1', voters: three, learners: ['4'], term: 1 });
     electLeader(h, three);
     expect(h.node.step(msg(MessageType.AppendEntriesResponse, '4', '1', 2, { index: LogIndex(1) }))).toBeNull();
@@ -160,7 +168,7 @@ describe('Messages from the network are checked, never asserted on', () => {
     expect(h.node.status().leader).toBe('1');
   });
 
-  it('TimeoutNow from another node than this term\'s leader, or for another term, is dropped as not-leader: it would start an election past every lease', () => {
+  it("TimeoutNow from another node than this term's leader, or for another term, is dropped as not-leader: it would start an election past every lease", () => {
     expectDropped(follower(), msg(MessageType.TimeoutNow, '3', '2', 2), DropReason.NotLeader);
     expectDropped(follower(), msg(MessageType.TimeoutNow, '1', '2', 3), DropReason.NotLeader);
     const h = follower();
@@ -174,7 +182,7 @@ describe('Messages from the network are checked, never asserted on', () => {
 });
 
 describe('§4.1 "servers process incoming RPC requests without consulting their current configurations"', () => {
-  it('a joining node with no configuration takes the leader\'s appends (and so learns the configuration)', () => {
+  it("a joining node with no configuration takes the leader's appends (and so learns the configuration)", () => {
     const h = newNode({ id: '4', voters: [] });
     const conf = (index: number, node: string): Entry => ({
       index: LogIndex(index),
@@ -183,7 +191,9 @@ describe('§4.1 "servers process incoming RPC requests without consulting their 
       data: encodeConfChange({ type: ConfChangeType.AddVoter, node: NodeId(node) }),
     });
     const entries = [conf(1, '1'), conf(2, '2'), conf(3, '3')];
-    expect(h.node.step(msg(MessageType.AppendEntries, '1', '4', 2, { index: LogIndex(0), logTerm: Term(0), entries, commit: LogIndex(3) }))).toBeNull();
+    expect(
+      h.node.step(msg(MessageType.AppendEntries, '1', '4', 2, { index: LogIndex(0), logTerm: Term(0), entries, commit: LogIndex(3) })),
+    ).toBeNull();
     const out = drain(h);
     expect(ofType(out.messages, MessageType.AppendEntriesResponse)[0]?.index).toBe(3);
     expect(h.node.status().voters).toEqual(['1', '2', '3']);
@@ -217,9 +227,18 @@ describe('§4.1 "servers process incoming RPC requests without consulting their 
     expect(drain(h).readStates.map((r) => r.requestCtx)).toEqual(['r']);
   });
 
-  it('what the checks cannot catch: a well-formed AppendEntries from a real member with a higher term is obeyed (authentication is the transport\'s job)', () => {
+  it("what the checks cannot catch: a well-formed AppendEntries from a real member with a higher term is obeyed (authentication is the transport's job)", () => {
     const h = follower();
-    expect(h.node.step(msg(MessageType.AppendEntries, '3', '2', 9, { index: LogIndex(2), logTerm: Term(2), entries: [ent(3, 9, 'forged')], commit: LogIndex(3) }))).toBeNull();
+    expect(
+      h.node.step(
+        msg(MessageType.AppendEntries, '3', '2', 9, {
+          index: LogIndex(2),
+          logTerm: Term(2),
+          entries: [ent(3, 9, 'forged')],
+          commit: LogIndex(3),
+        }),
+      ),
+    ).toBeNull();
     drain(h);
     expect([h.node.status().term, h.node.status().leader, h.node.status().commit, storedTerms(h.storage)]).toEqual([9, '3', 3, [1, 2, 9]]);
   });
@@ -304,7 +323,9 @@ function defective(inj: Injection, to: string, node: RaftNode, ids: readonly str
       return { ...base, type: MessageType.AppendEntriesResponse, from: 'stranger', term: st.term + 5 };
     case 'append-from-non-leader':
       // In the term of a known leader, from a member that is not it (or from anyone when we lead).
-      return st.leader === null ? { ...base, to: 'zz' } : { ...base, type: MessageType.Heartbeat, from: ids.find((id) => id !== to && id !== st.leader) ?? 'zz' };
+      return st.leader === null
+        ? { ...base, to: 'zz' }
+        : { ...base, type: MessageType.Heartbeat, from: ids.find((id) => id !== to && id !== st.leader) ?? 'zz' };
     case 'timeout-now-from-non-leader':
       return { ...base, type: MessageType.TimeoutNow, from: ids.find((id) => id !== to && id !== st.leader) ?? 'zz' };
   }
@@ -313,29 +334,36 @@ function defective(inj: Injection, to: string, node: RaftNode, ids: readonly str
 describe('property: defective messages among a live cluster', () => {
   it('are each dropped, move no term, produce no output, and the cluster stays safe and converges', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1_000_000 }), fc.array(fc.tuple(fc.nat(4), injection), { minLength: 1, maxLength: 25 }), (seed, plan) => {
-        const ids = ['a', 'b', 'c'];
-        const net = new Network({ ids, seed });
-        net.waitLeader(200);
-        let cmd = 0;
-        for (const [ticks, inj] of plan) {
-          net.leader()?.node.propose(bytes(`c${cmd++}`));
-          net.tick(ticks);
-          net.stabilize();
-          const to = ids[inj.target] as string;
-          const target = net.get(to).node;
-          const m = defective(inj, to, target, ids);
-          const term = target.status().term;
-          const reason = target.step(m as Message);
-          expect(reason, JSON.stringify({ defect: inj.defect, m }, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).not.toBeNull();
-          expect(target.status().term).toBe(term);
-          expect(target.hasReady()).toBe(false);
-        }
-        net.one('final', ids.length, 400);
-        net.checkLogMatching();
-        const applied = JSON.stringify(net.get('a').machine.commands);
-        for (const id of ids) expect(JSON.stringify(net.get(id).machine.commands)).toBe(applied);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.array(fc.tuple(fc.nat(4), injection), { minLength: 1, maxLength: 25 }),
+        (seed, plan) => {
+          const ids = ['a', 'b', 'c'];
+          const net = new Network({ ids, seed });
+          net.waitLeader(200);
+          let cmd = 0;
+          for (const [ticks, inj] of plan) {
+            net.leader()?.node.propose(bytes(`c${cmd++}`));
+            net.tick(ticks);
+            net.stabilize();
+            const to = ids[inj.target] as string;
+            const target = net.get(to).node;
+            const m = defective(inj, to, target, ids);
+            const term = target.status().term;
+            const reason = target.step(m as Message);
+            expect(
+              reason,
+              JSON.stringify({ defect: inj.defect, m }, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+            ).not.toBeNull();
+            expect(target.status().term).toBe(term);
+            expect(target.hasReady()).toBe(false);
+          }
+          net.one('final', ids.length, 400);
+          net.checkLogMatching();
+          const applied = JSON.stringify(net.get('a').machine.commands);
+          for (const id of ids) expect(JSON.stringify(net.get(id).machine.commands)).toBe(applied);
+        },
+      ),
       { numRuns: 40, seed: 20261201 },
     );
   });

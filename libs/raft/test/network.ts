@@ -221,7 +221,10 @@ export class Network {
     for (const rs of rd.readStates) {
       const floor = this.readFloor.get(rs.requestCtx);
       if (floor !== undefined && rs.index < floor) {
-        throw new SafetyViolation('linearizable-read', `read ${rs.requestCtx} at ${rs.index} misses writes applied up to ${floor} before it began`);
+        throw new SafetyViolation(
+          'linearizable-read',
+          `read ${rs.requestCtx} at ${rs.index} misses writes applied up to ${floor} before it began`,
+        );
       }
       this.readFloor.delete(rs.requestCtx);
       n.readStates.push(rs);
@@ -246,7 +249,8 @@ export class Network {
     const seen = this.appliedAt.get(e.index);
     this.termAt.set(e.index, e.term);
     if (seen === undefined) this.appliedAt.set(e.index, repr);
-    else if (seen !== repr) throw new SafetyViolation('state-machine-safety', `${n.id} applied ${repr} at ${e.index}, another node applied ${seen}`);
+    else if (seen !== repr)
+      throw new SafetyViolation('state-machine-safety', `${n.id} applied ${repr} at ${e.index}, another node applied ${seen}`);
     n.machine.appliedIndex = e.index;
     this.maxApplied = Math.max(this.maxApplied, e.index);
     if (e.type === EntryType.Normal && e.data.byteLength > 0) n.machine.commands.push(text(e.data));
@@ -266,7 +270,8 @@ export class Network {
 
   private recordLeader(id: string, term: number): void {
     const other = this.leaderOfTerm.get(term);
-    if (other !== undefined && other !== id) throw new SafetyViolation('election-safety', `two leaders in term ${term}: ${other} and ${id}`);
+    if (other !== undefined && other !== id)
+      throw new SafetyViolation('election-safety', `two leaders in term ${term}: ${other} and ${id}`);
     this.leaderOfTerm.set(term, id);
   }
 
@@ -280,7 +285,10 @@ export class Network {
       if (index < s.firstIndex()) continue;
       if (index > s.lastIndex()) throw new SafetyViolation('leader-completeness', `new leader ${n.id} lacks committed entry ${index}`);
       if (s.term(index as LogIndex) !== term) {
-        throw new SafetyViolation('leader-completeness', `new leader ${n.id} has term ${s.term(index as LogIndex)} at committed ${index}, not ${term}`);
+        throw new SafetyViolation(
+          'leader-completeness',
+          `new leader ${n.id} has term ${s.term(index as LogIndex)} at committed ${index}, not ${term}`,
+        );
       }
     }
     this.leaderCompletenessChecks++;
@@ -298,7 +306,8 @@ export class Network {
         let matchedAbove = false;
         for (let k = hi; k >= lo; k--) {
           const same = a.term(k as LogIndex) === b.term(k as LogIndex);
-          if (matchedAbove && !same) throw new SafetyViolation('log-matching', `logs of ${ns[i]?.id} and ${ns[j]?.id} match at a later index but differ at ${k}`);
+          if (matchedAbove && !same)
+            throw new SafetyViolation('log-matching', `logs of ${ns[i]?.id} and ${ns[j]?.id} match at a later index but differ at ${k}`);
           if (same) matchedAbove = true;
         }
       }
@@ -463,7 +472,9 @@ export class Network {
         const st = n.node.status();
         return `${n.id}:${st.role}/t${st.term}/c${st.commit}/li${st.lastIndex}/v[${st.voters.join('')}]/l[${st.learners.join('')}]`;
       });
-      throw new Error(`no leader within ${maxTicks} ticks: ${states.join(' ')}${this.down.size > 0 ? ` down:${[...this.down].join('')}` : ''}`);
+      throw new Error(
+        `no leader within ${maxTicks} ticks: ${states.join(' ')}${this.down.size > 0 ? ` down:${[...this.down].join('')}` : ''}`,
+      );
     }
     return found;
   }

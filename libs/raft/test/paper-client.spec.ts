@@ -112,7 +112,7 @@ describe('Dissertation: ReadIndex', () => {
     expect(drain(h).readStates).toEqual([{ index: 1, requestCtx: 'r' }]);
   });
 
-  it('reads that arrive before the round goes out share one heartbeat round; a later round\'s confirmation releases earlier ones', () => {
+  it("reads that arrive before the round goes out share one heartbeat round; a later round's confirmation releases earlier ones", () => {
     const h = steadyLeader(three);
     h.node.readIndex('a');
     h.node.readIndex('b');

@@ -34,7 +34,14 @@ describe('§7 Log compaction', () => {
   it('"the leader must occasionally send snapshots to followers that lag behind" — when the entries it needs are discarded', () => {
     const h = compactedLeader(pattern(100));
     // The follower's log is empty: it refuses the first append, hinting index 0.
-    h.node.step(msg(MessageType.AppendEntriesResponse, '2', '1', 2, { index: LogIndex(10), reject: true, rejectHint: LogIndex(0), rejectTerm: Term(0) }));
+    h.node.step(
+      msg(MessageType.AppendEntriesResponse, '2', '1', 2, {
+        index: LogIndex(10),
+        reject: true,
+        rejectHint: LogIndex(0),
+        rejectTerm: Term(0),
+      }),
+    );
     const snaps = ofType(drain(h).messages, MessageType.InstallSnapshot);
     expect(snaps).toHaveLength(1);
     expect(snaps[0]).toMatchObject({ to: '2', snapshotOffset: 0, snapshotDone: true, snapshotTotalBytes: 100 });
@@ -123,11 +130,23 @@ describe('§7 Log compaction', () => {
     expect(ofType(out.messages, MessageType.InstallSnapshotResponse)[0]).toMatchObject({ index: 5 });
   });
 
-  it('a snapshot that arrives while a Ready is being persisted leaves that Ready\'s committed entries (and their membership) intact', () => {
+  it("a snapshot that arrives while a Ready is being persisted leaves that Ready's committed entries (and their membership) intact", () => {
     const h = newNode({ id: '2', voters: three, term: 1 });
-    const learner = { index: LogIndex(1), term: Term(1), type: EntryType.ConfChange, data: encodeConfChange({ type: ConfChangeType.AddLearner, node: N('4') }) };
+    const learner = {
+      index: LogIndex(1),
+      term: Term(1),
+      type: EntryType.ConfChange,
+      data: encodeConfChange({ type: ConfChangeType.AddLearner, node: N('4') }),
+    };
     const normal = { index: LogIndex(2), term: Term(1), type: EntryType.Normal, data: Uint8Array.of(7) };
-    h.node.step(msg(MessageType.AppendEntries, '1', '2', 1, { index: LogIndex(0), logTerm: Term(0), entries: [learner, normal], commit: LogIndex(2) }));
+    h.node.step(
+      msg(MessageType.AppendEntries, '1', '2', 1, {
+        index: LogIndex(0),
+        logTerm: Term(0),
+        entries: [learner, normal],
+        commit: LogIndex(2),
+      }),
+    );
     const rd = h.node.ready();
     expect(rd.committedEntries.map((e) => e.index)).toEqual([1, 2]);
     // While that Ready's fsync runs, the leader's snapshot completes.
@@ -156,7 +175,14 @@ describe('§7 Log compaction', () => {
 
   it('a lost chunk is sent again after an election timeout without an answer', () => {
     const h = compactedLeader(pattern(1000));
-    h.node.step(msg(MessageType.AppendEntriesResponse, '2', '1', 2, { index: LogIndex(10), reject: true, rejectHint: LogIndex(0), rejectTerm: Term(0) }));
+    h.node.step(
+      msg(MessageType.AppendEntriesResponse, '2', '1', 2, {
+        index: LogIndex(10),
+        reject: true,
+        rejectHint: LogIndex(0),
+        rejectTerm: Term(0),
+      }),
+    );
     expect(ofType(drain(h).messages, MessageType.InstallSnapshot)).toHaveLength(1);
     const resent: Message[] = [];
     for (let i = 0; i < 10; i++) {
@@ -169,7 +195,13 @@ describe('§7 Log compaction', () => {
   it('a follower handed a chunk of a transfer it does not hold asks for the start; a chunk past what it has asks for the gap', () => {
     const meta = { index: LogIndex(9), term: Term(1), conf: { voters: three.map(N), learners: [] } };
     const chunk = (offset: number): Message =>
-      msg(MessageType.InstallSnapshot, '1', '2', 1, { snapshotMeta: meta, snapshotChunk: new Uint8Array(10), snapshotOffset: offset, snapshotTotalBytes: 30, snapshotDone: offset === 20 });
+      msg(MessageType.InstallSnapshot, '1', '2', 1, {
+        snapshotMeta: meta,
+        snapshotChunk: new Uint8Array(10),
+        snapshotOffset: offset,
+        snapshotTotalBytes: 30,
+        snapshotDone: offset === 20,
+      });
     const h = newNode({ id: '2', voters: three, term: 1 });
     h.node.step(chunk(10));
     expect(ofType(drain(h).messages, MessageType.InstallSnapshotResponse)[0]?.snapshotOffset).toBe(0);

@@ -53,7 +53,12 @@ describe('§6 Cluster membership changes', () => {
   it('"a server always uses the latest configuration in its log, regardless of whether the entry is committed"', () => {
     const h = newNode({ id: '2', voters: three, term: 1 });
     h.node.step(
-      msg(MessageType.AppendEntries, '1', '2', 1, { index: LogIndex(0), logTerm: Term(0), entries: [confEntry(1, 1, addVoter('4'))], commit: LogIndex(0) }),
+      msg(MessageType.AppendEntries, '1', '2', 1, {
+        index: LogIndex(0),
+        logTerm: Term(0),
+        entries: [confEntry(1, 1, addVoter('4'))],
+        commit: LogIndex(0),
+      }),
     );
     drain(h);
     expect(h.node.status().commit).toBe(0);
@@ -63,12 +68,19 @@ describe('§6 Cluster membership changes', () => {
   it('a configuration whose entry is overwritten by a new leader is rolled back to the one before it', () => {
     const h = newNode({ id: '2', voters: three, term: 1 });
     h.node.step(
-      msg(MessageType.AppendEntries, '1', '2', 1, { index: LogIndex(0), logTerm: Term(0), entries: [confEntry(1, 1, remove('3'))], commit: LogIndex(0) }),
+      msg(MessageType.AppendEntries, '1', '2', 1, {
+        index: LogIndex(0),
+        logTerm: Term(0),
+        entries: [confEntry(1, 1, remove('3'))],
+        commit: LogIndex(0),
+      }),
     );
     drain(h);
     expect([...h.node.status().voters]).toEqual(['1', '2']);
     const blank = { index: LogIndex(1), term: Term(2), type: EntryType.Normal, data: new Uint8Array(0) };
-    h.node.step(msg(MessageType.AppendEntries, '3', '2', 2, { index: LogIndex(0), logTerm: Term(0), entries: [blank], commit: LogIndex(0) }));
+    h.node.step(
+      msg(MessageType.AppendEntries, '3', '2', 2, { index: LogIndex(0), logTerm: Term(0), entries: [blank], commit: LogIndex(0) }),
+    );
     drain(h);
     expect([...h.node.status().voters]).toEqual(['1', '2', '3']);
   });
@@ -215,7 +227,11 @@ describe('§6 Cluster membership changes', () => {
     h.node.campaign();
     const out = drain(h);
     // RequestVote goes to voters only, and learners' grants change nothing.
-    expect(ofType(out.messages, MessageType.RequestVote).map((m) => m.to).sort()).toEqual(['2', '3']);
+    expect(
+      ofType(out.messages, MessageType.RequestVote)
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['2', '3']);
     h.node.step(msg(MessageType.RequestVoteResponse, '4', '1', 2));
     h.node.step(msg(MessageType.RequestVoteResponse, '5', '1', 2));
     expect(h.node.status().role).toBe('candidate');

@@ -16,7 +16,9 @@ import { bytes, Network } from './network.js';
 const three = ['1', '2', '3'];
 
 /** A leader of a 3-node cluster (term 2) whose blank entry (index 1) the followers acknowledged. */
-function steadyLeader(opts: { maxEntriesPerMsg?: number; maxBytesPerMsg?: number; maxInflightMsgs?: number; broadcastCommit?: boolean } = {}): Handle {
+function steadyLeader(
+  opts: { maxEntriesPerMsg?: number; maxBytesPerMsg?: number; maxInflightMsgs?: number; broadcastCommit?: boolean } = {},
+): Handle {
   const h = newNode({ id: '1', voters: three, term: 1, ...opts });
   electLeader(h, three);
   ackAppend(h, '2', 1);
@@ -137,7 +139,14 @@ describe('§5.3 Log replication', () => {
       const h = newNode({ id: '2', voters: three, logTerms: [1, 2], term: 2, commit: 1 });
       // The leader's term is at least the term of any entry in its log.
       const leaderTerm = Math.max(2, logTerm);
-      h.node.step(msg(MessageType.AppendEntries, '1', '2', leaderTerm, { index: LogIndex(index), logTerm: Term(logTerm), entries: [], commit: LogIndex(1) }));
+      h.node.step(
+        msg(MessageType.AppendEntries, '1', '2', leaderTerm, {
+          index: LogIndex(index),
+          logTerm: Term(logTerm),
+          entries: [],
+          commit: LogIndex(1),
+        }),
+      );
       const [resp] = ofType(drain(h).messages, MessageType.AppendEntriesResponse);
       expect(resp?.reject === true).toBe(reject);
       if (reject) expect([resp?.rejectHint, resp?.rejectTerm]).toEqual([hintIndex, hintTerm]);
@@ -155,7 +164,9 @@ describe('§5.3 Log replication', () => {
     (index, logTerm, newTerms, expected) => {
       const h = newNode({ id: '2', voters: three, logTerms: [1, 2], term: 4 });
       const entries = newTerms.map((t, i) => ({ index: LogIndex(index + 1 + i), term: Term(t), type: 0 as const, data: bytes('') }));
-      h.node.step(msg(MessageType.AppendEntries, '1', '2', 4, { index: LogIndex(index), logTerm: Term(logTerm), entries, commit: LogIndex(0) }));
+      h.node.step(
+        msg(MessageType.AppendEntries, '1', '2', 4, { index: LogIndex(index), logTerm: Term(logTerm), entries, commit: LogIndex(0) }),
+      );
       drain(h);
       expect(storedTerms(h.storage)).toEqual(expected);
     },
@@ -329,7 +340,7 @@ describe('§5.3 Log replication', () => {
     net.one('1000', 5);
   });
 
-  it('Rejoin (course): a partitioned leader\'s uncommitted entries are discarded when it rejoins', () => {
+  it("Rejoin (course): a partitioned leader's uncommitted entries are discarded when it rejoins", () => {
     const net = new Network({ ids: ['a', 'b', 'c'], seed: 46 });
     net.one('101', 3);
     const l1 = net.waitLeader();
@@ -370,7 +381,12 @@ describe('§5.3 Log replication', () => {
     for (let i = 0; i < 50; i++) net.one(`ok2-${i}`, 3);
     net.heal();
     net.one('end', 5);
-    const expected = ['start', ...Array.from({ length: 50 }, (_, i) => `ok1-${i}`), ...Array.from({ length: 50 }, (_, i) => `ok2-${i}`), 'end'];
+    const expected = [
+      'start',
+      ...Array.from({ length: 50 }, (_, i) => `ok1-${i}`),
+      ...Array.from({ length: 50 }, (_, i) => `ok2-${i}`),
+      'end',
+    ];
     for (const n of net.nodes.values()) expect(n.machine.commands).toEqual(expected);
   });
 

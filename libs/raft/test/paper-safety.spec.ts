@@ -145,7 +145,14 @@ describe('§5.4 Safety', () => {
     electLeader(h, five);
     const before = h.node.status().lastIndex;
     // A follower's rejection with any hint changes what the leader sends, never its log.
-    h.node.step(msg(MessageType.AppendEntriesResponse, '2', '1', 2, { index: LogIndex(2), reject: true, rejectHint: LogIndex(0), rejectTerm: Term(0) }));
+    h.node.step(
+      msg(MessageType.AppendEntriesResponse, '2', '1', 2, {
+        index: LogIndex(2),
+        reject: true,
+        rejectHint: LogIndex(0),
+        rejectTerm: Term(0),
+      }),
+    );
     drain(h);
     expect(h.node.status().lastIndex).toBe(before);
     expect(h.storage.term(LogIndex(1))).toBe(1);

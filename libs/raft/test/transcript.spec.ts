@@ -26,7 +26,10 @@ function describeMessage(m: Message): string {
   if (m.reject === true) parts.push(`reject hint=${m.rejectHint ?? '-'}/t${m.rejectTerm ?? '-'}`);
   if (m.context !== undefined) parts.push(`ctx=${m.context}`);
   if (m.transfer === true) parts.push('transfer');
-  if (m.snapshotMeta !== undefined) parts.push(`snap=${m.snapshotMeta.index}/t${m.snapshotMeta.term} off=${m.snapshotOffset ?? '-'}${m.snapshotDone === true ? ' done' : ''}`);
+  if (m.snapshotMeta !== undefined)
+    parts.push(
+      `snap=${m.snapshotMeta.index}/t${m.snapshotMeta.term} off=${m.snapshotOffset ?? '-'}${m.snapshotDone === true ? ' done' : ''}`,
+    );
   return parts.join(' ');
 }
 
@@ -91,7 +94,8 @@ function run(script: string): string {
       case 'add-voter':
       case 'remove': {
         if (args[1] !== undefined && n !== undefined && !n.nodes.has(args[1])) n.addNode(args[1], undefined);
-        const type = cmd === 'add-learner' ? ConfChangeType.AddLearner : cmd === 'add-voter' ? ConfChangeType.AddVoter : ConfChangeType.RemoveNode;
+        const type =
+          cmd === 'add-learner' ? ConfChangeType.AddLearner : cmd === 'add-voter' ? ConfChangeType.AddVoter : ConfChangeType.RemoveNode;
         const index = n?.get(args[0] as string).node.proposeConfChange({ type, node: NodeId(args[1] as string) });
         out.push(index === null ? 'refused' : `index ${index}`);
         settle();
@@ -110,7 +114,9 @@ function run(script: string): string {
       case 'status':
         for (const node of n?.nodes.values() ?? []) {
           const s = node.node.status();
-          out.push(`${s.id}: ${s.role} t${s.term} leader=${s.leader ?? '-'} commit=${s.commit} last=${s.lastIndex} voters=${s.voters.join(',')}${s.learners.length > 0 ? ` learners=${s.learners.join(',')}` : ''}`);
+          out.push(
+            `${s.id}: ${s.role} t${s.term} leader=${s.leader ?? '-'} commit=${s.commit} last=${s.lastIndex} voters=${s.voters.join(',')}${s.learners.length > 0 ? ` learners=${s.learners.join(',')}` : ''}`,
+          );
         }
         break;
       default:

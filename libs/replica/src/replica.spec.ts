@@ -204,7 +204,7 @@ describe('the three reorderings of handleOneReady, each where it protects nothin
     return { cell, durable, deliver };
   }
 
-  it('1: a leader\'s appends leave before its own fsync, and its own copy counts toward the commit only once durable', () => {
+  it("1: a leader's appends leave before its own fsync, and its own copy counts toward the commit only once durable", () => {
     const { cell, durable, deliver } = leaderWithOneFollower();
     const box = cell.propose('r1', 'x');
     expect(durable.has('x')).toBe(false);
@@ -220,7 +220,7 @@ describe('the three reorderings of handleOneReady, each where it protects nothin
     expect((box.outcome as Applied).result).toBe(1);
   });
 
-  it('2: a leader applies entries durable before the ready while that ready\'s own fsync runs', () => {
+  it("2: a leader applies entries durable before the ready while that ready's own fsync runs", () => {
     const { cell, durable, deliver } = leaderWithOneFollower();
     const x = cell.propose('r1', 'x');
     deliver('r2');
@@ -351,7 +351,7 @@ describe('proposals', () => {
     expect(cell.get('r1').replica.pendingProposals).toBe(pendingProposalsMax);
   });
 
-  it('refuse an empty command (the blank entry is the leader\'s own)', () => {
+  it("refuse an empty command (the blank entry is the leader's own)", () => {
     const cell = new Cell(1);
     cell.elect('r1');
     const box = { outcome: null as unknown };
@@ -456,7 +456,7 @@ describe('storage failures', () => {
 });
 
 describe('configuration', () => {
-  it('the core runs with raft\'s defaults (raftTuningDefault), unless the replica config overrides one', () => {
+  it("the core runs with raft's defaults (raftTuningDefault), unless the replica config overrides one", () => {
     expect(new Cell(1).get('r1').replica.raftTuning).toEqual(raftTuningDefault);
     const tuned = new Cell(1, { raft: { maxInflightMsgs: 8, broadcastCommit: true } }).get('r1').replica.raftTuning;
     expect(tuned).toEqual({ ...raftTuningDefault, maxInflightMsgs: 8, broadcastCommit: true });
@@ -471,12 +471,24 @@ describe('configuration', () => {
     });
     disk.runPending();
     const env = { clock: new ManualClock(), random: new SeededRandom(1), transport: { send() {} } };
-    expect(() => new Replica({ id: NodeId('r1'), peers: [NodeId('r1')], bugs: { ackBeforeFsync: true } }, store as RaftLogStore, new ListMachine(), env)).toThrow(
-      /testing export/,
-    );
-    expect(() => new Replica({ id: NodeId('r1'), peers: [NodeId('r1')], bugs: { ackBeforeFsync: true } }, store as RaftLogStore, new ListMachine(), env)).toThrow(
-      AssertionError,
-    );
+    expect(
+      () =>
+        new Replica(
+          { id: NodeId('r1'), peers: [NodeId('r1')], bugs: { ackBeforeFsync: true } },
+          store as RaftLogStore,
+          new ListMachine(),
+          env,
+        ),
+    ).toThrow(/testing export/);
+    expect(
+      () =>
+        new Replica(
+          { id: NodeId('r1'), peers: [NodeId('r1')], bugs: { ackBeforeFsync: true } },
+          store as RaftLogStore,
+          new ListMachine(),
+          env,
+        ),
+    ).toThrow(AssertionError);
   });
 });
 

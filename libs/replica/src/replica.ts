@@ -56,13 +56,7 @@ import {
 } from '@fencer/raft';
 import type { RaftLogStore } from '@fencer/wal';
 import { type Logger, type Metrics, type ReplicaEnv, noopLogger, noopMetrics } from './env.js';
-import {
-  pendingProposalsMax,
-  pendingReadsMax,
-  proposalBytesMax,
-  readTimeoutTicksDefault,
-  snapshotEveryEntriesDefault,
-} from './limits.js';
+import { pendingProposalsMax, pendingReadsMax, proposalBytesMax, readTimeoutTicksDefault, snapshotEveryEntriesDefault } from './limits.js';
 import type { StateMachine } from './state-machine.js';
 
 /**
@@ -196,7 +190,10 @@ export class Replica {
     assert(this.snapshotEveryEntries > 0, 'snapshotEveryEntries must be positive');
     assert(this.readTimeoutTicks > 0, 'readTimeoutTicks must be positive');
     const { ackBeforeFsync, ...raftBugs } = config.bugs ?? {};
-    assert(ackBeforeFsync !== true, 'the ackBeforeFsync bug is planted only by the testing export (createReplica from @fencer/replica/testing)');
+    assert(
+      ackBeforeFsync !== true,
+      'the ackBeforeFsync bug is planted only by the testing export (createReplica from @fencer/replica/testing)',
+    );
 
     // Restart: the state machine starts from the latest snapshot; the core
     // then hands back committed entries above it to replay.
@@ -647,7 +644,9 @@ export class Replica {
     if (wasLeader && soft.role !== 'leader') {
       this.logger.info({ id: this.id, leader: soft.leader }, 'lost leadership');
       this.failProposals(() => new FencerError(ErrorCode.OUTCOME_UNKNOWN, 'leadership was lost before the entry applied'));
-      this.failReads(() => new FencerError(ErrorCode.NOT_LEADER, 'leadership was lost before the read was confirmed', soft.leader ?? undefined));
+      this.failReads(
+        () => new FencerError(ErrorCode.NOT_LEADER, 'leadership was lost before the read was confirmed', soft.leader ?? undefined),
+      );
     } else if (!wasLeader && soft.role === 'leader') {
       this.logger.info({ id: this.id }, 'became leader');
     }
@@ -666,7 +665,8 @@ export class Replica {
    */
   snapshotNow(done: (outcome: Result<{ index: LogIndex; bytes: number }, FencerError>) => void): void {
     if (this.stoppedFlag) return this.later(done, err(new FencerError(ErrorCode.SHUTTING_DOWN, 'the replica is stopping')));
-    if (this.snapshotInFlight) return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, 'a snapshot is being written; try again shortly')));
+    if (this.snapshotInFlight)
+      return this.later(done, err(new FencerError(ErrorCode.TOO_MANY_REQUESTS, 'a snapshot is being written; try again shortly')));
     if (this.appliedIndex === this.snapshotIndex) {
       return this.later(done, ok({ index: this.snapshotIndex, bytes: this.store.snapshot().data.byteLength }));
     }

@@ -8,7 +8,20 @@
  */
 import { createReplica } from '@fencer/replica/testing';
 import { type NodeId, assert } from '@fencer/base';
-import { type CallDone, type Cancel, type CellEnv, type CellMethod, GroupCore, type GroupConfig, type LeaderForwarder, LockCell, type LockCellConfig, type RequestOf, type ResponseOf, noopCellMetrics } from '@fencer/cell';
+import {
+  type CallDone,
+  type Cancel,
+  type CellEnv,
+  type CellMethod,
+  GroupCore,
+  type GroupConfig,
+  type LeaderForwarder,
+  LockCell,
+  type LockCellConfig,
+  type RequestOf,
+  type ResponseOf,
+  noopCellMetrics,
+} from '@fencer/cell';
 import type { Message } from '@fencer/raft';
 import { noopLogger } from '@fencer/replica';
 import type { LockStateMachine } from '@fencer/lock-fsm';
@@ -77,7 +90,8 @@ function envFor(sim: Simulation, node: SimNode, life: number): CellEnv {
       if (node.life !== life) return;
       for (const m of messages) {
         assert(m.from === node.id, 'a replica sends only as itself');
-        if (m.type === 'AppendEntries' || m.type === 'Heartbeat' || m.type === 'InstallSnapshot') sim.checkers.leaderMessage(node.id, m.term);
+        if (m.type === 'AppendEntries' || m.type === 'Heartbeat' || m.type === 'InstallSnapshot')
+          sim.checkers.leaderMessage(node.id, m.term);
         else if (m.type === 'RequestVoteResponse' && m.reject !== true) sim.nemesis.voteGranted(node, m.to, m.term);
       }
       sim.network.send(messages);
@@ -116,7 +130,11 @@ function envFor(sim: Simulation, node: SimNode, life: number): CellEnv {
  * leader's cell as a forwarded call, and its answer travels back.
  */
 function forwarderFor(sim: Simulation, from: SimNode, fromLife: number): LeaderForwarder {
-  const relay = <T>(leader: NodeId, call: (to: SimNode, answer: (...a: T[]) => void) => Cancel | void, done: (...a: T[]) => void): Cancel => {
+  const relay = <T>(
+    leader: NodeId,
+    call: (to: SimNode, answer: (...a: T[]) => void) => Cancel | void,
+    done: (...a: T[]) => void,
+  ): Cancel => {
     const to = sim.nodes.get(leader);
     let cancelled = false;
     let cancelThere: Cancel | undefined;
@@ -135,11 +153,25 @@ function forwarderFor(sim: Simulation, from: SimNode, fromLife: number): LeaderF
     };
   };
   return {
-    forward<M extends CellMethod>(leader: NodeId, _address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {
-      return relay(leader, (to, answer) => to.cell?.call(method, request, { forwarded: true }, (o, r) => answer(o, r)), (o, r) => done(o as never, r as never));
+    forward<M extends CellMethod>(
+      leader: NodeId,
+      _address: string,
+      method: M,
+      request: RequestOf<M>,
+      done: CallDone<ResponseOf<M>>,
+    ): Cancel {
+      return relay(
+        leader,
+        (to, answer) => to.cell?.call(method, request, { forwarded: true }, (o, r) => answer(o, r)),
+        (o, r) => done(o as never, r as never),
+      );
     },
     heartbeats(leader, _address, sessionIds, done): Cancel {
-      return relay(leader, (to, answer) => to.cell?.heartbeat(sessionIds, { forwarded: true }, (r) => answer(r)), (r) => done(r as never));
+      return relay(
+        leader,
+        (to, answer) => to.cell?.heartbeat(sessionIds, { forwarded: true }, (r) => answer(r)),
+        (r) => done(r as never),
+      );
     },
   };
 }

@@ -20,7 +20,9 @@ describe('commit-monotonic', () => {
     c.commitObserved(n1, 9);
     expect(c.violations).toEqual([]);
     c.commitObserved(n1, 7);
-    expect(c.violations.map((v) => [v.checker, v.detail])).toEqual([['commit-monotonic', "n1's commit index went from 9 to 7 within one life"]]);
+    expect(c.violations.map((v) => [v.checker, v.detail])).toEqual([
+      ['commit-monotonic', "n1's commit index went from 9 to 7 within one life"],
+    ]);
   });
 
   it('allows a restart below an unsynced commit, never below a durable one', () => {

@@ -238,7 +238,7 @@ export class Checkers {
     const seen = this.logPoints.get(key);
     if (seen === undefined) {
       assert(term < 0x10_0000, 'term fits the log point key');
-    this.logPoints.set(key, { digest: d, prevTerm, node });
+      this.logPoints.set(key, { digest: d, prevTerm, node });
       return;
     }
     if (seen.digest !== d) {
@@ -336,7 +336,8 @@ export class Checkers {
       return;
     }
     const need = barrier.ackedIndexByKey[key] as number;
-    if (version < need) this.fail('stale-read', `${node} read key ${key} at version ${version}, begun after a write to it acked at ${need}`);
+    if (version < need)
+      this.fail('stale-read', `${node} read key ${key} at version ${version}, begun after a write to it acked at ${need}`);
   }
 
   // ---- end of run ----
@@ -353,7 +354,10 @@ export class Checkers {
         if (applied < w.index) {
           this.fail('acked-lost', `${node} ended at applied ${applied}, below the acked write ${w.writeId} at ${w.index}`);
         } else if (w.index >= log.firstIndex() && w.index <= log.lastIndex() && log.term(w.index as never) !== w.term) {
-          this.fail('acked-lost', `${node} ends with term ${log.term(w.index as never)} at ${w.index}, where write ${w.writeId} was acked in ${w.term}`);
+          this.fail(
+            'acked-lost',
+            `${node} ends with term ${log.term(w.index as never)} at ${w.index}, where write ${w.writeId} was acked in ${w.term}`,
+          );
         }
       }
     }

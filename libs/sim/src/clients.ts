@@ -42,8 +42,22 @@ function modeFromWire(mode: number): LockMode {
 
 /** The contract's lock state back in the state machine's shape (the fields the checkers compare). */
 export function lockFromWire(w: WireLockState): LockState {
-  const holders: Holder[] = w.holders.map((h) => ({ sessionId: h.sessionId as never, clientId: h.clientId, mode: modeFromWire(h.mode), token: h.token as never, lockDelayMs: 0 }));
-  const waiters: Waiter[] = w.waiters.map((x) => ({ sessionId: x.sessionId as never, clientId: x.clientId, mode: modeFromWire(x.mode), requestId: x.requestId as never, waitMs: 0, lockDelayMs: 0, queuedRevision: 0 as never }));
+  const holders: Holder[] = w.holders.map((h) => ({
+    sessionId: h.sessionId as never,
+    clientId: h.clientId,
+    mode: modeFromWire(h.mode),
+    token: h.token as never,
+    lockDelayMs: 0,
+  }));
+  const waiters: Waiter[] = w.waiters.map((x) => ({
+    sessionId: x.sessionId as never,
+    clientId: x.clientId,
+    mode: modeFromWire(x.mode),
+    requestId: x.requestId as never,
+    waitMs: 0,
+    lockDelayMs: 0,
+    queuedRevision: 0 as never,
+  }));
   return { name: w.name, mode: w.mode === 0 ? null : modeFromWire(w.mode), holders, waiters, delayed: w.delayed };
 }
 
@@ -58,7 +72,13 @@ export class SimClients {
 
   start(): void {
     for (let c = 0; c < this.sim.options.clients; c++) {
-      const client: ClientState = { id: c, target: null, op: 0, lock: this.sim.options.machine === 'lock' ? newLockClient(c) : null, heartbeatTarget: null };
+      const client: ClientState = {
+        id: c,
+        target: null,
+        op: 0,
+        lock: this.sim.options.machine === 'lock' ? newLockClient(c) : null,
+        heartbeatTarget: null,
+      };
       this.startClient(client);
       if (client.lock) this.heartbeatLoop(client, client.lock);
     }
@@ -66,7 +86,9 @@ export class SimClients {
 
   private startClient(client: ClientState, extraUs = 0): void {
     const think = extraUs + Math.round(this.sim.options.clientThinkMs * US_PER_MS * (0.2 + 1.6 * this.random.float()));
-    this.sim.scheduler.after(think, Tag.client | (client.id << 16), () => (client.lock ? this.lockClientOp(client, client.lock) : this.kvClientOp(client)));
+    this.sim.scheduler.after(think, Tag.client | (client.id << 16), () =>
+      client.lock ? this.lockClientOp(client, client.lock) : this.kvClientOp(client),
+    );
   }
 
   /**
@@ -75,7 +97,12 @@ export class SimClients {
    * schedules the next. It gives up after a timeout, its outcome unknown,
    * and cancels the call as a gRPC deadline would.
    */
-  private beginClientOp(client: ClientState): { op: number; node: SimNode; finish: (retarget: NodeId | null) => void; onGiveUp: (cancel: () => void) => void } {
+  private beginClientOp(client: ClientState): {
+    op: number;
+    node: SimNode;
+    finish: (retarget: NodeId | null) => void;
+    onGiveUp: (cancel: () => void) => void;
+  } {
     const op = this.nextOp++;
     client.op = op;
     let target = client.target !== null ? this.sim.nodes.get(client.target) : undefined;
@@ -177,7 +204,10 @@ export class SimClients {
       this.toNode(node, () => {
         const cell = node.cell;
         if (!cell) return;
-        const served = (outcome: Result<unknown, FencerError>, read: (value: never) => { revision: number; answer: LockReadAnswer }): void =>
+        const served = (
+          outcome: Result<unknown, FencerError>,
+          read: (value: never) => { revision: number; answer: LockReadAnswer },
+        ): void =>
           this.toClient(() => {
             if (client.op !== op) return;
             if (!outcome.ok) return finish(retargetOf(outcome.error));
@@ -191,13 +221,22 @@ export class SimClients {
             ? cell.call('checkToken', { name: next.name, token: next.token }, { forwarded: false }, (o) =>
                 served(o, (v: { current: boolean; latestToken: number; revision: number }) => ({
                   revision: v.revision,
-                  answer: { kind: 'CheckToken', token: next.token as number, answer: { current: v.current, latestToken: v.latestToken as never } },
+                  answer: {
+                    kind: 'CheckToken',
+                    token: next.token as number,
+                    answer: { current: v.current, latestToken: v.latestToken as never },
+                  },
                 })),
               )
             : cell.call('getLock', { name: next.name }, { forwarded: false }, (o) =>
                 served(o, (v: { lock: WireLockState | undefined; revision: number }) => ({
                   revision: v.revision,
-                  answer: { kind: 'GetLock', state: v.lock ? lockFromWire(v.lock) : lockFromWire({ name: next.name, mode: 0, holders: [], waiters: [], delayed: false }) },
+                  answer: {
+                    kind: 'GetLock',
+                    state: v.lock
+                      ? lockFromWire(v.lock)
+                      : lockFromWire({ name: next.name, mode: 0, holders: [], waiters: [], delayed: false }),
+                  },
                 })),
               );
         onGiveUp(() => this.sim.onNode(node, node.life, cancel));
@@ -208,15 +247,26 @@ export class SimClients {
     this.toNode(node, () => {
       const cell = node.cell;
       if (!cell) return;
-      const cancel = cell.call(w.method, w.request as never, { forwarded: false }, (outcome: Result<unknown, FencerError>, receipt?: Receipt) =>
-        this.toClient(() => {
-          if (client.op !== op) return; // The client gave up before the answer came.
-          if (receipt) this.ackWrite({ writeId: op, index: receipt.index, term: receipt.term, digest: digest(0, receipt.data), ackUs: this.sim.scheduler.now });
-          if (!outcome.ok && isRetry(outcome.error)) this.sim.stats.writesFailed++;
-          const { grant } = lockAnswered(lc, w, outcome);
-          if (grant) this.sim.lockCheckers.ackedGrant(grant);
-          finish(outcome.ok ? node.id : retargetOf(outcome.error));
-        }),
+      const cancel = cell.call(
+        w.method,
+        w.request as never,
+        { forwarded: false },
+        (outcome: Result<unknown, FencerError>, receipt?: Receipt) =>
+          this.toClient(() => {
+            if (client.op !== op) return; // The client gave up before the answer came.
+            if (receipt)
+              this.ackWrite({
+                writeId: op,
+                index: receipt.index,
+                term: receipt.term,
+                digest: digest(0, receipt.data),
+                ackUs: this.sim.scheduler.now,
+              });
+            if (!outcome.ok && isRetry(outcome.error)) this.sim.stats.writesFailed++;
+            const { grant } = lockAnswered(lc, w, outcome);
+            if (grant) this.sim.lockCheckers.ackedGrant(grant);
+            finish(outcome.ok ? node.id : retargetOf(outcome.error));
+          }),
       );
       onGiveUp(() => this.sim.onNode(node, node.life, cancel));
     });
@@ -250,7 +300,8 @@ export class SimClients {
                 return;
               }
               client.heartbeatTarget = target.id;
-              for (const a of r.value) if (a.ttlMsRemaining > 0) this.sim.lockCheckers.heartbeatAcked(a.sessionId, sentUs, a.ttlMsRemaining, clocks);
+              for (const a of r.value)
+                if (a.ttlMsRemaining > 0) this.sim.lockCheckers.heartbeatAcked(a.sessionId, sentUs, a.ttlMsRemaining, clocks);
             }),
           );
         });

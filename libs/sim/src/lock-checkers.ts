@@ -90,7 +90,12 @@ export function lockFingerprint(s: LockState): string {
 
 function resultDigest(result: ApplyResult): string {
   const h = new Hasher().num(result.revision).str(JSON.stringify(result.outcome));
-  for (const e of result.events) h.str(e.type).str(e.name).str(e.sessionId).num(e.token).str(e.requestId ?? '');
+  for (const e of result.events)
+    h.str(e.type)
+      .str(e.name)
+      .str(e.sessionId)
+      .num(e.token)
+      .str(e.requestId ?? '');
   return h.hex();
 }
 
@@ -124,13 +129,17 @@ export class LockCheckers {
     const seen = this.results.get(index);
     if (seen !== undefined) {
       if (seen.digest !== digest) {
-        this.checkers.fail('state-machine-safety', `${node} applied ${command.kind} at ${index} with another result than ${seen.node}: ${JSON.stringify(result.outcome)}`);
+        this.checkers.fail(
+          'state-machine-safety',
+          `${node} applied ${command.kind} at ${index} with another result than ${seen.node}: ${JSON.stringify(result.outcome)}`,
+        );
       }
       return;
     }
     this.results.set(index, { digest, node });
     if (command.kind === 'ExpireSession' && result.outcome.ok) this.expiries++;
-    if (command.kind === 'CancelWait' && result.outcome.ok && 'cancelled' in result.outcome && result.outcome.cancelled) this.waitsTimedOut++;
+    if (command.kind === 'CancelWait' && result.outcome.ok && 'cancelled' in result.outcome && result.outcome.cancelled)
+      this.waitsTimedOut++;
     const touched = new Set<string>();
     if ('name' in command) touched.add(command.name);
     for (const e of result.events) {
@@ -179,7 +188,10 @@ export class LockCheckers {
     this.grantsAcked++;
     const index = this.grantedAt.get(key);
     if (index === undefined) {
-      this.checkers.fail('fencing-token', `${g.sessionId} was told it holds ${g.name} with token ${g.token}, which no applied entry granted`);
+      this.checkers.fail(
+        'fencing-token',
+        `${g.sessionId} was told it holds ${g.name} with token ${g.token}, which no applied entry granted`,
+      );
       return;
     }
     const placed: PlacedGrant = { ...g, key, index };
@@ -271,17 +283,27 @@ export class LockCheckers {
     this.lockReadsChecked++;
     const name = barrier.name;
     if (appliedIndex < barrier.ackedIndexMax) {
-      this.checkers.fail('stale-read', `${node} served ${read.kind} ${name} at applied ${appliedIndex}, begun after a write acked at ${barrier.ackedIndexMax}`);
+      this.checkers.fail(
+        'stale-read',
+        `${node} served ${read.kind} ${name} at applied ${appliedIndex}, begun after a write acked at ${barrier.ackedIndexMax}`,
+      );
       return;
     }
     const want = this.stateAt(name, appliedIndex);
     if (read.kind === 'GetLock') {
       const got = lockFingerprint(read.state);
       if (got !== lockFingerprint(want)) {
-        this.checkers.fail('stale-read', `${node} served GetLock ${name} at applied ${appliedIndex} as [${got}], the applied history has [${lockFingerprint(want)}]`);
+        this.checkers.fail(
+          'stale-read',
+          `${node} served GetLock ${name} at applied ${appliedIndex} as [${got}], the applied history has [${lockFingerprint(want)}]`,
+        );
         return;
       }
-      this.checkFloor(node, barrier, read.state.holders.map((h) => ({ token: h.token as number, mode: h.mode })));
+      this.checkFloor(
+        node,
+        barrier,
+        read.state.holders.map((h) => ({ token: h.token as number, mode: h.mode })),
+      );
     } else {
       let current = false;
       let latest = 0;

@@ -22,7 +22,15 @@ export const LOCKS_PER_NAMESPACE = 3;
 const heldMax = 2;
 
 /** Errors after which the same request is simply tried again (no definite answer). */
-const RETRY_CODES: ReadonlySet<string> = new Set(['NOT_LEADER', 'NO_LEADER', 'TOO_MANY_REQUESTS', 'DEADLINE_EXCEEDED', 'SHUTTING_DOWN', 'OUTCOME_UNKNOWN', 'CANCELLED']);
+const RETRY_CODES: ReadonlySet<string> = new Set([
+  'NOT_LEADER',
+  'NO_LEADER',
+  'TOO_MANY_REQUESTS',
+  'DEADLINE_EXCEEDED',
+  'SHUTTING_DOWN',
+  'OUTCOME_UNKNOWN',
+  'CANCELLED',
+]);
 
 export function isRetry(error: FencerError): boolean {
   return RETRY_CODES.has(error.code);
@@ -42,12 +50,12 @@ export interface LockClient {
   pending: LockWrite | null;
 }
 
-export type LockWrite = { [M in Exclude<CellMethod, 'checkToken' | 'getLock' | 'listLocks'>]: { readonly method: M; readonly request: CellCalls[M]['request'] } }[Exclude<
-  CellMethod,
-  'checkToken' | 'getLock' | 'listLocks'
->];
+export type LockWrite = {
+  [M in Exclude<CellMethod, 'checkToken' | 'getLock' | 'listLocks'>]: { readonly method: M; readonly request: CellCalls[M]['request'] };
+}[Exclude<CellMethod, 'checkToken' | 'getLock' | 'listLocks'>];
 
-export type LockOp = { readonly kind: 'write'; readonly write: LockWrite } | { readonly kind: 'read'; readonly name: string; readonly token: number | null };
+export type LockOp =
+  { readonly kind: 'write'; readonly write: LockWrite } | { readonly kind: 'read'; readonly name: string; readonly token: number | null };
 
 export function newLockClient(id: number): LockClient {
   return { id, session: null, requests: 0, held: new Map(), pending: null };
@@ -106,7 +114,11 @@ function write(c: LockClient, w: LockWrite): LockOp {
  * A write got an answer. Returns the grant the client was told of, if any,
  * and whether the write is done (false: no definite answer, retry it as is).
  */
-export function lockAnswered(c: LockClient, w: LockWrite, outcome: Result<unknown, FencerError>): { grant: AckedGrant | null; done: boolean } {
+export function lockAnswered(
+  c: LockClient,
+  w: LockWrite,
+  outcome: Result<unknown, FencerError>,
+): { grant: AckedGrant | null; done: boolean } {
   if (c.pending !== w) return { grant: null, done: true };
   if (!outcome.ok) {
     if (isRetry(outcome.error)) return { grant: null, done: false };

@@ -21,7 +21,13 @@ const A = 'alpha:a' as SessionId;
 const B = 'alpha:b' as SessionId;
 const L = lockName('alpha', 0);
 
-const open = (sessionId: SessionId): Command => ({ kind: 'OpenSession', sessionId, clientId: sessionId, namespace: 'alpha' as never, ttlMs: 3_000 });
+const open = (sessionId: SessionId): Command => ({
+  kind: 'OpenSession',
+  sessionId,
+  clientId: sessionId,
+  namespace: 'alpha' as never,
+  ttlMs: 3_000,
+});
 const acquire = (sessionId: SessionId, requestId: string, mode: 'EXCLUSIVE' | 'SHARED' = 'EXCLUSIVE'): Command => ({
   kind: 'Acquire',
   sessionId,
@@ -39,7 +45,12 @@ const release = (sessionId: SessionId, token: number): Command => ({ kind: 'Rele
  * way the simulation does from the first replica; `rewrite` plants a bug in
  * what is reported at an index.
  */
-function history(lc: LockCheckers, commands: Command[], node = n1, rewrite?: (index: number, r: ApplyResult) => ApplyResult): LockStateMachine {
+function history(
+  lc: LockCheckers,
+  commands: Command[],
+  node = n1,
+  rewrite?: (index: number, r: ApplyResult) => ApplyResult,
+): LockStateMachine {
   const fsm = new LockStateMachine({ autoClaim: true });
   commands.forEach((c, i) => {
     const result = fsm.apply(i + 1, c);
@@ -48,7 +59,7 @@ function history(lc: LockCheckers, commands: Command[], node = n1, rewrite?: (in
   return fsm;
 }
 
-describe('planted lock bugs (the cell\'s test hooks)', () => {
+describe("planted lock bugs (the cell's test hooks)", () => {
   it('doubleGrant rewrites what every replica reports, not the state', () => {
     const hooks = plantedHooks('doubleGrant', () => {
       throw new Error('not a read bug');
@@ -102,7 +113,12 @@ describe('lock checkers fire on broken histories and only then', () => {
   const fired = (c: Checkers): string[] => c.violations.map((v) => v.checker);
 
   /** The checkers that fire when `grants` are acknowledged over `commands` whose reported result at `at` is rewritten. */
-  function firedWithPlanted(commands: Command[], at: number, rewrite: (r: ApplyResult) => ApplyResult, grants: [SessionId, number][]): string[] {
+  function firedWithPlanted(
+    commands: Command[],
+    at: number,
+    rewrite: (r: ApplyResult) => ApplyResult,
+    grants: [SessionId, number][],
+  ): string[] {
     const c = new Checkers(now);
     const lc = new LockCheckers(c);
     history(lc, commands, n1, (i, r) => (i === at ? rewrite(r) : r));
@@ -122,10 +138,18 @@ describe('lock checkers fire on broken histories and only then', () => {
     expect(fired(c)).toEqual(['fencing-token']);
 
     // A token reused by a later grant (events and answers agree, so only the order tells).
-    const reused = firedWithPlanted([open(A), open(B), acquire(A, 'r1'), release(A, 3), acquire(B, 'r2')], 5, (r) => ({
-      ...r,
-      events: r.events.map((e) => ({ ...e, token: 3 as Revision })),
-    }), [[A, 3], [B, 3]]);
+    const reused = firedWithPlanted(
+      [open(A), open(B), acquire(A, 'r1'), release(A, 3), acquire(B, 'r2')],
+      5,
+      (r) => ({
+        ...r,
+        events: r.events.map((e) => ({ ...e, token: 3 as Revision })),
+      }),
+      [
+        [A, 3],
+        [B, 3],
+      ],
+    );
     expect(reused).toEqual(['fencing-token']);
   });
 
@@ -133,14 +157,27 @@ describe('lock checkers fire on broken histories and only then', () => {
     const c = new Checkers(now);
     const lc = new LockCheckers(c);
     history(lc, [open(A), open(B), acquire(A, 'r1', 'SHARED'), acquire(B, 'r2', 'SHARED'), release(A, 3), release(B, 4), acquire(A, 'r3')]);
-    for (const [s, t, m] of [[A, 3, 'SHARED'], [B, 4, 'SHARED'], [A, 7, 'EXCLUSIVE']] as const) lc.ackedGrant({ name: L, sessionId: s, token: t, mode: m });
+    for (const [s, t, m] of [
+      [A, 3, 'SHARED'],
+      [B, 4, 'SHARED'],
+      [A, 7, 'EXCLUSIVE'],
+    ] as const)
+      lc.ackedGrant({ name: L, sessionId: s, token: t, mode: m });
     expect(c.violationCount).toBe(0);
 
     // B told it holds L exclusively at 4 while A still holds it (from 3): a double grant.
-    const doubled = firedWithPlanted([open(A), open(B), acquire(A, 'r1'), acquire(B, 'r2')], 4, (r) => ({
-      ...r,
-      events: r.events.map((e) => ({ ...e, type: 'ACQUIRED' as const, token: 4 as Revision })),
-    }), [[A, 3], [B, 4]]);
+    const doubled = firedWithPlanted(
+      [open(A), open(B), acquire(A, 'r1'), acquire(B, 'r2')],
+      4,
+      (r) => ({
+        ...r,
+        events: r.events.map((e) => ({ ...e, type: 'ACQUIRED' as const, token: 4 as Revision })),
+      }),
+      [
+        [A, 3],
+        [B, 4],
+      ],
+    );
     expect(doubled).toEqual(['lock-exclusion']);
   });
 

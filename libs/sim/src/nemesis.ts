@@ -73,7 +73,8 @@ export class Nemesis {
       if (this.sim.quiet) return;
       const voters = this.votesFor.get(candidate) ?? new Set<string>();
       const side = [candidate, ...[...voters].filter((v) => v !== voter.id && v !== candidate)] as NodeId[];
-      const rest = this.sim.live()
+      const rest = this.sim
+        .live()
         .map((n) => n.id)
         .filter((id) => !side.includes(id));
       const epoch = ++this.sim.partitionEpoch;
@@ -242,7 +243,12 @@ export class Nemesis {
         this.amnesiaArmed = true;
         const epoch = ++this.sim.partitionEpoch;
         this.sim.stats.partitions++;
-        this.sim.network.setCut(cutBetween([leader.id], this.sim.live().map((n) => n.id)));
+        this.sim.network.setCut(
+          cutBetween(
+            [leader.id],
+            this.sim.live().map((n) => n.id),
+          ),
+        );
         this.sim.scheduler.after(r.range(1_500 * US_PER_MS, 3 * US_PER_SECOND), Tag.nemesis, () => {
           this.amnesiaArmed = false;
           if (this.sim.partitionEpoch === epoch) this.sim.network.heal();
@@ -308,7 +314,11 @@ export class Nemesis {
       });
       return;
     }
-    this.sim.crash(node, 'power cut', r.chance(this.sim.options.restartFastShare) ? r.range(20 * US_PER_MS, 300 * US_PER_MS) : r.range(300 * US_PER_MS, 6 * US_PER_SECOND));
+    this.sim.crash(
+      node,
+      'power cut',
+      r.chance(this.sim.options.restartFastShare) ? r.range(20 * US_PER_MS, 300 * US_PER_MS) : r.range(300 * US_PER_MS, 6 * US_PER_SECOND),
+    );
   }
 
   /** Remove a voter, add a learner, or promote one; one change at a time. */
@@ -334,7 +344,12 @@ export class Nemesis {
       const fresh = this.sim.addNode(toNodeId(`n${this.sim.nodes.size + 1}`));
       this.sim.start(fresh);
       // As the cell node's AddMember does: the member's addresses first, then the change.
-      this.proposeDirectory(leader, { kind: 'SetMemberAddress', id: fresh.id, address: simAddress(fresh.id), peerAddress: simPeerAddress(fresh.id) });
+      this.proposeDirectory(leader, {
+        kind: 'SetMemberAddress',
+        id: fresh.id,
+        address: simAddress(fresh.id),
+        peerAddress: simPeerAddress(fresh.id),
+      });
       const type = r.chance(0.7) ? ConfChangeType.AddLearner : ConfChangeType.AddVoter;
       return this.proposeChange(leader, { type, node: fresh.id });
     }
@@ -354,15 +369,17 @@ export class Nemesis {
     this.membershipBusy = true;
     this.sim.stats.confChanges++;
     this.sim.note(`conf ${change.type} ${change.node}`);
-    this.sim.guard(leader, () => replica.proposeConfChange(change, (outcome) => {
-      this.membershipBusy = false;
-      if (outcome.ok && change.type === ConfChangeType.RemoveNode) {
-        if (!replica.stopped && replica.isLeader) this.proposeDirectory(leader, { kind: 'ForgetMember', id: change.node });
-        const gone = this.sim.nodes.get(change.node);
-        // Let it hear the commit first; then its disk goes away with it.
-        if (gone) this.sim.scheduler.after(500 * US_PER_MS, Tag.nemesis, () => this.decommissionIfOut(gone));
-      }
-    }));
+    this.sim.guard(leader, () =>
+      replica.proposeConfChange(change, (outcome) => {
+        this.membershipBusy = false;
+        if (outcome.ok && change.type === ConfChangeType.RemoveNode) {
+          if (!replica.stopped && replica.isLeader) this.proposeDirectory(leader, { kind: 'ForgetMember', id: change.node });
+          const gone = this.sim.nodes.get(change.node);
+          // Let it hear the commit first; then its disk goes away with it.
+          if (gone) this.sim.scheduler.after(500 * US_PER_MS, Tag.nemesis, () => this.decommissionIfOut(gone));
+        }
+      }),
+    );
   }
 
   /**
@@ -391,7 +408,8 @@ export class Nemesis {
     this.proposeChange(leader, { type: ConfChangeType.AddVoter, node: b.id });
     const others = r.shuffle(voters.filter((v) => v !== leader.id));
     const side = [leader.id, a.id, b.id, ...others.slice(0, extra)];
-    const rest = this.sim.live()
+    const rest = this.sim
+      .live()
       .map((x) => x.id)
       .filter((id) => !side.includes(id));
     const epoch = ++this.sim.partitionEpoch;

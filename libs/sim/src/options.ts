@@ -185,7 +185,17 @@ export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<Sim
         replicas: 3,
         faultEveryMs: 600,
         restartFastShare: 0.9,
-        faults: { ...allFaults, crash: 2, amnesia: 6, partition: 4, rollingPartition: 2, pause: 0, transfer: 0, membership: 0, slowDisk: 0 },
+        faults: {
+          ...allFaults,
+          crash: 2,
+          amnesia: 6,
+          partition: 4,
+          rollingPartition: 2,
+          pause: 0,
+          transfer: 0,
+          membership: 0,
+          slowDisk: 0,
+        },
         ...overrides,
       });
     case 'concurrentConfChange':

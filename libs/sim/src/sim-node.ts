@@ -30,7 +30,8 @@ export function nodeOfAddress(address: string | undefined): NodeId | null {
 export type NodeState = 'starting' | 'up' | 'down' | 'removed';
 
 /** What runs in one life of a node: the production lock cell, or the KV machine on the generic group core. */
-export type NodeProgram = { readonly kind: 'lock'; readonly cell: LockCell } | { readonly kind: 'kv'; readonly core: GroupCore; readonly kv: KvStateMachine };
+export type NodeProgram =
+  { readonly kind: 'lock'; readonly cell: LockCell } | { readonly kind: 'kv'; readonly core: GroupCore; readonly kv: KvStateMachine };
 
 export class SimNode {
   state: NodeState = 'down';

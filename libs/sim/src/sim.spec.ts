@@ -74,7 +74,12 @@ describe('Network', () => {
   it('delivers, drops on cut links (also in flight), and heals', () => {
     const s = new Scheduler();
     const got: string[] = [];
-    const net = new Network(s, new SeededRandom(1), (m) => got.push(`${m.from}>${m.to}`), () => 1);
+    const net = new Network(
+      s,
+      new SeededRandom(1),
+      (m) => got.push(`${m.from}>${m.to}`),
+      () => 1,
+    );
     net.profile = quietNetwork;
     net.send([msg('n1', 'n2')]);
     net.setCut([[n2, n1]]);
@@ -92,7 +97,12 @@ describe('Network', () => {
   });
 
   it('has a heavy tail: some delays are far above the median', () => {
-    const net = new Network(new Scheduler(), new SeededRandom(2), () => {}, () => 1);
+    const net = new Network(
+      new Scheduler(),
+      new SeededRandom(2),
+      () => {},
+      () => 1,
+    );
     const delays = Array.from({ length: 20_000 }, () => net.sampleDelayUs()).sort((a, b) => a - b);
     const median = delays[10_000] as number;
     expect(median).toBeGreaterThan(500);

@@ -73,7 +73,6 @@ export interface RunStats {
   finalMembers: number;
 }
 
-
 export class Simulation {
   readonly options: SimOptions;
   readonly scheduler = new Scheduler();
@@ -138,7 +137,12 @@ export class Simulation {
     this.spawnRandom = rootRandom.fork();
     this.endUs = options.seconds * US_PER_SECOND;
     this.quietUs = (options.seconds - options.quietSeconds) * US_PER_SECOND;
-    this.network = new Network(this.scheduler, netRandom, (m) => this.deliver(m), (id) => this.nodes.get(id)?.num ?? 0);
+    this.network = new Network(
+      this.scheduler,
+      netRandom,
+      (m) => this.deliver(m),
+      (id) => this.nodes.get(id)?.num ?? 0,
+    );
     this.nemesis = new Nemesis(this, this.nemesisRandom, nodesMax);
     this.network.profile = this.nemesis.faulty;
     this.clients = new SimClients(this, clientRandom);
@@ -154,7 +158,10 @@ export class Simulation {
       this.scheduler.at(this.quietUs, Tag.phase, () => this.beginQuiet());
       // A run stops at its first violation, unless the code under test only asserted: the node
       // crashed as a process would, and what follows may show what the assertion guarded.
-      const finished = this.scheduler.runUntil(this.endUs, () => this.stopped || this.checkers.violationCount > this.checkers.assertionCount);
+      const finished = this.scheduler.runUntil(
+        this.endUs,
+        () => this.stopped || this.checkers.violationCount > this.checkers.assertionCount,
+      );
       if (finished) this.finalChecks();
     } catch (e) {
       const error = e as Error;
@@ -199,15 +206,20 @@ export class Simulation {
     const num = this.nodes.size + 1;
     // Filled in below: the disk's scheduler needs the node to route completions through its pauses.
     let node: SimNode | null = null;
-    const disk = createSimDisk(this.options.store, random.fork(), (_op, delayMs, fn) => {
-      const n = node as SimNode;
-      const life = n.life;
-      const latencyUs = Math.max(1, Math.round(delayMs * US_PER_MS * n.diskSlowFactor));
-      // One queue per disk: operations complete in the order they were issued.
-      const at = Math.max(this.scheduler.now + latencyUs, n.diskFreeAtUs);
-      n.diskFreeAtUs = at;
-      this.scheduler.at(at, Tag.disk | (n.num << 8), () => this.onNode(n, life, fn, true));
-    }, this.options.fsyncMs);
+    const disk = createSimDisk(
+      this.options.store,
+      random.fork(),
+      (_op, delayMs, fn) => {
+        const n = node as SimNode;
+        const life = n.life;
+        const latencyUs = Math.max(1, Math.round(delayMs * US_PER_MS * n.diskSlowFactor));
+        // One queue per disk: operations complete in the order they were issued.
+        const at = Math.max(this.scheduler.now + latencyUs, n.diskFreeAtUs);
+        n.diskFreeAtUs = at;
+        this.scheduler.at(at, Tag.disk | (n.num << 8), () => this.onNode(n, life, fn, true));
+      },
+      this.options.fsyncMs,
+    );
     node = new SimNode(id, num, random, disk);
     node.localAtUs = this.scheduler.now;
     node.localMs = random.range(0, 10_000_000);
@@ -242,13 +254,24 @@ export class Simulation {
         return;
       }
       this.checkers.recovered(node.id, store.initialState().hardState, store.snapshot().meta.index);
-      const observed = observeStore(store, node.id, this.checkers, () => node.life === life, (hs) => {
-        // Diagnostic: a leader's commit index landing on an entry of an older term (Figure 8's mistake).
-        if (node.role === 'leader' && hs.commit >= store.firstIndex() && hs.commit <= store.lastIndex() && store.term(hs.commit) !== hs.term) {
-          this.stats.oldTermCommits++;
-          this.note(`${node.id} commits (${hs.commit}, term ${store.term(hs.commit)}) in term ${hs.term}`);
-        }
-      });
+      const observed = observeStore(
+        store,
+        node.id,
+        this.checkers,
+        () => node.life === life,
+        (hs) => {
+          // Diagnostic: a leader's commit index landing on an entry of an older term (Figure 8's mistake).
+          if (
+            node.role === 'leader' &&
+            hs.commit >= store.firstIndex() &&
+            hs.commit <= store.lastIndex() &&
+            store.term(hs.commit) !== hs.term
+          ) {
+            this.stats.oldTermCommits++;
+            this.note(`${node.id} commits (${hs.commit}, term ${store.term(hs.commit)}) in term ${hs.term}`);
+          }
+        },
+      );
       node.store = store;
       node.role = 'follower';
       node.state = 'up';
@@ -328,7 +351,12 @@ export class Simulation {
 
   private deliver(m: Message): void {
     const node = this.nodes.get(m.to);
-    this.scheduler.trace.word(messageCode(m.type)).num(m.term).num(m.index ?? 0).num(m.entries?.length ?? 0).num(m.commit ?? 0);
+    this.scheduler.trace
+      .word(messageCode(m.type))
+      .num(m.term)
+      .num(m.index ?? 0)
+      .num(m.entries?.length ?? 0)
+      .num(m.commit ?? 0);
     if (!node || node.state !== 'up') return;
     this.onNode(node, node.life, () => node.replica?.receive(m));
   }
@@ -423,7 +451,8 @@ export class Simulation {
       }
     }
     this.scheduler.after(this.options.leaderBoundSeconds * US_PER_SECOND, Tag.check, () => {
-      if (!this.leader()) this.checkers.fail('no-leader-after-faults', `no leader ${this.options.leaderBoundSeconds} s after the faults stopped`);
+      if (!this.leader())
+        this.checkers.fail('no-leader-after-faults', `no leader ${this.options.leaderBoundSeconds} s after the faults stopped`);
     });
   }
 
@@ -436,7 +465,10 @@ export class Simulation {
     this.stats.finalLeader = leader.id;
     const boundUs = this.quietUs + this.options.leaderBoundSeconds * US_PER_SECOND;
     if (leader.leaderSinceUs > boundUs) {
-      this.checkers.fail('no-leader-after-faults', `the final leader ${leader.id} was elected at ${leader.leaderSinceUs / US_PER_SECOND} s, after the bound`);
+      this.checkers.fail(
+        'no-leader-after-faults',
+        `the final leader ${leader.id} was elected at ${leader.leaderSinceUs / US_PER_SECOND} s, after the bound`,
+      );
     }
     // A tail long enough to elect a leader and then write (short runs have none).
     const tailRoomy = this.options.quietSeconds >= this.options.leaderBoundSeconds + 5;
@@ -457,7 +489,10 @@ export class Simulation {
       finals.push({ node: node.id, log: node.store, applied: node.replica.applied });
       const hash = node.stateHash();
       if (node.replica.applied !== want.applied || hash !== want.hash) {
-        this.checkers.fail('no-convergence', `${id} ends at applied ${node.replica.applied} (${hash}), the leader ${leader.id} at ${want.applied} (${want.hash})`);
+        this.checkers.fail(
+          'no-convergence',
+          `${id} ends at applied ${node.replica.applied} (${hash}), the leader ${leader.id} at ${want.applied} (${want.hash})`,
+        );
       }
       // Every cross-reference of the final lock table holds (sessions against locks, queue heads, counts).
       const cell = node.cell;
@@ -469,7 +504,10 @@ export class Simulation {
 }
 
 function describeError(error: Error): string {
-  const frames = (error.stack ?? '').split('\n').slice(1, 6).map((l) => l.trim());
+  const frames = (error.stack ?? '')
+    .split('\n')
+    .slice(1, 6)
+    .map((l) => l.trim());
   return `${error.name}: ${error.message} | ${frames.join(' | ')}`;
 }
 

@@ -15,7 +15,9 @@ export function expectCaught(bug: ReplicaBug): void {
     const report = runSimulation(options);
     const safety = report.violations.find((v) => SAFETY_CHECKERS.includes(v.checker));
     if (safety) {
-      console.log(`${bug}: caught at seed ${seed} by ${safety.checker}: ${safety.detail.split(' | ')[0]}\n  replay: ${replayCommand(options, bug)}`);
+      console.log(
+        `${bug}: caught at seed ${seed} by ${safety.checker}: ${safety.detail.split(' | ')[0]}\n  replay: ${replayCommand(options, bug)}`,
+      );
       // The same seed and profile with the bug off is clean: what fired was the bug.
       expectClean({ ...options, bugs: {} }, undefined, bug);
       return;

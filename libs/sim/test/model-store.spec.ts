@@ -19,7 +19,10 @@ describe('model store', () => {
 
   it('a crash keeps what completed and at most a prefix of what was in flight', () => {
     const queue: (() => void)[] = [];
-    const disk = new ModelDisk((_ms, fn) => queue.push(fn), () => 1);
+    const disk = new ModelDisk(
+      (_ms, fn) => queue.push(fn),
+      () => 1,
+    );
     const open = (): RaftLogStore => {
       let store: RaftLogStore | undefined;
       disk.open((_e, s) => (store = s));

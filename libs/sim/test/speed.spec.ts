@@ -23,7 +23,9 @@ describe('simulator speed', () => {
     const cpu = process.cpuUsage(cpu0);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     const wallSeconds = (performance.now() - wall0) / 1000;
-    console.log(`simulator: ${simulatedSeconds} s simulated in ${cpuSeconds.toFixed(2)} s CPU (${(simulatedSeconds / cpuSeconds).toFixed(1)}x), ${wallSeconds.toFixed(2)} s wall (${(simulatedSeconds / wallSeconds).toFixed(1)}x)`);
+    console.log(
+      `simulator: ${simulatedSeconds} s simulated in ${cpuSeconds.toFixed(2)} s CPU (${(simulatedSeconds / cpuSeconds).toFixed(1)}x), ${wallSeconds.toFixed(2)} s wall (${(simulatedSeconds / wallSeconds).toFixed(1)}x)`,
+    );
     expect(simulatedSeconds).toBe(120);
     expect(simulatedSeconds / cpuSeconds).toBeGreaterThanOrEqual(speedFloor);
   });

@@ -32,7 +32,8 @@ export function lyingDisk(inner: MemDisk, lie: DiskLie): Disk {
     mkdirp: (dir) => inner.mkdirp(dir),
     list: (dir) => inner.list(dir),
     read: (path) => inner.read(path),
-    open: (path, mode, done) => inner.open(path, mode, (err, file) => (err !== null || file === undefined ? done(err) : done(null, wrap(file)))),
+    open: (path, mode, done) =>
+      inner.open(path, mode, (err, file) => (err !== null || file === undefined ? done(err) : done(null, wrap(file)))),
     rename: (from, to, done) => inner.rename(from, to, done),
     unlink: (path, done) => inner.unlink(path, done),
     syncDir: lie === 'syncDir' ? (_dir, done) => inner.syncDir(decoyDir, done) : (dir, done) => inner.syncDir(dir, done),

@@ -154,7 +154,7 @@ function applyDirOp(names: Map<string, Inode>, op: DirOp): void {
 function applySomeUnits(durable: Bytes, op: WriteOp & { kind: 'write' }, unitBytes: number, random: Random): void {
   assert(Number.isInteger(unitBytes) && unitBytes > 0, 'tearUnitBytes is a positive integer');
   const end = op.position + op.data.length;
-  for (let from = op.position; from < end; ) {
+  for (let from = op.position; from < end;) {
     const to = Math.min(end, (Math.floor(from / unitBytes) + 1) * unitBytes);
     if (random.chance(0.5)) durable.apply({ kind: 'write', position: from, data: op.data.subarray(from - op.position, to - op.position) });
     from = to;

@@ -77,7 +77,7 @@ class NodeFile implements DiskFile {
     if (data.length <= inlineWriteBytesMax) {
       let error: Error | null = null;
       try {
-        for (let written = 0; written < data.length; ) {
+        for (let written = 0; written < data.length;) {
           const n = fs.writeSync(this.fd, data, written, data.length - written, position + written);
           assert(n > 0, 'pwrite made progress');
           written += n;
@@ -118,7 +118,8 @@ class NodeFile implements DiskFile {
     assert(!this.closed, `sync after close: ${this.path}`);
     this.syncsOut++;
     const now = performance.now();
-    const place = this.syncsOut === 1 && this.syncOnLoop !== undefined ? this.syncOnLoop(now - this.lastSyncEndMs, this.lastSyncMs) : 'pool';
+    const place =
+      this.syncsOut === 1 && this.syncOnLoop !== undefined ? this.syncOnLoop(now - this.lastSyncEndMs, this.lastSyncMs) : 'pool';
     if (place !== 'pool') {
       this.stats.syncsOnLoop++;
       // Never inside the call: the caller finishes what it was doing (queuing messages that
@@ -182,7 +183,9 @@ export class NodeDisk implements Disk {
   }
 
   open(path: string, mode: 'create' | 'existing', done: (err: Error | null, file?: DiskFile) => void): void {
-    fs.open(path, mode === 'create' ? 'w' : 'r+', 0o644, (err, fd) => (err !== null ? done(err) : done(null, new NodeFile(path, fd, this.options.syncOnLoop, this.stats))));
+    fs.open(path, mode === 'create' ? 'w' : 'r+', 0o644, (err, fd) =>
+      err !== null ? done(err) : done(null, new NodeFile(path, fd, this.options.syncOnLoop, this.stats)),
+    );
   }
 
   rename(from: string, to: string, done: Done): void {

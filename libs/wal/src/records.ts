@@ -69,8 +69,7 @@ export function endRecord(w: ByteWriter, start: number): number {
 }
 
 export type ReadRecordResult =
-  | { ok: true; kind: RecordKind; payloadStart: number; end: number; crc: number }
-  | { ok: false; zero: boolean; reason: string };
+  { ok: true; kind: RecordKind; payloadStart: number; end: number; crc: number } | { ok: false; zero: boolean; reason: string };
 
 /**
  * Reads and verifies the record at `at` (bytes [at, limit) belong to the
@@ -78,19 +77,22 @@ export type ReadRecordResult =
  * record on its own.
  */
 export function readRecord(buf: Uint8Array, at: number, prevCrc: number | null, limit: number): ReadRecordResult {
-  if (at + RECORD_HEADER_BYTES > limit) return { ok: false, zero: isZero(buf, at, limit), reason: 'record header runs past the end of the segment' };
+  if (at + RECORD_HEADER_BYTES > limit)
+    return { ok: false, zero: isZero(buf, at, limit), reason: 'record header runs past the end of the segment' };
   if (isZero(buf, at, at + RECORD_HEADER_BYTES)) return { ok: false, zero: true, reason: 'zero record header (end of written data)' };
   const storedCrc = readU32(buf, at);
   const length = readU32(buf, at + 4);
   const kind = buf[at + 8]!;
   if (kind === 0 || kind > kindMax) return { ok: false, zero: false, reason: `unknown record kind ${kind}` };
-  if (buf[at + 9] !== 0 || buf[at + 10] !== 0 || buf[at + 11] !== 0) return { ok: false, zero: false, reason: 'nonzero reserved header bytes' };
+  if (buf[at + 9] !== 0 || buf[at + 10] !== 0 || buf[at + 11] !== 0)
+    return { ok: false, zero: false, reason: 'nonzero reserved header bytes' };
   const end = at + RECORD_HEADER_BYTES + length;
   if (end > limit) return { ok: false, zero: false, reason: `record length ${length} runs past the end of the segment` };
   const crc = crc32c(buf, 0, at + 4, end);
   if (crc !== storedCrc) return { ok: false, zero: false, reason: `checksum mismatch (stored ${hex(storedCrc)}, computed ${hex(crc)})` };
   const linked = readU32(buf, at + 12);
-  if (prevCrc !== null && linked !== prevCrc) return { ok: false, zero: false, reason: `chain broken: record follows ${hex(linked)}, previous record is ${hex(prevCrc)}` };
+  if (prevCrc !== null && linked !== prevCrc)
+    return { ok: false, zero: false, reason: `chain broken: record follows ${hex(linked)}, previous record is ${hex(prevCrc)}` };
   return { ok: true, kind: kind as RecordKind, payloadStart: at + RECORD_HEADER_BYTES, end, crc };
 }
 

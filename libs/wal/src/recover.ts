@@ -66,7 +66,10 @@ export function parseSegmentFileName(name: string): number | null {
 }
 
 export const emptyHardState: HardState = { term: Term(0), vote: null, commit: LogIndex(0) };
-export const emptySnapshot: Snapshot = { meta: { index: LogIndex(0), term: Term(0), conf: { voters: [], learners: [] } }, data: new Uint8Array(0) };
+export const emptySnapshot: Snapshot = {
+  meta: { index: LogIndex(0), term: Term(0), conf: { voters: [], learners: [] } },
+  data: new Uint8Array(0),
+};
 
 export interface SegmentInfo {
   seq: number;
@@ -238,7 +241,14 @@ interface SegmentFile {
 /** How the replay of one segment ended: at its seal, or at the first record that does not read. */
 type SegmentEnd =
   | { readonly sealed: true; readonly pos: number; readonly sealCrc: number }
-  | { readonly sealed: false; readonly pos: number; readonly crc: number; readonly needsStart: boolean; readonly reason: string; readonly zero: boolean };
+  | {
+      readonly sealed: false;
+      readonly pos: number;
+      readonly crc: number;
+      readonly needsStart: boolean;
+      readonly reason: string;
+      readonly zero: boolean;
+    };
 
 interface SegmentScan {
   readonly replay: Replay;
@@ -257,7 +267,15 @@ interface SegmentScan {
  * most the preallocated spare follows it.
  */
 function scanSegments(disk: Disk, path: (name: string) => string, run: readonly number[]): SegmentScan {
-  const scan: SegmentScan = { replay: new Replay(run.length === 0 || run[0] === 1), segments: [], active: null, spare: null, zeroRanges: [], truncatedAt: null, deletes: [] };
+  const scan: SegmentScan = {
+    replay: new Replay(run.length === 0 || run[0] === 1),
+    segments: [],
+    active: null,
+    spare: null,
+    zeroRanges: [],
+    truncatedAt: null,
+    deletes: [],
+  };
   let prevSealCrc: number | null = null;
   for (let i = 0; i < run.length; i++) {
     const seq = run[i]!;
@@ -269,14 +287,23 @@ function scanSegments(disk: Disk, path: (name: string) => string, run: readonly 
     scan.segments.push(seg.info);
     const end = replaySegment(scan.replay, seg, header, prevSealCrc);
     if (!end.sealed) {
-      const next = run[i + 1] === undefined ? null : { name: segmentFileName(run[i + 1]!), buf: disk.read(path(segmentFileName(run[i + 1]!))) };
+      const next =
+        run[i + 1] === undefined ? null : { name: segmentFileName(run[i + 1]!), buf: disk.read(path(segmentFileName(run[i + 1]!))) };
       cutTail(scan, seg, end, next);
-      scan.active = { seq, position: end.pos, crc: end.crc, segmentBytes: seg.buf.length, needsStart: end.needsStart, prevCrc: end.needsStart ? (prevSealCrc ?? 0) : 0 };
+      scan.active = {
+        seq,
+        position: end.pos,
+        crc: end.crc,
+        segmentBytes: seg.buf.length,
+        needsStart: end.needsStart,
+        prevCrc: end.needsStart ? (prevSealCrc ?? 0) : 0,
+      };
       if (next !== null) adoptSpare(scan, run, i + 1, next, path);
       return scan;
     }
     prevSealCrc = end.sealCrc;
-    if (i === run.length - 1) throw new WalCorruptionError(seg.file, end.pos, `sealed, but the next segment ${segmentFileName(seq + 1)} is missing`);
+    if (i === run.length - 1)
+      throw new WalCorruptionError(seg.file, end.pos, `sealed, but the next segment ${segmentFileName(seq + 1)} is missing`);
   }
   assert(run.length === 0, 'a non-empty run ends at an active segment');
   return scan;
@@ -324,7 +351,14 @@ function replaySegment(replay: Replay, seg: SegmentFile, header: { end: number; 
  * seal. A record with a valid checksum but a bad payload was written that
  * way (a bug or tampering): corruption, never a tear.
  */
-function applyRecord(replay: Replay, seg: SegmentFile, r: Extract<ReadRecordResult, { ok: true }>, pos: number, expectStart: boolean, prevSealCrc: number | null): boolean {
+function applyRecord(
+  replay: Replay,
+  seg: SegmentFile,
+  r: Extract<ReadRecordResult, { ok: true }>,
+  pos: number,
+  expectStart: boolean,
+  prevSealCrc: number | null,
+): boolean {
   const rd = new ByteReader(seg.buf, r.payloadStart, r.end);
   let sealed = false;
   try {
@@ -334,7 +368,8 @@ function applyRecord(replay: Replay, seg: SegmentFile, r: Extract<ReadRecordResu
     switch (r.kind) {
       case RecordKind.Start: {
         const prevCrc = rd.u32();
-        if (prevSealCrc !== null && prevCrc !== prevSealCrc) throw new DecodeError(`start record links to checksum ${prevCrc}, previous seal has ${prevSealCrc}`);
+        if (prevSealCrc !== null && prevCrc !== prevSealCrc)
+          throw new DecodeError(`start record links to checksum ${prevCrc}, previous seal has ${prevSealCrc}`);
         replay.hardState = readHardState(rd);
         break;
       }
@@ -384,10 +419,16 @@ function segmentHasData(buf: Uint8Array): boolean {
  * `unsyncedBytesMax` bytes past its last fsync, and never writes into a
  * segment before the previous one's seal is durable.
  */
-function cutTail(scan: SegmentScan, seg: SegmentFile, end: Extract<SegmentEnd, { sealed: false }>, next: { name: string; buf: Uint8Array } | null): void {
+function cutTail(
+  scan: SegmentScan,
+  seg: SegmentFile,
+  end: Extract<SegmentEnd, { sealed: false }>,
+  next: { name: string; buf: Uint8Array } | null,
+): void {
   const { buf, file, name } = seg;
   const pos = end.pos;
-  if (next !== null && segmentHasData(next.buf)) throw new WalCorruptionError(file, pos, `${end.reason}; the log continues in ${next.name}`);
+  if (next !== null && segmentHasData(next.buf))
+    throw new WalCorruptionError(file, pos, `${end.reason}; the log continues in ${next.name}`);
   const dirty = lastNonZero(buf, pos, buf.length);
   if (dirty >= pos + unsyncedBytesMax) {
     throw new WalCorruptionError(file, pos, `${end.reason}; data continues to offset ${dirty}, beyond any unsynced write`);
@@ -439,7 +480,7 @@ function judgeLaterRecord(writerSyncs: number, seg: SegmentFile, end: Extract<Se
  * sector; such an entry, damaged besides, is cut as torn rather than refused.
  */
 function hasUnwrittenSector(buf: Uint8Array, from: number, to: number): boolean {
-  for (let at = from; at < to; ) {
+  for (let at = from; at < to;) {
     const sectorEnd = (Math.floor(at / sectorBytes) + 1) * sectorBytes;
     if (sectorEnd > to) return false;
     if (isZero(buf, at, sectorEnd)) return true;
@@ -449,7 +490,13 @@ function hasUnwrittenSector(buf: Uint8Array, from: number, to: number): boolean 
 }
 
 /** After the active segment only the preallocated spare may follow: adopted when its header is whole, else deleted. */
-function adoptSpare(scan: SegmentScan, run: readonly number[], at: number, next: { name: string; buf: Uint8Array }, path: (name: string) => string): void {
+function adoptSpare(
+  scan: SegmentScan,
+  run: readonly number[],
+  at: number,
+  next: { name: string; buf: Uint8Array },
+  path: (name: string) => string,
+): void {
   if (at + 1 < run.length) throw new WalCorruptionError(path(segmentFileName(run[at + 1]!)), 0, 'segment follows the unused spare');
   const h = readRecord(next.buf, 0, 0, next.buf.length);
   if (h.ok && h.kind === RecordKind.SegmentHeader) scan.spare = { seq: run[at]!, segmentBytes: next.buf.length };
@@ -472,7 +519,11 @@ interface ValidSnapshot {
 }
 
 /** Snapshot files that verify, newest first, and those that do not, with why. */
-function loadSnapshots(disk: Disk, path: (name: string) => string, names: readonly string[]): { valid: ValidSnapshot[]; skipped: Recovered['skippedSnapshots'] } {
+function loadSnapshots(
+  disk: Disk,
+  path: (name: string) => string,
+  names: readonly string[],
+): { valid: ValidSnapshot[]; skipped: Recovered['skippedSnapshots'] } {
   const snapNames = names
     .map((n) => ({ name: n, index: parseSnapshotFileName(n) }))
     .filter((s): s is { name: string; index: number } => s.index !== null)
@@ -515,7 +566,8 @@ function chooseSnapshot(
       return chosen(snap, []);
     }
     if (at < replay.base) {
-      if (snap !== emptySnapshot) disconnected.push({ name: `snapshot at ${at}`, reason: `the log starts at ${replay.base + 1}, after it` });
+      if (snap !== emptySnapshot)
+        disconnected.push({ name: `snapshot at ${at}`, reason: `the log starts at ${replay.base + 1}, after it` });
       continue;
     }
     const termAt = replay.termAt(at);
@@ -538,9 +590,19 @@ function commitCoveringSnapshot(hardState: HardState, snapshot: Snapshot): HardS
 }
 
 /** Losing an entry up to the recovered commit index is losing acknowledged data. */
-function refuseLostCommittedEntries(hardState: HardState, snapshot: Snapshot, entries: readonly Entry[], scan: SegmentScan, path: (name: string) => string): void {
+function refuseLostCommittedEntries(
+  hardState: HardState,
+  snapshot: Snapshot,
+  entries: readonly Entry[],
+  scan: SegmentScan,
+  path: (name: string) => string,
+): void {
   const lastIndex = snapshot.meta.index + entries.length;
   if (hardState.commit <= lastIndex) return;
   const where = scan.truncatedAt ?? { name: segmentFileName(scan.active?.seq ?? 0), offset: scan.active?.position ?? 0 };
-  throw new WalCorruptionError(path(where.name), where.offset, `commit index ${hardState.commit} is beyond the recovered log's end ${lastIndex}`);
+  throw new WalCorruptionError(
+    path(where.name),
+    where.offset,
+    `commit index ${hardState.commit} is beyond the recovered log's end ${lastIndex}`,
+  );
 }

@@ -88,13 +88,26 @@ export interface RecoveryReport {
 export interface WalStore extends RaftLogStore {
   readonly recovery: RecoveryReport;
   /** Counters for tests and the benchmark. */
-  readonly stats: { readonly saves: number; readonly fsyncs: number; readonly batches: number; readonly segmentsRolled: number; readonly segmentsDeleted: number };
+  readonly stats: {
+    readonly saves: number;
+    readonly fsyncs: number;
+    readonly batches: number;
+    readonly segmentsRolled: number;
+    readonly segmentsDeleted: number;
+  };
 }
 
 /** Largest `data` of one entry with these options: a record must fit one segment with its header, start and seal. */
 export function entryBytesMax(options: WalOptions = {}): number {
   const segmentBytes = options.segmentBytesMax ?? segmentBytesDefault;
-  return segmentBytes - SEGMENT_HEADER_RECORD_BYTES - startRecordBytesMax - SEAL_RECORD_BYTES - RECORD_HEADER_BYTES - ENTRY_PAYLOAD_OVERHEAD_BYTES;
+  return (
+    segmentBytes -
+    SEGMENT_HEADER_RECORD_BYTES -
+    startRecordBytesMax -
+    SEAL_RECORD_BYTES -
+    RECORD_HEADER_BYTES -
+    ENTRY_PAYLOAD_OVERHEAD_BYTES
+  );
 }
 
 /** Start record: prevCrc + hard state with the longest vote. */
@@ -106,10 +119,19 @@ export function openRaftLogStore(disk: Disk, dir: string, options: WalOptions, d
   const segmentBytes = options.segmentBytesMax ?? segmentBytesDefault;
   const snapshotsKept = options.snapshotsKept ?? snapshotsKeptDefault;
   const syncsInFlight = options.syncsInFlightMax ?? syncsInFlightDefault;
-  assert(Number.isInteger(syncsInFlight) && syncsInFlight >= 1 && syncsInFlight <= syncsInFlightLimit, `syncsInFlightMax must be in [1, ${syncsInFlightLimit}]`);
+  assert(
+    Number.isInteger(syncsInFlight) && syncsInFlight >= 1 && syncsInFlight <= syncsInFlightLimit,
+    `syncsInFlightMax must be in [1, ${syncsInFlightLimit}]`,
+  );
   assertUint(segmentBytes, 'segmentBytesMax');
-  assert(segmentBytes >= segmentBytesMin && segmentBytes <= segmentBytesLimit, `segmentBytesMax must be in [${segmentBytesMin}, ${segmentBytesLimit}]`);
-  assert(Number.isInteger(snapshotsKept) && snapshotsKept >= 1 && snapshotsKept <= snapshotsKeptMax, `snapshotsKept must be in [1, ${snapshotsKeptMax}]`);
+  assert(
+    segmentBytes >= segmentBytesMin && segmentBytes <= segmentBytesLimit,
+    `segmentBytesMax must be in [${segmentBytesMin}, ${segmentBytesLimit}]`,
+  );
+  assert(
+    Number.isInteger(snapshotsKept) && snapshotsKept >= 1 && snapshotsKept <= snapshotsKeptMax,
+    `snapshotsKept must be in [1, ${snapshotsKeptMax}]`,
+  );
   let recovered: Recovered;
   try {
     disk.mkdirp(dir);
@@ -213,7 +235,10 @@ class Store implements WalStore {
     this.snapshots = rec.snapshots.filter((s) => s.index <= rec.snapshot.meta.index);
     this.nextSegmentBytes = segmentBytes;
     this.recovery = {
-      truncatedAt: rec.truncatedAt === null ? null : { file: this.path(rec.truncatedAt.name), offset: rec.truncatedAt.offset, reason: rec.truncatedAt.reason },
+      truncatedAt:
+        rec.truncatedAt === null
+          ? null
+          : { file: this.path(rec.truncatedAt.name), offset: rec.truncatedAt.offset, reason: rec.truncatedAt.reason },
       skippedSnapshots: rec.skippedSnapshots,
       deleted: rec.deletes,
     };
@@ -456,7 +481,10 @@ class Store implements WalStore {
   private writeRecord(kind: RecordKind, payloadBytes: number, fill: (w: ByteWriter) => void): void {
     const recordBytes = RECORD_HEADER_BYTES + payloadBytes;
     if (kind !== RecordKind.Seal && this.encPos + recordBytes + SEAL_RECORD_BYTES > this.encSegmentBytes) this.roll();
-    assert(this.encPos + recordBytes + (kind === RecordKind.Seal ? 0 : SEAL_RECORD_BYTES) <= this.encSegmentBytes, `record of ${recordBytes} bytes fits no segment of ${this.encSegmentBytes}`);
+    assert(
+      this.encPos + recordBytes + (kind === RecordKind.Seal ? 0 : SEAL_RECORD_BYTES) <= this.encSegmentBytes,
+      `record of ${recordBytes} bytes fits no segment of ${this.encSegmentBytes}`,
+    );
     const chunk = this.openChunk();
     const w = chunk.w;
     const before = w.length;
@@ -486,7 +514,16 @@ class Store implements WalStore {
   private openChunk(): Chunk {
     const last = this.chunks[this.chunks.length - 1];
     if (last !== undefined && !last.closed && last.seq === this.encSeq) return last;
-    const chunk: Chunk = { seq: this.encSeq, filePos: this.encPos, streamStart: this.streamPos, w: new ByteWriter(4096), issued: 0, closed: false, hasSeal: false, latch: null };
+    const chunk: Chunk = {
+      seq: this.encSeq,
+      filePos: this.encPos,
+      streamStart: this.streamPos,
+      w: new ByteWriter(4096),
+      issued: 0,
+      closed: false,
+      hasSeal: false,
+      latch: null,
+    };
     this.chunks.push(chunk);
     return chunk;
   }
@@ -775,7 +812,8 @@ class Store implements WalStore {
     const names = drop.map((s) => s.name);
     // Only sealed segments whose successor's start record (carrying the hard state) is durable.
     let durableStartSeq = 0;
-    for (const [seq, end] of this.startEnds) if (end <= this.syncedPos && seq <= (this.active?.seq ?? 0)) durableStartSeq = Math.max(durableStartSeq, seq);
+    for (const [seq, end] of this.startEnds)
+      if (end <= this.syncedPos && seq <= (this.active?.seq ?? 0)) durableStartSeq = Math.max(durableStartSeq, seq);
     let k = 0;
     while (k < this.segments.length - 1 && this.segments[k]!.seq < durableStartSeq && this.segments[k]!.maxIndex <= oldestKept) k++;
     for (const s of this.segments.splice(0, k)) {
@@ -818,7 +856,8 @@ class Store implements WalStore {
   private finishCloseIfIdle(): void {
     const done = this.closing;
     if (done === null || this.closed || this.preparing || this.maintaining) return;
-    if (this.failed === null && (this.inFlight.length > 0 || this.acks.length > 0 || this.chunks.some((c) => c.issued < c.w.length))) return;
+    if (this.failed === null && (this.inFlight.length > 0 || this.acks.length > 0 || this.chunks.some((c) => c.issued < c.w.length)))
+      return;
     this.closed = true;
     const files = [...(this.active?.files ?? []), ...(this.spare?.files ?? [])];
     this.active = null;

@@ -24,7 +24,10 @@ function writeLog(disk: MemDisk, n: number, options = OPTS): WalStore {
 }
 
 function segments(disk: MemDisk): string[] {
-  return disk.list(DIR).filter((n) => n.endsWith('.wal')).map((n) => `${DIR}/${n}`);
+  return disk
+    .list(DIR)
+    .filter((n) => n.endsWith('.wal'))
+    .map((n) => `${DIR}/${n}`);
 }
 
 /** Offsets and kinds of the valid records in a segment, walking the checksum chain. */
@@ -193,7 +196,9 @@ describe('offline corruption', () => {
     writeLog(disk, 20, { segmentBytesMax: 65536 });
     disk.crash();
     const seg = segments(disk)[0]!;
-    const victim = records(disk, seg).filter((r) => r.kind === RecordKind.Entry).at(-3)!;
+    const victim = records(disk, seg)
+      .filter((r) => r.kind === RecordKind.Entry)
+      .at(-3)!;
     disk.poke(seg, victim.offset, new Uint8Array(victim.end - victim.offset));
     const store = openOk(disk, { segmentBytesMax: 65536 });
     expect(store.lastIndex()).toBe(17);
@@ -244,7 +249,11 @@ describe('offline corruption', () => {
       const disk = new MemDisk();
       const store = writeLog(disk, 20, options);
       let acked = false;
-      store.save(undefined, Array.from({ length: 10 }, (_, k) => entry(21 + k, 1, `late-${21 + k}-`.padEnd(700, '#'))), () => (acked = true));
+      store.save(
+        undefined,
+        Array.from({ length: 10 }, (_, k) => entry(21 + k, 1, `late-${21 + k}-`.padEnd(700, '#'))),
+        () => (acked = true),
+      );
       expect(disk.runSome(1)).toBe(1); // the write completes, its fdatasync does not
       expect(acked).toBe(false);
       disk.crash({ mode: 'random', random: new SeededRandom(seed), tearUnitBytes: 512, tearChance: 1 });
@@ -263,7 +272,9 @@ describe('offline corruption', () => {
   it('a zeroed record that shares its sector with written data is still refused (one fsync in flight)', () => {
     // Zeros that stop short of a sector boundary, with data after them in the same sector, are no
     // sector the write missed: the sector landed, so the record was damaged after it was written.
-    const { victim, err } = zeroEntryAndOpen((entries) => entries.find((r) => Math.floor(r.offset / 512) === Math.floor(r.end / 512) && r.end % 512 !== 0)!);
+    const { victim, err } = zeroEntryAndOpen((entries) =>
+      entries.find((r) => Math.floor(r.offset / 512) === Math.floor(r.end / 512) && r.end % 512 !== 0)!,
+    );
     expect(err).toBeInstanceOf(WalCorruptionError);
     expect((err as WalCorruptionError).offset).toBe(victim.offset);
   });

@@ -38,12 +38,39 @@ type Op =
   | { k: 'crash'; random: boolean; reorder: boolean; seed: number; duringOpen: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 6 }), size: fc.integer({ min: 0, max: 700 }), bumpTerm: fc.boolean(), commit: fc.double({ min: 0, max: 1, noNaN: true }), vote: fc.boolean(), chain: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }), n: fc.integer({ min: 1, max: 3 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      k: fc.constant('append' as const),
+      n: fc.integer({ min: 1, max: 6 }),
+      size: fc.integer({ min: 0, max: 700 }),
+      bumpTerm: fc.boolean(),
+      commit: fc.double({ min: 0, max: 1, noNaN: true }),
+      vote: fc.boolean(),
+      chain: fc.boolean(),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('truncate' as const),
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      n: fc.integer({ min: 1, max: 3 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('snapshot' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('replace' as const), gap: fc.integer({ min: 1, max: 5 }) }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('drain' as const), n: fc.integer({ min: 0, max: 80 }) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('crash' as const), random: fc.boolean(), reorder: fc.boolean(), seed: fc.nat(), duringOpen: fc.integer({ min: 0, max: 3 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('crash' as const),
+      random: fc.boolean(),
+      reorder: fc.boolean(),
+      seed: fc.nat(),
+      duringOpen: fc.integer({ min: 0, max: 3 }),
+    }),
+  },
 );
 
 function payload(index: number, term: number, size: number): string {
@@ -70,9 +97,18 @@ function reopen(disk: MemDisk, random: SeededRandom, crashesDuringOpen: number):
       let at = 0;
       for (;;) {
         const r = readRecord(buf, at, null, buf.length);
-        if (!r.ok) { out.push(`END@${at}:${r.reason}`); break; }
+        if (!r.ok) {
+          out.push(`END@${at}:${r.reason}`);
+          break;
+        }
         const kind = r.kind;
-        out.push(kind === 3 ? `E${buf[r.payloadStart]}t${buf[r.payloadStart + 8]}` : kind === 4 ? `H${buf[r.payloadStart]}c${buf[r.payloadStart + 8]}` : `K${kind}`);
+        out.push(
+          kind === 3
+            ? `E${buf[r.payloadStart]}t${buf[r.payloadStart + 8]}`
+            : kind === 4
+              ? `H${buf[r.payloadStart]}c${buf[r.payloadStart + 8]}`
+              : `K${kind}`,
+        );
         at = r.end;
       }
       console.log(n, out.join(' '));
@@ -167,7 +203,10 @@ function runScenario(ops: readonly Op[]): void {
         if (s.hs.commit <= s.snapIndex) break;
         // Raft snapshots only what is applied, so at most the commit index.
         const at = Math.min(s.hs.commit, s.snapIndex + 1 + Math.floor(op.at * (s.hs.commit - s.snapIndex)));
-        const snap: Snapshot = { meta: { index: LogIndex(at), term: Term(s.terms[at]!), conf: { voters, learners: [] } }, data: Uint8Array.from(`snap${at}`, (c) => c.charCodeAt(0)) };
+        const snap: Snapshot = {
+          meta: { index: LogIndex(at), term: Term(s.terms[at]!), conf: { voters, learners: [] } },
+          data: Uint8Array.from(`snap${at}`, (c) => c.charCodeAt(0)),
+        };
         snapshots.set(at, `snap${at}`);
         states.push(applySnapshot(s, snap));
         store.saveSnapshot(snap, (err) => expect(err).toBeNull());
@@ -177,7 +216,10 @@ function runScenario(ops: readonly Op[]): void {
         // A snapshot from the leader beyond our log, then the hard state that commits it.
         const at = s.last + op.gap;
         const term = Math.max(s.hs.term, s.terms[s.last] ?? 0, 1);
-        const snap: Snapshot = { meta: { index: LogIndex(at), term: Term(term), conf: { voters, learners: [NodeId('d')] } }, data: Uint8Array.from(`snap${at}`, (c) => c.charCodeAt(0)) };
+        const snap: Snapshot = {
+          meta: { index: LogIndex(at), term: Term(term), conf: { voters, learners: [NodeId('d')] } },
+          data: Uint8Array.from(`snap${at}`, (c) => c.charCodeAt(0)),
+        };
         snapshots.set(at, `snap${at}`);
         states.push(applySnapshot(s, snap));
         coverage.replaced++;
@@ -208,10 +250,11 @@ function runScenario(ops: readonly Op[]): void {
 
 describe('crash recovery (property)', () => {
   // Defined only for a replay, so that an ordinary run reports no skipped test.
-  if (process.env.WAL_REPLAY !== undefined) it('replays one failing operation list (WAL_REPLAY=<counterexample JSON>)', () => {
-    const ops = JSON.parse(process.env.WAL_REPLAY!) as Op[] | [Op[]];
-    runScenario((Array.isArray(ops[0]) ? ops[0] : ops) as Op[]);
-  });
+  if (process.env.WAL_REPLAY !== undefined)
+    it('replays one failing operation list (WAL_REPLAY=<counterexample JSON>)', () => {
+      const ops = JSON.parse(process.env.WAL_REPLAY!) as Op[] | [Op[]];
+      runScenario((Array.isArray(ops[0]) ? ops[0] : ops) as Op[]);
+    });
 
   it('recovers a prefix containing everything acknowledged, after crashes at any point', () => {
     fc.assert(
@@ -273,7 +316,10 @@ describe('crash recovery (property)', () => {
         expect(reopened.recovery.truncatedAt.file).toBe(path);
         expect(reopened.recovery.truncatedAt!.offset).toBeLessThanOrEqual(bit >> 3);
         const reasons = states.map((s) => mismatch(s, reopened, new Map()));
-        expect(reasons.some((r) => r === null), `no state matches: ${reasons.slice(-3).join('; ')}; ${JSON.stringify(reopened.recovery)}`).toBe(true);
+        expect(
+          reasons.some((r) => r === null),
+          `no state matches: ${reasons.slice(-3).join('; ')}; ${JSON.stringify(reopened.recovery)}`,
+        ).toBe(true);
         truncated++;
       }),
       { numRuns: Number(process.env.WAL_PROPERTY_RUNS ?? 300) },

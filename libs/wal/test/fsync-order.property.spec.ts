@@ -41,14 +41,20 @@ type Op =
   | { k: 'crash'; policy: number; seed: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 8 }), size: fc.integer({ min: 0, max: 600 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 8 }), size: fc.integer({ min: 0, max: 600 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('barrier' as const) }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('drain' as const), n: fc.integer({ min: 0, max: 60 }) }) },
   { weight: 4, arbitrary: fc.record({ k: fc.constant('snapshot' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('crash' as const), policy: fc.nat(), seed: fc.nat() }) },
 );
 
-const scenarioArb = fc.record({ syncsInFlightMax: fc.integer({ min: 1, max: 3 }), ops: fc.array(opArb, { minLength: 20, maxLength: 200 }) });
+const scenarioArb = fc.record({
+  syncsInFlightMax: fc.integer({ min: 1, max: 3 }),
+  ops: fc.array(opArb, { minLength: 20, maxLength: 200 }),
+});
 
 /** What a crash keeps of what was not durable. */
 const policies: ReadonlyArray<{ name: string; policy: (random: SeededRandom) => CrashPolicy }> = [
@@ -66,7 +72,19 @@ function payload(index: number, epoch: number, size: number): string {
 }
 
 /** Counts of what the scenarios exercised, reported and checked for reach. */
-const coverage = { scenarios: 0, crashes: 0, ackedEntriesFound: 0, unackedEntriesKept: 0, tornTails: 0, sectorTearsCut: 0, segmentsRolled: 0, segmentsDeleted: 0, snapshotsAcked: 0, recoveredFromSnapshot: 0, byPolicy: policies.map(() => 0) };
+const coverage = {
+  scenarios: 0,
+  crashes: 0,
+  ackedEntriesFound: 0,
+  unackedEntriesKept: 0,
+  tornTails: 0,
+  sectorTearsCut: 0,
+  segmentsRolled: 0,
+  segmentsDeleted: 0,
+  snapshotsAcked: 0,
+  recoveredFromSnapshot: 0,
+  byPolicy: policies.map(() => 0),
+};
 
 /** Opens the store, running disk completions one at a time until it is open: the spare is still being prepared. */
 function reopen(memDisk: MemDisk, disk: Disk, options: WalOptions): WalStore {
@@ -170,7 +188,10 @@ function runScenario(syncsInFlightMax: number, ops: readonly Op[], lie?: DiskLie
         const data = `snap ${at}: ${history[at]!.slice(0, 24)}`;
         snapshots.set(at, data);
         snapshotIndex = at;
-        const snap: Snapshot = { meta: { index: LogIndex(at), term: Term(1), conf: { voters, learners: [] } }, data: Uint8Array.from(data, (c) => c.charCodeAt(0)) };
+        const snap: Snapshot = {
+          meta: { index: LogIndex(at), term: Term(1), conf: { voters, learners: [] } },
+          data: Uint8Array.from(data, (c) => c.charCodeAt(0)),
+        };
         store.saveSnapshot(snap, (err) => {
           expect(err).toBeNull();
           coverage.snapshotsAcked++;
@@ -188,28 +209,46 @@ function runScenario(syncsInFlightMax: number, ops: readonly Op[], lie?: DiskLie
 }
 
 describe('fsync ordering (property over a disk that drops unsynced writes at a crash)', () => {
-  it(`every acknowledged entry survives any crash, in order, and nothing unissued appears (seed ${seed}, ${numRuns} runs)`, () => {
-    fc.assert(
-      fc.property(scenarioArb, ({ syncsInFlightMax, ops }) => runScenario(syncsInFlightMax, ops)),
-      { seed, numRuns },
-    );
-    console.log(`fsync-order: seed ${seed}, ${numRuns} runs`, JSON.stringify(coverage));
-    expect(coverage.scenarios).toBe(numRuns);
-    // Every path the property is about was taken, many times.
-    for (const what of ['crashes', 'ackedEntriesFound', 'unackedEntriesKept', 'segmentsRolled', 'segmentsDeleted', 'snapshotsAcked', 'recoveredFromSnapshot'] as const) {
-      expect(coverage[what], what).toBeGreaterThan(numRuns / 10);
-    }
-    // Most crashes strike between cycles, with nothing torn: about one scenario in ten cuts a tail.
-    expect(coverage.tornTails, 'tornTails').toBeGreaterThan(numRuns / 20);
-    for (const [k, n] of coverage.byPolicy.entries()) expect(n, policies[k]!.name).toBeGreaterThan(numRuns / 10);
-  }, timeoutMs);
+  it(
+    `every acknowledged entry survives any crash, in order, and nothing unissued appears (seed ${seed}, ${numRuns} runs)`,
+    () => {
+      fc.assert(
+        fc.property(scenarioArb, ({ syncsInFlightMax, ops }) => runScenario(syncsInFlightMax, ops)),
+        { seed, numRuns },
+      );
+      console.log(`fsync-order: seed ${seed}, ${numRuns} runs`, JSON.stringify(coverage));
+      expect(coverage.scenarios).toBe(numRuns);
+      // Every path the property is about was taken, many times.
+      for (const what of [
+        'crashes',
+        'ackedEntriesFound',
+        'unackedEntriesKept',
+        'segmentsRolled',
+        'segmentsDeleted',
+        'snapshotsAcked',
+        'recoveredFromSnapshot',
+      ] as const) {
+        expect(coverage[what], what).toBeGreaterThan(numRuns / 10);
+      }
+      // Most crashes strike between cycles, with nothing torn: about one scenario in ten cuts a tail.
+      expect(coverage.tornTails, 'tornTails').toBeGreaterThan(numRuns / 20);
+      for (const [k, n] of coverage.byPolicy.entries()) expect(n, policies[k]!.name).toBeGreaterThan(numRuns / 10);
+    },
+    timeoutMs,
+  );
 
-  it.each<DiskLie>(['sync', 'syncDir'])(`fails over a disk whose %s lies (negative control, seed ${seed})`, (lie) => {
-    const result = fc.check(
-      fc.property(scenarioArb, ({ syncsInFlightMax, ops }) => runScenario(syncsInFlightMax, ops, lie)),
-      { seed, numRuns },
-    );
-    expect(result.failed, `the property held over a disk whose ${lie} lies: it cannot see lost writes`).toBe(true);
-    console.log(`fsync-order negative control (${lie} lies): failed after ${result.numRuns} runs, seed ${result.seed}: ${String(result.errorInstance).split('\n')[0]}`);
-  }, timeoutMs);
+  it.each<DiskLie>(['sync', 'syncDir'])(
+    `fails over a disk whose %s lies (negative control, seed ${seed})`,
+    (lie) => {
+      const result = fc.check(
+        fc.property(scenarioArb, ({ syncsInFlightMax, ops }) => runScenario(syncsInFlightMax, ops, lie)),
+        { seed, numRuns },
+      );
+      expect(result.failed, `the property held over a disk whose ${lie} lies: it cannot see lost writes`).toBe(true);
+      console.log(
+        `fsync-order negative control (${lie} lies): failed after ${result.numRuns} runs, seed ${result.seed}: ${String(result.errorInstance).split('\n')[0]}`,
+      );
+    },
+    timeoutMs,
+  );
 });

@@ -18,7 +18,13 @@ export interface ModelState {
   readonly snapIndex: number;
 }
 
-export const emptyModel: ModelState = { terms: [0], data: [''], last: 0, hs: { term: Term(0), vote: null, commit: LogIndex(0) }, snapIndex: 0 };
+export const emptyModel: ModelState = {
+  terms: [0],
+  data: [''],
+  last: 0,
+  hs: { term: Term(0), vote: null, commit: LogIndex(0) },
+  snapIndex: 0,
+};
 
 export function applySave(s: ModelState, hs: HardState | undefined, entries: readonly Entry[]): ModelState {
   const terms = s.terms.slice();
@@ -53,7 +59,8 @@ export function applySnapshot(s: ModelState, snap: Snapshot): ModelState {
 export function mismatch(s: ModelState, store: WalStore, snapshots: ReadonlyMap<number, string>): string | null {
   if (store.lastIndex() !== s.last) return `lastIndex ${store.lastIndex()} != ${s.last}`;
   const h = store.initialState().hardState;
-  if (h.term !== s.hs.term || h.vote !== s.hs.vote || h.commit !== s.hs.commit) return `hard state ${JSON.stringify(h)} != ${JSON.stringify(s.hs)}`;
+  if (h.term !== s.hs.term || h.vote !== s.hs.vote || h.commit !== s.hs.commit)
+    return `hard state ${JSON.stringify(h)} != ${JSON.stringify(s.hs)}`;
   const first = store.firstIndex();
   const snap = store.snapshot();
   if (snap.meta.index !== first - 1) return 'snapshot index is not firstIndex - 1';
@@ -64,7 +71,8 @@ export function mismatch(s: ModelState, store: WalStore, snapshots: ReadonlyMap<
   const t = s.terms[first - 1];
   if (t !== undefined && store.term(LogIndex(first - 1)) !== t) return `term(${first - 1}) ${store.term(LogIndex(first - 1))} != ${t}`;
   for (const e of allEntries(store)) {
-    if (s.terms[e.index] !== e.term || s.data[e.index] !== text(e)) return `entry ${e.index} is ${e.term}/${text(e)}, model has ${s.terms[e.index]}/${s.data[e.index]}`;
+    if (s.terms[e.index] !== e.term || s.data[e.index] !== text(e))
+      return `entry ${e.index} is ${e.term}/${text(e)}, model has ${s.terms[e.index]}/${s.data[e.index]}`;
   }
   return null;
 }

@@ -69,7 +69,7 @@ describe('NodeDisk sync placement', () => {
     await call((d) => f.close(d));
   });
 
-  it('passes the time since the file\'s last sync ended, and how long that sync took', async () => {
+  it("passes the time since the file's last sync ended, and how long that sync took", async () => {
     const asked: Array<[number, number]> = [];
     const disk = new NodeDisk({ syncOnLoop: (idleMs, lastSyncMs) => (asked.push([idleMs, lastSyncMs]), 'pool') });
     const f = await open(disk, 'idle');

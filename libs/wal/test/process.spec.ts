@@ -55,7 +55,11 @@ let tmp = '';
 
 beforeAll(() => {
   // Build this library (and what it references) so the child can import dist/.
-  execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-b', path.join(root, 'libs/wal/tsconfig.lib.json')], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules/typescript/bin/tsc'), '-b', path.join(root, 'libs/wal/tsconfig.lib.json')],
+    { stdio: 'inherit' },
+  );
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fencer-wal-'));
 }, 120_000);
 
@@ -95,7 +99,10 @@ function start(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Ch
   proc.stderr!.on('data', (c: string) => (stderr += c));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.on('close', (code, signal) => {
-      for (const w of waiters.splice(0)) w.reject(new Error(`child exited (${code ?? signal}) before ${w.re}; stdout tail: ${lines.slice(-3).join(' | ')}; stderr: ${stderr}`));
+      for (const w of waiters.splice(0))
+        w.reject(
+          new Error(`child exited (${code ?? signal}) before ${w.re}; stdout tail: ${lines.slice(-3).join(' | ')}; stderr: ${stderr}`),
+        );
       resolve({ code, signal });
     });
   });
@@ -117,7 +124,13 @@ function syncedIndexes(lines: readonly string[]): number[] {
 }
 
 /** Starts the appender on dir; checks it recovered at least `mustHave`; returns the child and its recovered range. */
-async function startAppender(dir: string, mustHave: number, wrap: string[] = [], env: NodeJS.ProcessEnv = {}, segmentBytes?: number): Promise<{ child: Child; last: number }> {
+async function startAppender(
+  dir: string,
+  mustHave: number,
+  wrap: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  segmentBytes?: number,
+): Promise<{ child: Child; last: number }> {
   const [cmd, ...pre] = wrap.length > 0 ? wrap : [process.execPath];
   const args = [appender, dir, '16', ...(segmentBytes === undefined ? [] : [String(segmentBytes)])];
   const child = start(cmd!, wrap.length > 0 ? [...pre, process.execPath, ...args] : args, env);
@@ -188,26 +201,30 @@ describe.each([
     expect(Math.min(...seqs)).toBeGreaterThan(1);
   }, 120_000);
 
-  itFiu(`fiu-run: one fdatasync error makes the child exit non-zero having acknowledged only what was persisted (syncs: ${fiu})`, async () => {
-    const tools = fiuTools();
-    const dir = path.join(tmp, `fiu-${fiu}`);
-    const ctl = path.join(tmp, `fiu-ctl-${fiu}`);
-    const env = { UV_USE_IO_URING: '0', APPENDER_SYNCS: fiu }; // else libuv's io_uring path bypasses the preloaded fault points
-    const { child } = await startAppender(dir, 0, [tools.run, '-x', '-f', ctl], env);
-    const pid = Number((await child.waitFor(/^pid /)).slice(4));
-    // Let it acknowledge a good number of saves, then make the next fdatasync fail with EIO (errno 5).
-    await child.waitFor(/^synced 500$/);
-    const counts = syncCounts(child.lines);
-    // On the loop whenever no other sync is out (a second cycle in flight still goes to the pool).
-    expect(fiu === 'loop' ? counts.loop : counts.pool).toBeGreaterThan(0);
-    if (fiu === 'pool') expect(counts.loop).toBe(0);
-    execFileSync(tools.ctrl, ['-c', 'enable name=posix/io/sync/fdatasync,failinfo=5,onetime', '-f', ctl, String(pid)]);
-    const synced = await expectCleanCrash(child, 'EIO', 'fdatasync', /^-$/);
-    // Without the fault, a restart finds everything that was reported synced.
-    const again = await startAppender(dir, synced.at(-1)!);
-    again.child.proc.kill('SIGKILL');
-    await again.child.exited;
-  }, 60_000);
+  itFiu(
+    `fiu-run: one fdatasync error makes the child exit non-zero having acknowledged only what was persisted (syncs: ${fiu})`,
+    async () => {
+      const tools = fiuTools();
+      const dir = path.join(tmp, `fiu-${fiu}`);
+      const ctl = path.join(tmp, `fiu-ctl-${fiu}`);
+      const env = { UV_USE_IO_URING: '0', APPENDER_SYNCS: fiu }; // else libuv's io_uring path bypasses the preloaded fault points
+      const { child } = await startAppender(dir, 0, [tools.run, '-x', '-f', ctl], env);
+      const pid = Number((await child.waitFor(/^pid /)).slice(4));
+      // Let it acknowledge a good number of saves, then make the next fdatasync fail with EIO (errno 5).
+      await child.waitFor(/^synced 500$/);
+      const counts = syncCounts(child.lines);
+      // On the loop whenever no other sync is out (a second cycle in flight still goes to the pool).
+      expect(fiu === 'loop' ? counts.loop : counts.pool).toBeGreaterThan(0);
+      if (fiu === 'pool') expect(counts.loop).toBe(0);
+      execFileSync(tools.ctrl, ['-c', 'enable name=posix/io/sync/fdatasync,failinfo=5,onetime', '-f', ctl, String(pid)]);
+      const synced = await expectCleanCrash(child, 'EIO', 'fdatasync', /^-$/);
+      // Without the fault, a restart finds everything that was reported synced.
+      const again = await startAppender(dir, synced.at(-1)!);
+      again.child.proc.kill('SIGKILL');
+      await again.child.exited;
+    },
+    60_000,
+  );
 });
 
 /** Saves acknowledged after arming a fault beyond which it cannot be on the way (a segment rolls every ~3,000). */
@@ -229,7 +246,9 @@ async function expectCleanCrash(child: Child, code: string, syscall: string, fil
   if (await Promise.race([child.exited.then(() => false), runaway])) {
     child.proc.kill('SIGKILL');
     await child.exited;
-    throw new Error(`${runawaySavesMax} more saves were acknowledged after arming the fault: it never reached the store, or the store went past it (a retried fsync)`);
+    throw new Error(
+      `${runawaySavesMax} more saves were acknowledged after arming the fault: it never reached the store, or the store went past it (a retried fsync)`,
+    );
   }
   const { code: exitCode } = await child.exited;
   const story = `stdout tail: ${child.lines.slice(-5).join(' | ')}; stderr: ${child.stderr()}`;
@@ -240,7 +259,10 @@ async function expectCleanCrash(child: Child, code: string, syscall: string, fil
   expect({ code: gotCode, syscall: gotSyscall }, story).toEqual({ code, syscall });
   expect(gotFile, story).toMatch(file);
   // Nothing was acknowledged after the failure: the store fails for good and never retries.
-  expect(child.lines.slice(fatalAt + 1).filter((l) => l.startsWith('synced ')), story).toEqual([]);
+  expect(
+    child.lines.slice(fatalAt + 1).filter((l) => l.startsWith('synced ')),
+    story,
+  ).toEqual([]);
   const synced = syncedIndexes(child.lines);
   expect(synced.length, story).toBeGreaterThanOrEqual(500);
   return synced;
@@ -264,42 +286,83 @@ const writePoints = ['posix/io/rw/pwrite', 'posix/io/rw/pwritev'];
 
 const faultCases: readonly FaultCase[] = [
   { name: 'a write-path pwrite fails with EIO', points: writePoints, errno: 5, code: 'EIO', syscall: 'write', file: /^-$/ },
-  { name: 'a write-path pwrite fails with ENOSPC (disk full)', points: writePoints, errno: 28, code: 'ENOSPC', syscall: 'write', file: /^-$/ },
-  { name: 'an fdatasync fails with ENOSPC', points: ['posix/io/sync/fdatasync'], errno: 28, code: 'ENOSPC', syscall: 'fdatasync', file: /^-$/ },
+  {
+    name: 'a write-path pwrite fails with ENOSPC (disk full)',
+    points: writePoints,
+    errno: 28,
+    code: 'ENOSPC',
+    syscall: 'write',
+    file: /^-$/,
+  },
+  {
+    name: 'an fdatasync fails with ENOSPC',
+    points: ['posix/io/sync/fdatasync'],
+    errno: 28,
+    code: 'ENOSPC',
+    syscall: 'fdatasync',
+    file: /^-$/,
+  },
   // No snapshots: the next rename is the one that names the segment after the spare.
-  { name: 'the rename of a new segment fails with EIO', points: ['posix/io/dir/rename'], errno: 5, code: 'EIO', syscall: 'rename', file: /^[0-9a-f]{16}\.wal\.tmp$/, env: { APPENDER_SNAPSHOTS: 'off' } },
+  {
+    name: 'the rename of a new segment fails with EIO',
+    points: ['posix/io/dir/rename'],
+    errno: 5,
+    code: 'EIO',
+    syscall: 'rename',
+    file: /^[0-9a-f]{16}\.wal\.tmp$/,
+    env: { APPENDER_SNAPSHOTS: 'off' },
+  },
   // The next directory fsync names a new segment, installs a snapshot or makes a compaction's deletes durable.
   { name: 'a directory fsync fails with EIO', points: ['posix/io/sync/fsync'], errno: 5, code: 'EIO', syscall: 'fsync', file: /^-$/ },
   // The next unlink drops a snapshot beyond the two kept, or a compacted segment.
-  { name: 'an unlink during compaction fails with EIO', points: ['posix/io/dir/unlink'], errno: 5, code: 'EIO', syscall: 'unlink', file: /^(snap-[0-9a-f]{16}\.snap|[0-9a-f]{16}\.wal)$/ },
+  {
+    name: 'an unlink during compaction fails with EIO',
+    points: ['posix/io/dir/unlink'],
+    errno: 5,
+    code: 'EIO',
+    syscall: 'unlink',
+    file: /^(snap-[0-9a-f]{16}\.snap|[0-9a-f]{16}\.wal)$/,
+  },
   // Segments of 4 MiB: no roll before the next snapshot, so its install is the next rename.
-  { name: 'the rename installing a snapshot fails with ENOSPC', points: ['posix/io/dir/rename'], errno: 28, code: 'ENOSPC', syscall: 'rename', file: /^snap-[0-9a-f]{16}\.snap\.tmp$/, segmentBytes: 4 * 1024 * 1024 },
+  {
+    name: 'the rename installing a snapshot fails with ENOSPC',
+    points: ['posix/io/dir/rename'],
+    errno: 28,
+    code: 'ENOSPC',
+    syscall: 'rename',
+    file: /^snap-[0-9a-f]{16}\.snap\.tmp$/,
+    segmentBytes: 4 * 1024 * 1024,
+  },
 ];
 
 describe('disk faults at process level (fiu-run, each fault fires once)', () => {
-  itFiu.each(faultCases)('$name: the child exits 1 and a restart recovers everything acknowledged', async (c) => {
-    const tools = fiuTools();
-    const slug = c.name.replace(/[^a-z]+/gi, '-');
-    const dir = path.join(tmp, `fault-${slug}`);
-    const ctl = path.join(tmp, `fiu-ctl-${slug}`);
-    const env = { UV_USE_IO_URING: '0', ...c.env };
-    const { child } = await startAppender(dir, 0, [tools.run, '-x', '-f', ctl], env, c.segmentBytes);
-    const pid = Number((await child.waitFor(/^pid /)).slice(4));
-    // Armed once the spare segment is in place and a good number of saves are acknowledged.
-    await child.waitFor(/^renamed 0000000000000002\.wal$/);
-    await child.waitFor(/^synced 500$/);
-    const commands = c.points.flatMap((p) => ['-c', `enable name=${p},failinfo=${c.errno},onetime`]);
-    execFileSync(tools.ctrl, [...commands, '-f', ctl, String(pid)]);
-    const synced = await expectCleanCrash(child, c.code, c.syscall, c.file);
-    const failedFile = child.lines.find((l) => l.startsWith('fatal '))!.split(' ')[3]!;
-    // Without the fault, a restart finds everything acknowledged, intact, removes a half-made file, and appends again.
-    const again = await startAppender(dir, synced.at(-1)!, [], {}, c.segmentBytes);
-    const report = JSON.parse((await again.child.waitFor(/^recovery /)).slice('recovery '.length)) as { deleted: string[] };
-    if (c.syscall === 'rename') expect(report.deleted).toContain(failedFile);
-    await again.child.waitFor(/^synced /);
-    again.child.proc.kill('SIGKILL');
-    await again.child.exited;
-  }, 60_000);
+  itFiu.each(faultCases)(
+    '$name: the child exits 1 and a restart recovers everything acknowledged',
+    async (c) => {
+      const tools = fiuTools();
+      const slug = c.name.replace(/[^a-z]+/gi, '-');
+      const dir = path.join(tmp, `fault-${slug}`);
+      const ctl = path.join(tmp, `fiu-ctl-${slug}`);
+      const env = { UV_USE_IO_URING: '0', ...c.env };
+      const { child } = await startAppender(dir, 0, [tools.run, '-x', '-f', ctl], env, c.segmentBytes);
+      const pid = Number((await child.waitFor(/^pid /)).slice(4));
+      // Armed once the spare segment is in place and a good number of saves are acknowledged.
+      await child.waitFor(/^renamed 0000000000000002\.wal$/);
+      await child.waitFor(/^synced 500$/);
+      const commands = c.points.flatMap((p) => ['-c', `enable name=${p},failinfo=${c.errno},onetime`]);
+      execFileSync(tools.ctrl, [...commands, '-f', ctl, String(pid)]);
+      const synced = await expectCleanCrash(child, c.code, c.syscall, c.file);
+      const failedFile = child.lines.find((l) => l.startsWith('fatal '))!.split(' ')[3]!;
+      // Without the fault, a restart finds everything acknowledged, intact, removes a half-made file, and appends again.
+      const again = await startAppender(dir, synced.at(-1)!, [], {}, c.segmentBytes);
+      const report = JSON.parse((await again.child.waitFor(/^recovery /)).slice('recovery '.length)) as { deleted: string[] };
+      if (c.syscall === 'rename') expect(report.deleted).toContain(failedFile);
+      await again.child.waitFor(/^synced /);
+      again.child.proc.kill('SIGKILL');
+      await again.child.exited;
+    },
+    60_000,
+  );
 });
 
 if (fiuMissing !== null) {

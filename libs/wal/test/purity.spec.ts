@@ -30,7 +30,9 @@ describe('purity of the main entry', () => {
 
   it('reaches the store, MemDisk and recovery, but not NodeDisk', () => {
     const names = files.map((f) => path.basename(f));
-    expect(names).toEqual(expect.arrayContaining(['wal-store.ts', 'mem-disk.ts', 'lying-disk.ts', 'recover.ts', 'records.ts', 'crc32c.ts']));
+    expect(names).toEqual(
+      expect.arrayContaining(['wal-store.ts', 'mem-disk.ts', 'lying-disk.ts', 'recover.ts', 'records.ts', 'crc32c.ts']),
+    );
     expect(names).not.toContain('node.ts');
   });
 

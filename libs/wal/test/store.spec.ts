@@ -171,7 +171,9 @@ describe('store basics', () => {
       const got = allEntries(again).map((e) => e.index);
       // Always a prefix: entry 3 never without entry 2.
       expect([[1], [1, 2], [1, 2, 3]]).toContainEqual(got);
-      outcomes.add(again.recovery.truncatedAt?.reason.includes('later cycle') === true ? 'later-cycle-discarded' : `last-${again.lastIndex()}`);
+      outcomes.add(
+        again.recovery.truncatedAt?.reason.includes('later cycle') === true ? 'later-cycle-discarded' : `last-${again.lastIndex()}`,
+      );
     }
     expect(outcomes).toContain('later-cycle-discarded');
     expect(outcomes).toContain('last-3');

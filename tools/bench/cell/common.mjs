@@ -9,7 +9,13 @@ export const nowMs = () => performance.now();
 
 /** A latency histogram in microseconds (1 µs .. 120 s, 3 significant digits). */
 export function histogram() {
-  const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3, useWebAssembly: false, bitBucketSize: 64 });
+  const h = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 120_000_000,
+    numberOfSignificantValueDigits: 3,
+    useWebAssembly: false,
+    bitBucketSize: 64,
+  });
   return {
     /** Records one latency given in milliseconds. */
     record(ms) {

@@ -16,7 +16,14 @@ import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren, wa
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ETCD_BIN = process.env.ETCD_BIN ?? '/usr/bin/etcd';
 
-const def = loadSync(['etcd-subset.proto', 'v3lock-subset.proto'], { includeDirs: [here], keepCase: true, longs: String, enums: Number, defaults: true, oneofs: true });
+const def = loadSync(['etcd-subset.proto', 'v3lock-subset.proto'], {
+  includeDirs: [here],
+  keepCase: true,
+  longs: String,
+  enums: Number,
+  defaults: true,
+  oneofs: true,
+});
 const pkg = loadPackageDefinition(def);
 const { KV, Lease, Watch, Maintenance } = pkg.etcdserverpb;
 const { Lock } = pkg.v3lockpb;
@@ -85,17 +92,28 @@ export class EtcdSystem {
     this.endpoints = this.nodes.map((n) => `127.0.0.1:${n.client}`);
     for (const n of this.nodes) {
       n.argv = [
-        '--name', n.name,
-        '--data-dir', n.dir,
-        '--listen-client-urls', `http://127.0.0.1:${n.client}`,
-        '--advertise-client-urls', `http://127.0.0.1:${n.client}`,
-        '--listen-peer-urls', `http://127.0.0.1:${n.peer}`,
-        '--initial-advertise-peer-urls', `http://127.0.0.1:${n.peer}`,
-        '--initial-cluster', cluster,
-        '--initial-cluster-state', 'new',
-        '--initial-cluster-token', `bench-${process.pid}-${this.key}`,
-        '--logger', 'zap',
-        '--log-level', 'warn',
+        '--name',
+        n.name,
+        '--data-dir',
+        n.dir,
+        '--listen-client-urls',
+        `http://127.0.0.1:${n.client}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${n.client}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${n.peer}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${n.peer}`,
+        '--initial-cluster',
+        cluster,
+        '--initial-cluster-state',
+        'new',
+        '--initial-cluster-token',
+        `bench-${process.pid}-${this.key}`,
+        '--logger',
+        'zap',
+        '--log-level',
+        'warn',
       ];
       this.spawn(n);
     }
@@ -129,7 +147,9 @@ export class EtcdSystem {
 
   unaryOnce(kind, method, req, address, timeoutMs) {
     const c = this.client(kind, address);
-    return new Promise((resolve, reject) => c[method](req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(err) : resolve(res))));
+    return new Promise((resolve, reject) =>
+      c[method](req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(err) : resolve(res))),
+    );
   }
 
   /** Retries any error on the next endpoint (the calls made here are idempotent); counts failed attempts. */
@@ -156,7 +176,9 @@ export class EtcdSystem {
     const until = Date.now() + 30_000;
     while (Date.now() < until) {
       const live = this.nodes.filter((n) => alive(this.children.get(n.name)));
-      const st = await Promise.all(live.map((n) => this.unaryOnce('Maintenance', 'status', {}, `127.0.0.1:${n.client}`, 1000).catch(() => undefined)));
+      const st = await Promise.all(
+        live.map((n) => this.unaryOnce('Maintenance', 'status', {}, `127.0.0.1:${n.client}`, 1000).catch(() => undefined)),
+      );
       const leaders = new Set(st.filter(Boolean).map((s) => s.leader));
       const lead = st.find((s) => s && s.leader !== '0' && s.header.member_id === s.leader);
       if (lead && leaders.size === 1 && st.filter(Boolean).length > this.members / 2) {
@@ -247,7 +269,12 @@ class EtcdSession {
   }
 
   async lock(name) {
-    const { res, startedMs } = await this.system.call('Lock', 'lock', { name: Buffer.from(name), lease: this.lease }, { timeoutMs: 75_000 });
+    const { res, startedMs } = await this.system.call(
+      'Lock',
+      'lock',
+      { name: Buffer.from(name), lease: this.lease },
+      { timeoutMs: 75_000 },
+    );
     return { name, key: res.key, startedMs };
   }
 
@@ -255,7 +282,9 @@ class EtcdSession {
   async tryLock(name) {
     const pfx = `${name}/`;
     const myKey = Buffer.from(`${pfx}${this.leaseHex}`);
-    const owner = { request_range: { key: Buffer.from(pfx), range_end: prefixEnd(pfx), sort_target: CREATE, sort_order: ASCEND, limit: '1' } };
+    const owner = {
+      request_range: { key: Buffer.from(pfx), range_end: prefixEnd(pfx), sort_target: CREATE, sort_order: ASCEND, limit: '1' },
+    };
     const { res } = await this.system.call('KV', 'txn', {
       compare: [{ result: EQUAL, target: CREATE, key: myKey, create_revision: '0' }],
       success: [{ request_put: { key: myKey, value: Buffer.alloc(0), lease: this.lease } }, owner],

@@ -30,7 +30,8 @@ export class FencerSystem {
   }
 
   get version() {
-    if (this.opts.main) return `cell-node built from ${path.relative(process.cwd(), path.resolve(this.opts.main))}, Node ${process.version}`;
+    if (this.opts.main)
+      return `cell-node built from ${path.relative(process.cwd(), path.resolve(this.opts.main))}, Node ${process.version}`;
     try {
       return `cell-node ${JSON.parse(readFileSync(path.join(path.dirname(CELL_NODE_MAIN), '../package.json'), 'utf8')).version}, Node ${process.version}`;
     } catch {
@@ -51,7 +52,9 @@ export class FencerSystem {
     const args = this.opts.extraArgs ?? [];
     const at = args.indexOf('--wal-sync-on-loop');
     const mode = at >= 0 ? args[at + 1] : (this.opts.env?.FENCER_WAL_SYNC_ON_LOOP ?? process.env.FENCER_WAL_SYNC_ON_LOOP ?? 'when-idle');
-    return mode === 'never' ? 'on the thread pool' : 'on the event loop when idle 0.5 ms (a follower; the leader only while it serves one call, after polling for I/O), else on the thread pool';
+    return mode === 'never'
+      ? 'on the thread pool'
+      : 'on the event loop when idle 0.5 ms (a follower; the leader only while it serves one call, after polling for I/O), else on the thread pool';
   }
 
   get settings() {
@@ -84,7 +87,16 @@ export class FencerSystem {
     const nodeFlags = (this.opts.env?.NODE_FLAGS ?? '').split(',').filter(Boolean);
     if (nodeFlags.length > 0) for (const r of this.replicas) r.argv.splice(1, 0, ...nodeFlags);
     if (this.opts.cpuProfDir) {
-      for (const r of this.replicas) r.argv.splice(1, 0, '--cpu-prof', '--cpu-prof-interval', String(this.opts.cpuProfIntervalUs ?? 250), '--cpu-prof-dir', path.join(this.opts.cpuProfDir, r.id));
+      for (const r of this.replicas)
+        r.argv.splice(
+          1,
+          0,
+          '--cpu-prof',
+          '--cpu-prof-interval',
+          String(this.opts.cpuProfIntervalUs ?? 250),
+          '--cpu-prof-dir',
+          path.join(this.opts.cpuProfDir, r.id),
+        );
     }
     this.endpoints = this.replicas.map((r) => r.grpc);
     for (const r of this.replicas) this.spawn(r);
@@ -101,7 +113,10 @@ export class FencerSystem {
   }
 
   async leader() {
-    const st = await waitForLeader(this.replicas.filter((r) => alive(this.children.get(r.id))), 30_000);
+    const st = await waitForLeader(
+      this.replicas.filter((r) => alive(this.children.get(r.id))),
+      30_000,
+    );
     return { id: st.leaderId, pid: this.children.get(st.leaderId).pid };
   }
 
@@ -153,7 +168,9 @@ export class FencerSystem {
   once(address, method, req, timeoutMs) {
     const c = this.raw(address);
     return new Promise((resolve, reject) =>
-      c[method](req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(fromServiceError(err)) : resolve(res))),
+      c[method](req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
+        err ? reject(fromServiceError(err)) : resolve(res),
+      ),
     );
   }
 
@@ -177,9 +194,10 @@ export class FencerSystem {
         if (!isRetryable(fe.code) || nowMs() > until) throw fe;
         attempt++;
         if (this.target === target) {
-          this.target = fe.leaderHint && fe.leaderHint !== target && this.endpoints.includes(fe.leaderHint)
-            ? fe.leaderHint
-            : this.endpoints[(this.endpoints.indexOf(target) + 1) % this.endpoints.length];
+          this.target =
+            fe.leaderHint && fe.leaderHint !== target && this.endpoints.includes(fe.leaderHint)
+              ? fe.leaderHint
+              : this.endpoints[(this.endpoints.indexOf(target) + 1) % this.endpoints.length];
         }
         await sleep(Math.min(100, 10 * attempt));
       }
@@ -199,7 +217,11 @@ export class FencerSystem {
 
   /** Opens n sessions with a long TTL; returns their ids. */
   async openManySessions(n, ttlS) {
-    return pool(n, 128, async () => (await this.call('openSession', { clientId: 'bench-ka', ttlMs: ttlS * 1000, namespace: NAMESPACE })).res.sessionId);
+    return pool(
+      n,
+      128,
+      async () => (await this.call('openSession', { clientId: 'bench-ka', ttlMs: ttlS * 1000, namespace: NAMESPACE })).res.sessionId,
+    );
   }
 
   /** A KeepAlive stream to the leader: send(id) writes one heartbeat; onAck(id) is called per answer. */
@@ -225,7 +247,9 @@ export class FencerSystem {
       this.internalChannels.set(address, c);
     }
     return new Promise((resolve, reject) =>
-      c.heartbeatBatch({ sessionIds: ids, proxyId: 'bench-proxy' }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res.sessions.length))),
+      c.heartbeatBatch({ sessionIds: ids, proxyId: 'bench-proxy' }, new Metadata(), { deadline: Date.now() + 10_000 }, (err, res) =>
+        err ? reject(err) : resolve(res.sessions.length),
+      ),
     );
   }
 
@@ -272,7 +296,14 @@ class FencerSession {
 
   /** Try-lock: a handle when granted, null when someone else holds it. */
   async tryLock(name) {
-    const { res } = await this.system.call('acquire', { sessionId: this.sessionId, name, mode: 1, waitMs: 0, requestId: this.requestId(), lockDelayMs: 0 });
+    const { res } = await this.system.call('acquire', {
+      sessionId: this.sessionId,
+      name,
+      mode: 1,
+      waitMs: 0,
+      requestId: this.requestId(),
+      lockDelayMs: 0,
+    });
     return res.status === GRANTED ? { name, token: res.token } : null;
   }
 

@@ -2,7 +2,8 @@
 import { SCENARIOS } from './scenarios.mjs';
 
 const int = (n) => (n === undefined || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US'));
-const ms = (n) => (n === undefined || !Number.isFinite(n) ? '—' : n >= 100 ? `${Math.round(n)} ms` : n >= 10 ? `${n.toFixed(1)} ms` : `${n.toFixed(2)} ms`);
+const ms = (n) =>
+  n === undefined || !Number.isFinite(n) ? '—' : n >= 100 ? `${Math.round(n)} ms` : n >= 10 ? `${n.toFixed(1)} ms` : `${n.toFixed(2)} ms`;
 const cores = (s, wall) => (wall ? (s / wall).toFixed(2) : '—');
 
 /** The issue's targets: Fencer (five replicas) against etcd (five members), same run. */
@@ -75,17 +76,30 @@ export const renderTerminal = {
   row(system, sc, r) {
     if (r.error) return `${system.label.padEnd(22)} ERROR ${r.error.split('\n')[0]}`;
     const c = r.cpu;
-    const main = r.unavailableMs !== undefined ? `${int(r.unavailableMs)} ms unavailable (worst)` : `${int(r.rate)} ${sc.unit}  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}`;
+    const main =
+      r.unavailableMs !== undefined
+        ? `${int(r.unavailableMs)} ms unavailable (worst)`
+        : `${int(r.rate)} ${sc.unit}  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}`;
     return `${system.label.padEnd(22)} ${main}  failed ${r.failed}  cpu: servers ${cores(c.serverS, c.wallS)}, loadgen ${cores(c.loadgenS, c.wallS)}, others ${cores(c.otherS, c.wallS)} cores${r.note ? `  [${r.note}]` : ''}`;
   },
   table(meta, systems, results) {
     const base = baselineKey(systems);
     const hasBaseline = systems.some((s) => s.key === 'fencer-baseline');
-    const cols = ['scenario', ...systems.map((s) => s.label), ...(hasBaseline ? ['Fencer / baseline'] : []), ...(base ? [`Fencer / ${base}`, 'target'] : [])];
+    const cols = [
+      'scenario',
+      ...systems.map((s) => s.label),
+      ...(hasBaseline ? ['Fencer / baseline'] : []),
+      ...(base ? [`Fencer / ${base}`, 'target'] : []),
+    ];
     const rows = meta.scenarioKeys.map((key) => {
       const f = find(results, key, 'fencer');
       const e = base ? find(results, BASELINE_ROW[key] ?? key, base) : undefined;
-      return [key, ...systems.map((s) => headline(find(results, key, s.key))), ...(hasBaseline ? [baselineRatio(key, results)] : []), ...(base ? [ratio(key, f, e), targetCell(key, f, e).replace(/\*/g, '')] : [])];
+      return [
+        key,
+        ...systems.map((s) => headline(find(results, key, s.key))),
+        ...(hasBaseline ? [baselineRatio(key, results)] : []),
+        ...(base ? [ratio(key, f, e), targetCell(key, f, e).replace(/\*/g, '')] : []),
+      ];
     });
     const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((r) => String(r[i]).length)));
     const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join(' | ');
@@ -110,7 +124,7 @@ export function renderMarkdown(meta, systems, results) {
       'Latencies are HDR histograms (hdr-histogram-js) of the acquire call (contended: the wait for the grant). CPU is utime+stime from /proc/PID/stat of all server processes, ' +
       'and process.cpuUsage() of the load generator, over the measured window, in cores (CPU seconds per second). ' +
       '"Failed calls" counts attempts that ended in an error and were retried: the Fencer client follows leader hints and retries every 10–100 ms with the same request, the etcd client moves to the next endpoint, the ZooKeeper client retries after a lost connection. ' +
-      'Failover: two kill -9 of the current leader under 16 clients\' uncontended load, the killed member restarted and caught up between them; unavailability is the time from the kill to the first acquire sent after the kill that succeeds.',
+      "Failover: two kill -9 of the current leader under 16 clients' uncontended load, the killed member restarted and caught up between them; unavailability is the time from the kill to the first acquire sent after the kill that succeeds.",
   );
   out.push('');
   for (const s of meta.systems) out.push(`- **${s.label}** (${s.version}): ${s.settings}.`);
@@ -122,19 +136,31 @@ export function renderMarkdown(meta, systems, results) {
   out.push(`### Side by side${base ? ` (ratio against ${systems.find((s) => s.key === base).label})` : ''}`);
   out.push('');
   const hasBaseline = systems.some((s) => s.key === 'fencer-baseline');
-  const head = ['scenario', ...systems.map((s) => s.label), ...(hasBaseline ? ['Fencer / baseline'] : []), ...(base ? ['Fencer / etcd', 'target'] : [])];
+  const head = [
+    'scenario',
+    ...systems.map((s) => s.label),
+    ...(hasBaseline ? ['Fencer / baseline'] : []),
+    ...(base ? ['Fencer / etcd', 'target'] : []),
+  ];
   out.push(`| ${head.join(' | ')} |`);
   out.push(`| ${head.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`);
   for (const key of meta.scenarioKeys) {
     const f = find(results, key, 'fencer');
     const e = base ? find(results, BASELINE_ROW[key] ?? key, base) : undefined;
-    const cells = [SCENARIOS[key].title, ...systems.map((s) => headline(find(results, key, s.key))), ...(hasBaseline ? [baselineRatio(key, results)] : []), ...(base ? [ratio(key, f, e), targetCell(key, f, e)] : [])];
+    const cells = [
+      SCENARIOS[key].title,
+      ...systems.map((s) => headline(find(results, key, s.key))),
+      ...(hasBaseline ? [baselineRatio(key, results)] : []),
+      ...(base ? [ratio(key, f, e), targetCell(key, f, e)] : []),
+    ];
     out.push(`| ${cells.join(' | ')} |`);
   }
   out.push('');
   out.push('### Raw figures');
   out.push('');
-  out.push('| scenario | system | ops in window | rate | p50 | p99 | failed calls | CPU servers | CPU load generator | CPU others | notes |');
+  out.push(
+    '| scenario | system | ops in window | rate | p50 | p99 | failed calls | CPU servers | CPU load generator | CPU others | notes |',
+  );
   out.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   for (const key of meta.scenarioKeys) {
     for (const s of systems) {

@@ -60,21 +60,26 @@ function scenario(key, title, unit, run) {
 }
 
 for (const clients of [1, 16, 64, 256]) {
-  scenario(`uncontended-${clients}`, `uncontended acquire+release, distinct names, ${clients} client${clients > 1 ? 's' : ''}`, 'cycles/s', async (system, opts) => {
-    const sessions = await openSessions(system, clients);
-    try {
-      return await closedLoop(system, clients, opts, async (i) => {
-        const s = sessions[i];
-        const t0 = nowMs();
-        const h = await s.lock(system.lockName(`u${clients}/c${i}`));
-        const lat = nowMs() - t0;
-        await s.unlock(h);
-        return lat;
-      });
-    } finally {
-      await closeSessions(sessions);
-    }
-  });
+  scenario(
+    `uncontended-${clients}`,
+    `uncontended acquire+release, distinct names, ${clients} client${clients > 1 ? 's' : ''}`,
+    'cycles/s',
+    async (system, opts) => {
+      const sessions = await openSessions(system, clients);
+      try {
+        return await closedLoop(system, clients, opts, async (i) => {
+          const s = sessions[i];
+          const t0 = nowMs();
+          const h = await s.lock(system.lockName(`u${clients}/c${i}`));
+          const lat = nowMs() - t0;
+          await s.unlock(h);
+          return lat;
+        });
+      } finally {
+        await closeSessions(sessions);
+      }
+    },
+  );
 }
 
 scenario('contended-16', 'contended: 16 clients, one name, FIFO handoffs', 'handoffs/s', async (system, opts) => {
@@ -121,22 +126,27 @@ scenario('trylock-64', 'try-lock storm: 64 clients on one held name', 'attempts/
   }
 });
 
-scenario('reads-64', 'linearizable reads: 64 clients (Fencer CheckToken, etcd Range serializable=false)', 'reads/s', async (system, opts) => {
-  const holder = await system.openSession(300);
-  const held = await holder.lock(system.lockName('reads/held'));
-  const sessions = await openSessions(system, 64);
-  try {
-    return await closedLoop(system, 64, opts, async (i) => {
-      const t0 = nowMs();
-      await sessions[i].read(held);
-      return nowMs() - t0;
-    });
-  } finally {
-    await closeSessions(sessions);
-    await holder.unlock(held).catch(() => {});
-    await holder.close();
-  }
-});
+scenario(
+  'reads-64',
+  'linearizable reads: 64 clients (Fencer CheckToken, etcd Range serializable=false)',
+  'reads/s',
+  async (system, opts) => {
+    const holder = await system.openSession(300);
+    const held = await holder.lock(system.lockName('reads/held'));
+    const sessions = await openSessions(system, 64);
+    try {
+      return await closedLoop(system, 64, opts, async (i) => {
+        const t0 = nowMs();
+        await sessions[i].read(held);
+        return nowMs() - t0;
+      });
+    } finally {
+      await closeSessions(sessions);
+      await holder.unlock(held).catch(() => {});
+      await holder.close();
+    }
+  },
+);
 
 /** The keepalive scenarios' start: their sessions (timed), a latency histogram and a CPU window. */
 async function openForKeepalives(system, opts) {
@@ -197,50 +207,55 @@ scenario('keepalive-10000', 'session/lease keepalives, 10,000 sessions', 'keepal
   };
 });
 
-scenario('keepalive-batched-10000', 'session keepalives through session-proxy batches (HeartbeatBatch), 10,000 sessions', 'keepalives/s', async (system, opts) => {
-  const proxies = 4;
-  const batchSessions = 500;
-  const inFlightPerProxy = 2;
-  const { sessionsN, ids, openS, h, cpu } = await openForKeepalives(system, opts);
-  let phase = 'warmup';
-  let acks = 0;
-  let next = 0;
-  let errors = 0;
-  const loop = async () => {
-    while (phase !== 'done') {
-      const batch = [];
-      for (let i = 0; i < batchSessions; i++) batch.push(ids[next++ % ids.length]);
-      const t = nowMs();
-      try {
-        const n = await system.heartbeatBatch(batch);
-        if (phase === 'measure') {
-          acks += n;
-          h.record(nowMs() - t);
+scenario(
+  'keepalive-batched-10000',
+  'session keepalives through session-proxy batches (HeartbeatBatch), 10,000 sessions',
+  'keepalives/s',
+  async (system, opts) => {
+    const proxies = 4;
+    const batchSessions = 500;
+    const inFlightPerProxy = 2;
+    const { sessionsN, ids, openS, h, cpu } = await openForKeepalives(system, opts);
+    let phase = 'warmup';
+    let acks = 0;
+    let next = 0;
+    let errors = 0;
+    const loop = async () => {
+      while (phase !== 'done') {
+        const batch = [];
+        for (let i = 0; i < batchSessions; i++) batch.push(ids[next++ % ids.length]);
+        const t = nowMs();
+        try {
+          const n = await system.heartbeatBatch(batch);
+          if (phase === 'measure') {
+            acks += n;
+            h.record(nowMs() - t);
+          }
+        } catch {
+          errors++;
+          await sleep(20);
         }
-      } catch {
-        errors++;
-        await sleep(20);
       }
-    }
-  };
-  const loops = Array.from({ length: proxies * inFlightPerProxy }, loop);
-  await sleep(opts.warmupS * 1000);
-  phase = 'measure';
-  cpu.begin();
-  await sleep(opts.seconds * 1000);
-  const c = cpu.end();
-  phase = 'done';
-  await Promise.all(loops);
-  return {
-    ops: acks,
-    rate: acks / c.wallS,
-    p50: h.pMs(50),
-    p99: h.pMs(99),
-    failed: errors,
-    cpu: c,
-    note: `${sessionsN.toLocaleString('en-US')} sessions opened in ${openS.toFixed(1)} s; ${proxies} proxies × ${inFlightPerProxy} batches of ${batchSessions} in flight; latency is per batch`,
-  };
-});
+    };
+    const loops = Array.from({ length: proxies * inFlightPerProxy }, loop);
+    await sleep(opts.warmupS * 1000);
+    phase = 'measure';
+    cpu.begin();
+    await sleep(opts.seconds * 1000);
+    const c = cpu.end();
+    phase = 'done';
+    await Promise.all(loops);
+    return {
+      ops: acks,
+      rate: acks / c.wallS,
+      p50: h.pMs(50),
+      p99: h.pMs(99),
+      failed: errors,
+      cpu: c,
+      note: `${sessionsN.toLocaleString('en-US')} sessions opened in ${openS.toFixed(1)} s; ${proxies} proxies × ${inFlightPerProxy} batches of ${batchSessions} in flight; latency is per batch`,
+    };
+  },
+);
 
 scenario('watch-1000', 'watch fan-out: 1,000 watchers on one prefix, delivery latency', 'deliveries/s', async (system, opts) => {
   const watchersN = opts.watchers ?? 1000;

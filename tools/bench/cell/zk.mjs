@@ -40,7 +40,10 @@ function fourLetter(port, cmd, timeoutMs = 1000) {
 
 export function zkVersion() {
   try {
-    const out = execFileSync(JAVA, ['-cp', CLASSPATH, 'org.apache.zookeeper.version.VersionInfoMain'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync(JAVA, ['-cp', CLASSPATH, 'org.apache.zookeeper.version.VersionInfoMain'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     return `ZooKeeper ${/version\s+([\d.]+)/.exec(out)?.[1] ?? out.trim()}`;
   } catch {
     return existsSync(ZK_JAR) ? 'ZooKeeper (version unknown)' : 'ZooKeeper (not found)';
@@ -77,14 +80,23 @@ export class ZkSystem {
   }
 
   supportNote(key) {
-    return key.startsWith('keepalive') ? 'no per-session keepalive call: sessions are kept by pings on their own connection' : 'not applicable';
+    return key.startsWith('keepalive')
+      ? 'no per-session keepalive call: sessions are kept by pings on their own connection'
+      : 'not applicable';
   }
 
   async start() {
     this.dataDir = mkdtempSync(path.join(tmpdir(), `fencer-bench-${this.key}-`));
     const base = await freePortBase(16_000, 330);
     this.nodes = [];
-    for (let i = 1; i <= this.servers; i++) this.nodes.push({ id: i, client: base + i, quorum: base + 100 + i, election: base + 200 + i, dir: path.join(this.dataDir, `zk${i}`) });
+    for (let i = 1; i <= this.servers; i++)
+      this.nodes.push({
+        id: i,
+        client: base + i,
+        quorum: base + 100 + i,
+        election: base + 200 + i,
+        dir: path.join(this.dataDir, `zk${i}`),
+      });
     const ensemble = this.nodes.map((n) => `server.${n.id}=127.0.0.1:${n.quorum}:${n.election}`).join('\n');
     for (const n of this.nodes) {
       mkdirSync(n.dir, { recursive: true });
@@ -120,9 +132,21 @@ export class ZkSystem {
 
   spawn(n) {
     const log = openSync(path.join(this.dataDir, `zk${n.id}.log`), 'a');
-    const child = spawn(JAVA, ['-Xms64m', '-Xmx512m', '-Dzookeeper.admin.enableServer=false', '-cp', CLASSPATH, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', n.cfg], {
-      stdio: ['ignore', log, log],
-    });
+    const child = spawn(
+      JAVA,
+      [
+        '-Xms64m',
+        '-Xmx512m',
+        '-Dzookeeper.admin.enableServer=false',
+        '-cp',
+        CLASSPATH,
+        'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+        n.cfg,
+      ],
+      {
+        stdio: ['ignore', log, log],
+      },
+    );
     closeSync(log);
     this.children.set(n.id, child);
   }
@@ -167,7 +191,11 @@ export class ZkSystem {
   }
 
   newConn() {
-    const c = zookeeper.createClient(this.connect ?? this.nodes.map((n) => `127.0.0.1:${n.client}`).join(','), { sessionTimeout: 30_000, spinDelay: 50, retries: 0 });
+    const c = zookeeper.createClient(this.connect ?? this.nodes.map((n) => `127.0.0.1:${n.client}`).join(','), {
+      sessionTimeout: 30_000,
+      spinDelay: 50,
+      retries: 0,
+    });
     this.conns.add(c);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('ZooKeeper connect timed out')), 30_000);
@@ -250,7 +278,9 @@ class ZkSession {
     const tag = `lock-${this.guid}-`;
     const { res: created } = await this.system.retry(async () => {
       try {
-        return await p((cb) => conn.create(`${parent}/${tag}`, Buffer.alloc(0), zookeeper.ACL.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+        return await p((cb) =>
+          conn.create(`${parent}/${tag}`, Buffer.alloc(0), zookeeper.ACL.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL, cb),
+        );
       } catch (e) {
         if (e?.getCode?.() !== Exception.CONNECTION_LOSS) throw e;
         const kids = await p((cb) => conn.getChildren(parent, cb)).catch(() => []);
@@ -278,10 +308,14 @@ class ZkSession {
       if (at === 0) return { name, path: `${name}/${mine}`, startedMs: t };
       const pred = `${name}/${kids[at - 1]}`;
       await new Promise((resolve, reject) => {
-        conn.exists(pred, () => resolve(), (err, stat) => {
-          if (err) reject(err);
-          else if (!stat) resolve();
-        });
+        conn.exists(
+          pred,
+          () => resolve(),
+          (err, stat) => {
+            if (err) reject(err);
+            else if (!stat) resolve();
+          },
+        );
       }).catch(() => {});
     }
   }

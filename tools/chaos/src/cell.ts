@@ -45,7 +45,8 @@ export interface SpawnOptions {
 }
 
 /** Admin calls that change membership, sent to the leader. */
-type MembershipCall = { method: 'removeMember'; request: adminpb.RemoveMemberRequest } | { method: 'addMember'; request: adminpb.AddMemberRequest };
+type MembershipCall =
+  { method: 'removeMember'; request: adminpb.RemoveMemberRequest } | { method: 'addMember'; request: adminpb.AddMemberRequest };
 
 /** A disk fault armed with fiu-ctrl: the failure point and the errno it fails with. */
 export interface DiskFault {
@@ -212,7 +213,8 @@ export class ChaosCell {
         const admin = this.admins.get(leader)!;
         const deadline = Math.min(until, Date.now() + 5_000);
         const r = await new Promise<{ ok: boolean; detail: string }>((resolve) => {
-          const cb = (err: { details?: string } | null, res?: { index: number }) => resolve(err ? { ok: false, detail: err.details ?? 'error' } : { ok: true, detail: `at index ${res?.index} by ${leader}` });
+          const cb = (err: { details?: string } | null, res?: { index: number }) =>
+            resolve(err ? { ok: false, detail: err.details ?? 'error' } : { ok: true, detail: `at index ${res?.index} by ${leader}` });
           if (call.method === 'removeMember') admin.removeMember(call.request, new Metadata(), { deadline }, cb);
           else admin.addMember(call.request, new Metadata(), { deadline }, cb);
         });
@@ -255,7 +257,12 @@ export class ChaosCell {
       });
     });
     const fiuCtrl = path.join(path.dirname(FIU_RUN), 'fiu-ctrl');
-    execFileSync(fiuCtrl, [...fault.points.flatMap((p) => ['-c', `enable name=${p},failinfo=${fault.errno},onetime`]), '-f', ctl, String(child.pid)]);
+    execFileSync(fiuCtrl, [
+      ...fault.points.flatMap((p) => ['-c', `enable name=${p},failinfo=${fault.errno},onetime`]),
+      '-f',
+      ctl,
+      String(child.pid),
+    ]);
     return exited;
   }
 
@@ -312,7 +319,11 @@ export class ChaosCell {
 
   transferLeadership(from: string, to: string, timeoutMs = 5_000): Promise<string> {
     return new Promise((resolve) => {
-      this.admins.get(from)!.transferLeadership({ to }, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => resolve(err ? `error: ${err.details}` : `leader now ${res.leaderId}`));
+      this.admins
+        .get(from)!
+        .transferLeadership({ to }, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
+          resolve(err ? `error: ${err.details}` : `leader now ${res.leaderId}`),
+        );
     });
   }
 

@@ -10,11 +10,13 @@ import { Command, InvalidArgumentError } from 'commander';
 import { type NemesisMode, runChaos, summarize } from './run.js';
 import { CHAOS_BUGS, type ChaosBug } from './cell.js';
 
-const int = (what: string) => (v: string): number => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${what} must be a non-negative integer`);
-  return n;
-};
+const int =
+  (what: string) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${what} must be a non-negative integer`);
+    return n;
+  };
 
 const program = new Command('fencer-chaos')
   .description('Chaos run against a real five-replica cell: faults, workloads, history checkers.')
@@ -28,12 +30,26 @@ const program = new Command('fencer-chaos')
     return n;
   })
   .option('--bug <name>', `plant a cell bug the checkers must catch: ${CHAOS_BUGS.join(' | ')}`)
-  .option('--weights <json>', 'the nemesis\'s fault weights as JSON, replacing the mode\'s (e.g. \'{"partition":1}\')')
-  .option('--snapshot-every-entries <n>', 'snapshot and compact the log every n entries (default: never within a run)', int('--snapshot-every-entries'))
+  .option('--weights <json>', "the nemesis's fault weights as JSON, replacing the mode's (e.g. '{\"partition\":1}')")
+  .option(
+    '--snapshot-every-entries <n>',
+    'snapshot and compact the log every n entries (default: never within a run)',
+    int('--snapshot-every-entries'),
+  )
   .option('--work-dir <dir>', 'where data, logs, history and the report go (default: a new temporary directory)')
   .allowExcessArguments(false);
 program.parse(process.argv.slice(2), { from: 'user' });
-const o = program.opts<{ seconds: number; seed?: number; fence: boolean; nemesis: string; bug?: string; weights?: string; clientClockRate?: number; snapshotEveryEntries?: number; workDir?: string }>();
+const o = program.opts<{
+  seconds: number;
+  seed?: number;
+  fence: boolean;
+  nemesis: string;
+  bug?: string;
+  weights?: string;
+  clientClockRate?: number;
+  snapshotEveryEntries?: number;
+  workDir?: string;
+}>();
 if (!['full', 'soak', 'client-pauses', 'none'].includes(o.nemesis)) {
   console.error(`--nemesis must be full, soak, client-pauses or none, got "${o.nemesis}"`);
   process.exit(2);

@@ -28,7 +28,9 @@ export interface ReplicaLog {
 }
 
 function open(dir: string): Promise<WalStore> {
-  return new Promise((resolve, reject) => openRaftLogStore(new NodeDisk(), dir, {}, (err, store) => (err || !store ? reject(err ?? new Error('no store')) : resolve(store))));
+  return new Promise((resolve, reject) =>
+    openRaftLogStore(new NodeDisk(), dir, {}, (err, store) => (err || !store ? reject(err ?? new Error('no store')) : resolve(store))),
+  );
 }
 
 function close(store: WalStore): Promise<void> {
@@ -81,7 +83,9 @@ export interface Replay {
 }
 
 function fsmAt(log: ReplicaLog): LockStateMachine {
-  return log.snapshotIndex > 0 ? LockStateMachine.restore(log.snapshotData, { autoClaim: true }) : new LockStateMachine({ autoClaim: true });
+  return log.snapshotIndex > 0
+    ? LockStateMachine.restore(log.snapshotData, { autoClaim: true })
+    : new LockStateMachine({ autoClaim: true });
 }
 
 /** Applies a replica's entries as the cell node does: blank entries and membership changes never reach the state machine. */
@@ -123,7 +127,11 @@ export function replay(log: ReplicaLog, snapshotQueries: ReadonlyArray<{ revisio
     const applied = fsm.apply(e.index, command);
     kinds[command.kind] = (kinds[command.kind] ?? 0) + 1;
     if ((applied.outcome as { ok: boolean }).ok) okKinds[command.kind] = (okKinds[command.kind] ?? 0) + 1;
-    if (applied.events.length > 0) events.set(applied.revision, applied.events.map((ev) => [ev.type, ev.name, ev.sessionId, ev.token] as const));
+    if (applied.events.length > 0)
+      events.set(
+        applied.revision,
+        applied.events.map((ev) => [ev.type, ev.name, ev.sessionId, ev.token] as const),
+      );
   }
   answer(Infinity);
   return { fsm, events, kinds, okKinds, terms, snapshots };
@@ -148,7 +156,8 @@ export async function readFinalLogs(
   const logs: ReplicaLog[] = [];
   for (const r of replicas) logs.push(await readReplicaLog(r.id, r.dataDir, commonIndex));
   const problems: string[] = [];
-  for (const l of logs) if (l.lastIndex < commonIndex) problems.push(`${l.id}: log ends at ${l.lastIndex}, below the common commit index ${commonIndex}`);
+  for (const l of logs)
+    if (l.lastIndex < commonIndex) problems.push(`${l.id}: log ends at ${l.lastIndex}, below the common commit index ${commonIndex}`);
   // Identical where they overlap: same term, type and bytes at every index.
   const byIndex = new Map<number, { id: string; e: Entry }>();
   let mismatches = 0;

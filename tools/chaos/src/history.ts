@@ -206,7 +206,9 @@ export function loadHistory(dir: string): History {
     }
     return f;
   };
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith('.jsonl'))
+    .sort()) {
     const invs = new Map<number, Extract<HistoryRecord, { k: 'inv' }>>();
     const done = new Map<number, HistoryRecord>();
     for (const line of readFileSync(path.join(dir, name), 'utf8').split('\n')) {

@@ -3,8 +3,28 @@
  * workloads in client processes, recorded history) and its checkers.
  */
 export { LinkProxy, HEALED, type LinkFault, type ProxyStats } from './proxy.js';
-export { bridge, connected, isolate, majorityMinority, oneWay, ring, type Link, type Partition, type PartitionShape } from './partitions.js';
-export { loadHistory, monoNowMs, HistoryWriter, type History, type HistoryRecord, type Op, type OpArgs, type OpResult, type WatchSegment } from './history.js';
+export {
+  bridge,
+  connected,
+  isolate,
+  majorityMinority,
+  oneWay,
+  ring,
+  type Link,
+  type Partition,
+  type PartitionShape,
+} from './partitions.js';
+export {
+  loadHistory,
+  monoNowMs,
+  HistoryWriter,
+  type History,
+  type HistoryRecord,
+  type Op,
+  type OpArgs,
+  type OpResult,
+  type WatchSegment,
+} from './history.js';
 export { INITIAL_STATE, step, stateKey, type LockEvent, type LockModelState, type RequestExpectation } from './check/lock-model.js';
 export { checkLock, describe, type LinearizabilityResult } from './check/linearizability.js';
 export { buildLockHistories, sessionWindows, type LockHistories, type SessionWindow } from './check/lock-history.js';

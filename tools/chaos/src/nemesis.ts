@@ -80,7 +80,12 @@ export const FULL_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
 };
 
 /** The soak's nemesis: the full one plus clock-rate skew and disk faults under fiu. */
-export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = { ...FULL_NEMESIS, 'clock-rate': 2, 'disk-fault': 2, membership: 2 };
+export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
+  ...FULL_NEMESIS,
+  'clock-rate': 2,
+  'disk-fault': 2,
+  membership: 2,
+};
 
 /** How long the slow-leader fault tries to make its x0.25 replica leader. */
 const SLOW_LEADER_START_MS = 40_000;
@@ -277,7 +282,11 @@ export class Nemesis {
     if (!cell.alive(id) || cell.state.get(id) !== 'up') return { detail: `${id} under fiu-run did not come up`, durationMs: 0, heal };
     const exited = await cell.armDiskFault(id, fault, DISK_FAULT_EXIT_MS);
     if (!exited) await cell.kill(id);
-    return { detail: `${fault.name} in ${id} (under fiu-run): ${exited ? 'it exited' : `not reached within ${DISK_FAULT_EXIT_MS} ms; killed`}`, durationMs: rnd.range(500, 3_000), heal };
+    return {
+      detail: `${fault.name} in ${id} (under fiu-run): ${exited ? 'it exited' : `not reached within ${DISK_FAULT_EXIT_MS} ms; killed`}`,
+      durationMs: rnd.range(500, 3_000),
+      heal,
+    };
   }
 
   /** An up follower of a known leader, at random. */
@@ -305,11 +314,18 @@ export class Nemesis {
     if (wipe && removed.ok) cell.wipe(id);
     const r = cell.replica(id);
     const heal = async (): Promise<string> => {
-      const added = await cell.changeMembership({ method: 'addMember', request: { id, address: r.grpc, learner: false, peerAddress: r.peer } }, MEMBERSHIP_CHANGE_MS);
+      const added = await cell.changeMembership(
+        { method: 'addMember', request: { id, address: r.grpc, learner: false, peerAddress: r.peer } },
+        MEMBERSHIP_CHANGE_MS,
+      );
       if (!cell.alive(id)) cell.spawn(id);
       return `added ${id} back: ${added.ok ? added.detail : `FAILED ${added.detail}`}`;
     };
-    return { detail: `remove ${id}${removed.ok ? ` (${removed.detail})` : ` FAILED: ${removed.detail}`}${wipe && removed.ok ? ', data folder wiped' : ''}`, durationMs: rnd.range(1_000, 6_000), heal };
+    return {
+      detail: `remove ${id}${removed.ok ? ` (${removed.detail})` : ` FAILED: ${removed.detail}`}${wipe && removed.ok ? ', data folder wiped' : ''}`,
+      durationMs: rnd.range(1_000, 6_000),
+      heal,
+    };
   }
 
   /**
@@ -340,14 +356,31 @@ export class Nemesis {
     let moved = '';
     while (this.now() < until && !moved.includes(`leader now ${id}`)) {
       const current = await cell.leader();
-      if (current !== undefined && current !== id && (await cell.status(id, 2_000)) !== undefined) moved = await cell.transferLeadership(current, id);
+      if (current !== undefined && current !== id && (await cell.status(id, 2_000)) !== undefined)
+        moved = await cell.transferLeadership(current, id);
       else await sleep(300);
     }
-    if (!moved.includes(`leader now ${id}`)) return { detail: `${id} at x0.25 never became leader within ${SLOW_LEADER_START_MS} ms (${moved || 'its Status never answered'})`, durationMs: 0, heal: healRestart };
+    if (!moved.includes(`leader now ${id}`))
+      return {
+        detail: `${id} at x0.25 never became leader within ${SLOW_LEADER_START_MS} ms (${moved || 'its Status never answered'})`,
+        durationMs: 0,
+        heal: healRestart,
+      };
     // Clients find the new leader before it is cut off.
     await sleep(1_500);
-    cell.cutLinks(cell.ids.filter((o) => o !== id).flatMap((o) => [{ from: id, to: o }, { from: o, to: id }]));
-    return { detail: `leader ${id} at clock rate x0.25 cut from its peers`, durationMs: this.o.ttlMs + rnd.range(4_000, 8_000), heal: healRestart };
+    cell.cutLinks(
+      cell.ids
+        .filter((o) => o !== id)
+        .flatMap((o) => [
+          { from: id, to: o },
+          { from: o, to: id },
+        ]),
+    );
+    return {
+      detail: `leader ${id} at clock rate x0.25 cut from its peers`,
+      durationMs: this.o.ttlMs + rnd.range(4_000, 8_000),
+      heal: healRestart,
+    };
   }
 
   /** Starts one fault: its description, how long it lasts and how to heal it; or why it was skipped. */
@@ -457,7 +490,8 @@ export class Nemesis {
       case 'link-drop': {
         const node = rnd.pick(cell.ids);
         const links = [...cell.links.entries()].filter(([k]) => k.startsWith(`${node}->`) || k.endsWith(`->${node}`)).map(([, p]) => p);
-        const fault = kind === 'link-delay' ? { delayMs: rnd.range(20, 300), jitterMs: rnd.range(0, 200) } : { dropRate: rnd.range(1, 10) / 100 };
+        const fault =
+          kind === 'link-delay' ? { delayMs: rnd.range(20, 300), jitterMs: rnd.range(0, 200) } : { dropRate: rnd.range(1, 10) / 100 };
         for (const l of links) l.setFault(fault);
         return {
           detail: `${kind} on every link of ${node}: ${JSON.stringify(fault)}`,

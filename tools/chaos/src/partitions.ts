@@ -51,7 +51,11 @@ export function majorityMinority(nodes: readonly string[], random: Random, leade
   if (leaderInMinority && !minority.includes(leaderInMinority)) minority = [leaderInMinority, ...minority.slice(0, minoritySize - 1)];
   const majority = nodes.filter((n) => !minority.includes(n));
   assert(majority.length > minority.length, 'the majority side is larger');
-  return { shape: 'majority-minority', description: `minority [${minority.join(',')}] | majority [${majority.join(',')}]`, cut: between(minority, majority) };
+  return {
+    shape: 'majority-minority',
+    description: `minority [${minority.join(',')}] | majority [${majority.join(',')}]`,
+    cut: between(minority, majority),
+  };
 }
 
 /** Two halves that cannot talk, and one bridge node that talks to both. */

@@ -110,7 +110,10 @@ export class LinkProxy {
     const delayMs = fault.delayMs ?? 0;
     const jitterMs = fault.jitterMs ?? 0;
     const dropRate = fault.dropRate ?? 0;
-    assert(delayMs >= 0 && jitterMs >= 0 && delayMs + jitterMs <= PROXY_DELAY_MS_MAX, `${this.name}: delay within [0, ${PROXY_DELAY_MS_MAX}] ms`);
+    assert(
+      delayMs >= 0 && jitterMs >= 0 && delayMs + jitterMs <= PROXY_DELAY_MS_MAX,
+      `${this.name}: delay within [0, ${PROXY_DELAY_MS_MAX}] ms`,
+    );
     assert(dropRate >= 0 && dropRate <= 1, `${this.name}: drop rate is a probability`);
     this.fault = fault;
     for (const c of this.conns) {
@@ -145,7 +148,15 @@ export class LinkProxy {
       client,
       upstream,
       up: { from: client, to: upstream, poisoned: Boolean(this.fault.cutUp), lastDueMs: 0, delayedBytes: 0, queue: [], timer: undefined },
-      down: { from: upstream, to: client, poisoned: Boolean(this.fault.cutDown), lastDueMs: 0, delayedBytes: 0, queue: [], timer: undefined },
+      down: {
+        from: upstream,
+        to: client,
+        poisoned: Boolean(this.fault.cutDown),
+        lastDueMs: 0,
+        delayedBytes: 0,
+        queue: [],
+        timer: undefined,
+      },
       closed: false,
     };
     this.conns.add(conn);
@@ -197,15 +208,18 @@ export class LinkProxy {
       dir.timer = undefined;
       return;
     }
-    dir.timer = setTimeout(() => {
-      const now = performance.now();
-      while (dir.queue.length > 0 && dir.queue[0]!.dueMs <= now + 1) {
-        const { chunk } = dir.queue.shift()!;
-        dir.delayedBytes -= chunk.length;
-        if (!conn.closed) dir.to.write(chunk);
-      }
-      this.drainLater(conn, dir);
-    }, Math.max(0, head.dueMs - performance.now()));
+    dir.timer = setTimeout(
+      () => {
+        const now = performance.now();
+        while (dir.queue.length > 0 && dir.queue[0]!.dueMs <= now + 1) {
+          const { chunk } = dir.queue.shift()!;
+          dir.delayedBytes -= chunk.length;
+          if (!conn.closed) dir.to.write(chunk);
+        }
+        this.drainLater(conn, dir);
+      },
+      Math.max(0, head.dueMs - performance.now()),
+    );
   }
 
   private reset(conn: Conn): void {

@@ -65,7 +65,9 @@ export class Rpc {
   private once<Req, Res>(method: string, req: Req, timeoutMs: number): Promise<Res> {
     const c = this.clients[this.target]! as unknown as Record<string, Unary<Req, Res>>;
     return new Promise((resolve, reject) =>
-      c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(fromServiceError(err)) : resolve(res))),
+      c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
+        err ? reject(fromServiceError(err)) : resolve(res),
+      ),
     );
   }
 

@@ -158,7 +158,10 @@ function diskFaultProblems(exits: ChaosCell['faultExits'], logDir: string): stri
   const exitsById = new Map<string, number>();
   for (const e of exits) {
     exitsById.set(e.id, (exitsById.get(e.id) ?? 0) + 1);
-    if (e.code !== 1 || e.signal !== null) problems.push(`replica ${e.id} under "${e.fault}" exited with code ${e.code}, signal ${e.signal} instead of a clean exit 1: see ${logDir}`);
+    if (e.code !== 1 || e.signal !== null)
+      problems.push(
+        `replica ${e.id} under "${e.fault}" exited with code ${e.code}, signal ${e.signal} instead of a clean exit 1: see ${logDir}`,
+      );
   }
   for (const [id, n] of exitsById) {
     const file = path.join(logDir, `${id}.log`);
@@ -201,10 +204,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   // The soak skews one client's clock too (x0.5 or x2), unless told otherwise.
   const clientClockRate = o.clientClockRate ?? (nemesisMode === 'soak' && faketimeAvailable() ? random.pick([0.5, 2]) : 1);
   const extraArgs = [
-    '--ttl-min-ms', '2000',
-    '--snapshot-every-entries', String(o.snapshotEveryEntries ?? 1_000_000),
-    '--watch-history-max', '20000',
-    '--watch-progress-ms', '1000',
+    '--ttl-min-ms',
+    '2000',
+    '--snapshot-every-entries',
+    String(o.snapshotEveryEntries ?? 1_000_000),
+    '--watch-history-max',
+    '20000',
+    '--watch-progress-ms',
+    '1000',
   ];
   const cell = new ChaosCell({ replicas, dataDir, logDir, extraArgs, random: random.fork(), ...(o.bug ? { bug: o.bug } : {}) });
   const children: ChildProcess[] = [];
@@ -219,7 +226,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (!fiuAvailable() && process.env['CI'] === 'true') {
     throw new Error(`chaos: fiu-run is not installed at ${FIU_RUN} (Debian package fiu-utils); CI=true requires its disk faults`);
   }
-  log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`);
+  log(
+    `chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`,
+  );
   let resourceState: ResourceState | undefined;
   let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
   let crashes: ReturnType<ChaosCell['crashed']> = [];
@@ -232,7 +241,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await waitForLeader(cell.replicas, 60_000);
 
     // execArgv: []: a test runner's flags (its source-condition resolution) must not reach compiled children.
-    resource = fork(RESOURCE_MAIN, fence ? [] : ['--no-fence'], { execArgv: [], stdio: ['ignore', 'ignore', openSync(path.join(logDir, 'resource.log'), 'a'), 'ipc'] });
+    resource = fork(RESOURCE_MAIN, fence ? [] : ['--no-fence'], {
+      execArgv: [],
+      stdio: ['ignore', 'ignore', openSync(path.join(logDir, 'resource.log'), 'a'), 'ipc'],
+    });
     const resourcePort = await new Promise<number>((resolve, reject) => {
       resource!.once('message', (m: { port: number }) => resolve(m.port));
       resource!.once('exit', (code) => reject(new Error(`resource exited with ${code}`)));
@@ -269,8 +281,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       };
       const stderr = openSync(path.join(logDir, `${id}.log`), 'a');
       const skewed = clientClockRate !== 1 && w === workerCount - 1;
-      const clockEnv = skewed ? { LD_PRELOAD: FAKETIME_LIB, FAKETIME: `+0 x${clientClockRate}`, [CLOCK_RATE_ENV]: String(clientClockRate) } : {};
-      const child = fork(WORKER_MAIN, [], { execArgv: [], env: { ...process.env, ...clockEnv, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) }, stdio: ['ignore', stderr, stderr, 'ipc'] });
+      const clockEnv = skewed
+        ? { LD_PRELOAD: FAKETIME_LIB, FAKETIME: `+0 x${clientClockRate}`, [CLOCK_RATE_ENV]: String(clientClockRate) }
+        : {};
+      const child = fork(WORKER_MAIN, [], {
+        execArgv: [],
+        env: { ...process.env, ...clockEnv, [WORKER_CONFIG_ENV]: JSON.stringify(cfg) },
+        stdio: ['ignore', stderr, stderr, 'ipc'],
+      });
       if (skewed) {
         child.on('message', (m: { clockAnchorPlease?: boolean }) => {
           if (m.clockAnchorPlease === true) child.send({ clockAnchorMs: monoNowMs() });
@@ -296,7 +314,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    const weights = o.weights ?? (nemesisMode === 'full' ? FULL_NEMESIS : nemesisMode === 'soak' ? SOAK_NEMESIS : nemesisMode === 'client-pauses' ? { 'pause-client': 1 } : {});
+    const weights =
+      o.weights ??
+      (nemesisMode === 'full'
+        ? FULL_NEMESIS
+        : nemesisMode === 'soak'
+          ? SOAK_NEMESIS
+          : nemesisMode === 'client-pauses'
+            ? { 'pause-client': 1 }
+            : {});
     nemesis = new Nemesis({
       cell,
       workers,
@@ -353,7 +379,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     }
   };
   flag('disk faults', diskFaultProblems(cell.faultExits, logDir));
-  flag('processes', [...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`), ...workerProblems]);
+  flag('processes', [
+    ...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`),
+    ...workerProblems,
+  ]);
   if (!converged.ok) flag('convergence', [`the healed cell did not converge within ${CONVERGE_MS_MAX} ms: ${converged.why}`]);
 
   const history: History = timed('load history', () => loadHistory(historyDir));
@@ -373,15 +402,25 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   flag(
     'expiry',
     lockHistories.earlyEnds.map(
-      (w) => `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}, by the fastest leader clock then, less the allowed drift) and before any close`,
+      (w) =>
+        `session ${w.s} ended (seen at ${w.end.toFixed(1)}) before its TTL of ${w.ttl} ms had passed since its last acknowledged heartbeat (not before ${w.expiryNotBefore.toFixed(1)}, by the fastest leader clock then, less the allowed drift) and before any close`,
     ),
   );
-  flag('odd failures', lockHistories.oddFailures.slice(0, 20).map((op) => `${op.p}#${op.id} ${JSON.stringify(op.op)} failed with ${op.code}`), lockHistories.oddFailures.length);
+  flag(
+    'odd failures',
+    lockHistories.oddFailures.slice(0, 20).map((op) => `${op.p}#${op.id} ${JSON.stringify(op.op)} failed with ${op.code}`),
+    lockHistories.oddFailures.length,
+  );
   const results: LinearizabilityResult[] = timed('linearizability', () =>
-    [...lockHistories.byName.entries()].map(([name, events]) => checkLock(name, events, lockHistories.expectations, o.statesMax ?? LINEARIZABILITY_STATES_MAX)),
+    [...lockHistories.byName.entries()].map(([name, events]) =>
+      checkLock(name, events, lockHistories.expectations, o.statesMax ?? LINEARIZABILITY_STATES_MAX),
+    ),
   );
   const checkerTimedOut = results.some((r) => r.timedOut);
-  flag('linearizability', results.filter((r) => !r.ok).map((r) => `${r.name}${r.timedOut ? ' (checker timeout)' : ''}: ${r.detail}`));
+  flag(
+    'linearizability',
+    results.filter((r) => !r.ok).map((r) => `${r.name}${r.timedOut ? ' (checker timeout)' : ''}: ${r.detail}`),
+  );
   const tokens = timed('tokens', () => checkTokens(history));
   flag('tokens', tokens.violations, tokens.violationCount);
   const resourceReport = resourceState ? timed('resource', () => checkResource(history, resourceState!)) : undefined;
@@ -476,9 +515,17 @@ export function summarize(r: ChaosReport): string {
     `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
     `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
     `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}`,
-    `  faults: ${Object.entries(f.faultsByKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; replicas that exited on a disk fault ${f.diskFaultExits}; last client's clock rate x${f.clientClockRate}`,
+    `  faults: ${
+      Object.entries(f.faultsByKind)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }; replicas that exited on a disk fault ${f.diskFaultExits}; last client's clock rate x${f.clientClockRate}`,
     `  log: ${f.logEntries} entries (from ${f.logFloor}); grants checked in the log ${f.grantsCheckedInLog}, compacted ${f.grantsCompacted}`,
-    `  checkers (ms): ${Object.entries(f.checkerMs).map(([k, v]) => `${k} ${v}`).join(', ')}; linearizability ${f.linearizability.names} names, ${f.linearizability.events} events, ${f.linearizability.statesVisited} states (slowest ${f.linearizability.slowest})`,
+    `  checkers (ms): ${Object.entries(f.checkerMs)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(
+        ', ',
+      )}; linearizability ${f.linearizability.names} names, ${f.linearizability.events} events, ${f.linearizability.statesVisited} states (slowest ${f.linearizability.slowest})`,
   ];
   if (!r.ok) {
     lines.push(`  ${r.violationCount} violations${r.checkerTimedOut ? ' (a checker timed out)' : ''}:`);

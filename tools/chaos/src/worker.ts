@@ -14,7 +14,16 @@ import http from 'node:http';
 import { ErrorCode, SeededRandom, type Random } from '@fencer/base';
 import { fromServiceError, lockservice } from '@fencer/protocol';
 import type { ServiceError } from '@grpc/grpc-js';
-import { HistoryWriter, type Mode, type OpResult, type WatchSegment, type WatchType, monoNowMs, needsClockAnchor, setClockAnchor } from './history.js';
+import {
+  HistoryWriter,
+  type Mode,
+  type OpResult,
+  type WatchSegment,
+  type WatchType,
+  monoNowMs,
+  needsClockAnchor,
+  setClockAnchor,
+} from './history.js';
 import { KeepAliveManager, type LiveSession } from './keepalive.js';
 import { WATCH_EVENTS_PER_STREAM_MAX } from './limits.js';
 import { type CallResult, Rpc, sleep } from './rpc.js';
@@ -48,7 +57,12 @@ function modeOf(m: number): Mode {
 type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'gone' } | { kind: 'failed'; code: ErrorCode } | { kind: 'unknown' };
 
 /** Records a call's completion; returns what the loop should do with it. */
-function complete<Res, T>(id: number, r: CallResult<Res>, session: LiveSession | undefined, ok: (v: Res, retried: boolean) => { result: OpResult; value: T }): Outcome<T> {
+function complete<Res, T>(
+  id: number,
+  r: CallResult<Res>,
+  session: LiveSession | undefined,
+  ok: (v: Res, retried: boolean) => { result: OpResult; value: T },
+): Outcome<T> {
   if (r.kind === 'ok') {
     const { result, value } = ok(r.value, r.retried);
     hist.ok(id, result);
@@ -102,13 +116,25 @@ async function acquire(session: LiveSession, name: string, mode: Mode, waitMs: n
   for (;;) {
     const r = await rpc.call<lockservice.AcquireRequest, lockservice.AcquireResponse>(
       'acquire',
-      { sessionId: session.id, name, mode: mode === 'S' ? LockMode.LOCK_MODE_SHARED : LockMode.LOCK_MODE_EXCLUSIVE, waitMs, requestId: req, lockDelayMs: 0 },
+      {
+        sessionId: session.id,
+        name,
+        mode: mode === 'S' ? LockMode.LOCK_MODE_SHARED : LockMode.LOCK_MODE_EXCLUSIVE,
+        waitMs,
+        requestId: req,
+        lockDelayMs: 0,
+      },
       { attemptMs: waitMs + 8_000, budgetMs: Math.max(1, until - Date.now()) },
     );
     // QUEUED: the call ended while the request still waits; the same request id resumes the wait.
     if (r.kind === 'ok' && r.value.status === AcquireStatus.ACQUIRE_STATUS_QUEUED && Date.now() < until) continue;
     const o = complete(id, r, session, (v) => {
-      const status = v.status === AcquireStatus.ACQUIRE_STATUS_GRANTED ? 'GRANTED' : v.status === AcquireStatus.ACQUIRE_STATUS_TIMED_OUT ? 'TIMED_OUT' : 'QUEUED';
+      const status =
+        v.status === AcquireStatus.ACQUIRE_STATUS_GRANTED
+          ? 'GRANTED'
+          : v.status === AcquireStatus.ACQUIRE_STATUS_TIMED_OUT
+            ? 'TIMED_OUT'
+            : 'QUEUED';
       return { result: { f: 'acquire', status, token: v.token, rev: v.revision }, value: v };
     });
     if (o.kind === 'ok') {
@@ -134,7 +160,11 @@ async function release(session: LiveSession, name: string, token: number): Promi
 
 async function getLock(name: string): Promise<void> {
   const id = hist.invoke({ f: 'get', name });
-  const r = await rpc.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name }, { attemptMs: 3_000, budgetMs: 8_000 });
+  const r = await rpc.call<lockservice.GetLockRequest, lockservice.GetLockResponse>(
+    'getLock',
+    { name },
+    { attemptMs: 3_000, budgetMs: 8_000 },
+  );
   complete(id, r, undefined, (v) => ({
     result: {
       f: 'get',
@@ -149,15 +179,24 @@ async function getLock(name: string): Promise<void> {
 function post(body: unknown): Promise<{ accepted: boolean; value: number }> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = http.request(`${cfg.resourceUrl}/op`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, timeout: 10_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`resource answered ${res.statusCode}: ${text}`));
-        resolve(JSON.parse(text) as { accepted: boolean; value: number });
-      });
-    });
+    const req = http.request(
+      `${cfg.resourceUrl}/op`,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+        timeout: 10_000,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`resource answered ${res.statusCode}: ${text}`));
+          resolve(JSON.parse(text) as { accepted: boolean; value: number });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('resource timeout')));
     req.on('error', reject);
     req.end(data);

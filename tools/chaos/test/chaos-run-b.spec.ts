@@ -68,7 +68,9 @@ describe('negative control', () => {
 
     // (2) The same history, tampered.
     const h = loadHistory(report.historyDir);
-    const grants = h.ops.filter((o) => o.op.f === 'acquire' && o.op.mode === 'X' && o.op.wait === 0 && o.r?.f === 'acquire' && o.r.status === 'GRANTED');
+    const grants = h.ops.filter(
+      (o) => o.op.f === 'acquire' && o.op.mode === 'X' && o.op.wait === 0 && o.r?.f === 'acquire' && o.r.status === 'GRANTED',
+    );
     expect(checkTokens(h).violationCount).toBe(0);
     // Two exclusive grants of one name, the first answered before the second was asked: swap their tokens.
     let swapped: { name: string; mutated: History } | undefined;
@@ -78,7 +80,13 @@ describe('negative control', () => {
         const b = grants[j]!;
         if (a.op.f !== 'acquire' || b.op.f !== 'acquire' || a.op.name !== b.op.name || a.op.s === b.op.s || a.comp >= b.inv) continue;
         if (a.r?.f !== 'acquire' || b.r?.f !== 'acquire') continue;
-        const mutated = withOps(h, new Map([[a, { ...a, r: { ...a.r, token: b.r.token, rev: b.r.rev } }], [b, { ...b, r: { ...b.r, token: a.r.token, rev: a.r.rev } }]]));
+        const mutated = withOps(
+          h,
+          new Map([
+            [a, { ...a, r: { ...a.r, token: b.r.token, rev: b.r.rev } }],
+            [b, { ...b, r: { ...b.r, token: a.r.token, rev: a.r.rev } }],
+          ]),
+        );
         swapped = { name: a.op.name, mutated };
       }
     }
@@ -90,7 +98,10 @@ describe('negative control', () => {
     const read = h.ops.find((o) => o.op.f === 'get' && o.r?.f === 'get' && o.r.holders.length > 0);
     expect(read, 'a read that saw a holder').toBeDefined();
     if (read?.r?.f !== 'get' || read.op.f !== 'get') throw new Error('unreachable');
-    const ghost = { ...read, r: { ...read.r, holders: [['ghost:0', read.r.holders[0]![1], read.r.holders[0]![2]] as const, ...read.r.holders.slice(1)] } };
+    const ghost = {
+      ...read,
+      r: { ...read.r, holders: [['ghost:0', read.r.holders[0]![1], read.r.holders[0]![2]] as const, ...read.r.holders.slice(1)] },
+    };
     expect(lockViolations(h, read.op.name)).toBe(false);
     expect(lockViolations(withOps(h, new Map([[read, ghost]])), read.op.name)).toBe(true);
     rmSync(report.workDir, { recursive: true, force: true });

@@ -57,9 +57,16 @@ describe('planted cell bugs, caught by the chaos checkers', () => {
       const caught = await runChaos({ ...c.options, bug: c.bug, log: (l) => console.log(l) });
       console.log(summarize(caught));
       expect(caught.ok, `${c.bug} was not caught; rerun: ${caught.rerun}`).toBe(false);
-      expect(c.catchers.some((k) => (caught.violations[k]?.length ?? 0) > 0), `no violation from ${c.catchers.join('/')}: ${Object.keys(caught.violations).join(', ')}`).toBe(true);
+      expect(
+        c.catchers.some((k) => (caught.violations[k]?.length ?? 0) > 0),
+        `no violation from ${c.catchers.join('/')}: ${Object.keys(caught.violations).join(', ')}`,
+      ).toBe(true);
       // Only checkers that judge client-visible answers: the bug never crashes a replica or corrupts the log.
-      expect(Object.keys(caught.violations).filter((k) => !['tokens', 'linearizability', 'grants in log', 'resource', 'watch', 'expiry'].includes(k))).toEqual([]);
+      expect(
+        Object.keys(caught.violations).filter(
+          (k) => !['tokens', 'linearizability', 'grants in log', 'resource', 'watch', 'expiry'].includes(k),
+        ),
+      ).toEqual([]);
       rmSync(caught.workDir, { recursive: true, force: true });
 
       const clean = await runChaos({ ...c.options, log: (l) => console.log(l) });

@@ -21,12 +21,20 @@ function op(inv: number, comp: number, a: OpArgs, r: OpResult): Op {
 }
 const grant = (s: string, name: string, inv: number, comp: number, token: number, mode: 'X' | 'S' = 'X'): Op =>
   op(inv, comp, { f: 'acquire', s, name, mode, wait: 0, req: `r${nextId}` }, { f: 'acquire', status: 'GRANTED', token, rev: token });
-const read = (name: string, inv: number, comp: number, rev: number): Op => op(inv, comp, { f: 'get', name }, { f: 'get', rev, holders: [], waiters: [] });
-const history = (ops: Op[], watches: Array<{ p: string; seg: WatchSegment }> = []): History => ({ ops, sessions: new Map(), watches, badLines: 0 });
+const read = (name: string, inv: number, comp: number, rev: number): Op =>
+  op(inv, comp, { f: 'get', name }, { f: 'get', rev, holders: [], waiters: [] });
+const history = (ops: Op[], watches: Array<{ p: string; seg: WatchSegment }> = []): History => ({
+  ops,
+  sessions: new Map(),
+  watches,
+  badLines: 0,
+});
 
 describe('tokens and revisions in real time', () => {
   it('accepts increasing tokens and reads that never go back', () => {
-    const r = checkTokens(history([grant('A', '/ls/t/a', 0, 10, 5), read('/ls/t/b', 11, 12, 5), grant('B', '/ls/t/a', 20, 30, 9), read('/ls/t/a', 31, 32, 9)]));
+    const r = checkTokens(
+      history([grant('A', '/ls/t/a', 0, 10, 5), read('/ls/t/b', 11, 12, 5), grant('B', '/ls/t/a', 20, 30, 9), read('/ls/t/a', 31, 32, 9)]),
+    );
     expect(r.violationCount).toBe(0);
   });
 
@@ -42,7 +50,8 @@ describe('tokens and revisions in real time', () => {
 });
 
 describe('resource', () => {
-  const write = (name: string, token: number, accepted: boolean): Op => op(0, 1, { f: 'ctr-write', name, token, value: 0 }, { f: 'ctr-write', accepted });
+  const write = (name: string, token: number, accepted: boolean): Op =>
+    op(0, 1, { f: 'ctr-write', name, token, value: 0 }, { f: 'ctr-write', accepted });
 
   it('accepts a counter equal to the acknowledged increments with tokens that only grow', () => {
     const state: ResourceState = {
@@ -79,11 +88,28 @@ describe('watch streams against the log', () => {
   const events = new Map<number, CanonicalEvent[]>([
     [3, [['ACQUIRED', '/ls/t/a', 'A', 3]]],
     [4, [['QUEUED', '/ls/t/a', 'B', 0]]],
-    [6, [['RELEASED', '/ls/t/a', 'A', 3], ['ACQUIRED', '/ls/t/a', 'B', 6]]],
+    [
+      6,
+      [
+        ['RELEASED', '/ls/t/a', 'A', 3],
+        ['ACQUIRED', '/ls/t/a', 'B', 6],
+      ],
+    ],
     [7, [['ACQUIRED', '/ls/u/x', 'C', 7]]],
   ]);
-  const log: CanonicalLog = { floor: 1, last: 10, events, snapshots: new Map([['2 /ls/t/', new Map()], ['4 /ls/t/', new Map([['/ls/t/a', 'A@3/X|B/X/r1']])]]) };
-  const seg = (since: number, ev: WatchSegment['events'], end = 'cancelled'): { p: string; seg: WatchSegment } => ({ p: 'w', seg: { prefix: '/ls/t/', endpoint: 0, since, tStart: 0, tEnd: 1, events: ev, end } });
+  const log: CanonicalLog = {
+    floor: 1,
+    last: 10,
+    events,
+    snapshots: new Map([
+      ['2 /ls/t/', new Map()],
+      ['4 /ls/t/', new Map([['/ls/t/a', 'A@3/X|B/X/r1']])],
+    ]),
+  };
+  const seg = (since: number, ev: WatchSegment['events'], end = 'cancelled'): { p: string; seg: WatchSegment } => ({
+    p: 'w',
+    seg: { prefix: '/ls/t/', endpoint: 0, since, tStart: 0, tEnd: 1, events: ev, end },
+  });
   const all: WatchSegment['events'] = [
     [3, 'ACQUIRED', '/ls/t/a', 'A', 3],
     [4, 'QUEUED', '/ls/t/a', 'B', 0],
@@ -117,7 +143,15 @@ describe('watch streams against the log', () => {
     expect(reorder.violationCount).toBeGreaterThan(0);
     const early = checkWatches([seg(4, all)], log);
     expect(early.violationCount).toBeGreaterThan(0);
-    const snap = checkWatches([seg(0, [[4, 'SNAPSHOT', '/ls/t/a', 'A@3/X|', 0], [4, 'PROGRESS', '', '', 0]])], log);
+    const snap = checkWatches(
+      [
+        seg(0, [
+          [4, 'SNAPSHOT', '/ls/t/a', 'A@3/X|', 0],
+          [4, 'PROGRESS', '', '', 0],
+        ]),
+      ],
+      log,
+    );
     expect(snap.violationCount).toBe(1);
   });
 
@@ -128,7 +162,12 @@ describe('watch streams against the log', () => {
 });
 
 describe('acknowledged grants in the final log', () => {
-  const log: CanonicalLog = { floor: 3, last: 20, events: new Map([[5, [['ACQUIRED', '/ls/t/a', 'A', 5] as const]]]), snapshots: new Map() };
+  const log: CanonicalLog = {
+    floor: 3,
+    last: 20,
+    events: new Map([[5, [['ACQUIRED', '/ls/t/a', 'A', 5] as const]]]),
+    snapshots: new Map(),
+  };
 
   it('finds a grant at its revision, counts one below the floor as compacted', () => {
     const r = checkGrantsInLog(history([grant('A', '/ls/t/a', 0, 1, 5), grant('B', '/ls/t/b', 0, 1, 2)]), log);

@@ -25,9 +25,22 @@ const DRIFT_MS = leaseMarginMs(TTL_MS, CLIENT_DEFAULTS.driftPpm, CLIENT_DEFAULTS
 function historyEndingAt(endSeenMs: number): History {
   const ops: Op[] = [
     { p: 'w', id: 1, inv: 0, comp: 1, op: { f: 'open', ns: 't', ttl: TTL_MS }, outcome: 'ok', r: { f: 'open', s: 'A', ttl: TTL_MS } },
-    { p: 'w', id: 2, inv: endSeenMs - 5, comp: endSeenMs, op: { f: 'acquire', s: 'A', name: '/ls/t/a', mode: 'X', wait: 0, req: 'a1' }, outcome: 'fail', code: 'SESSION_NOT_FOUND' },
+    {
+      p: 'w',
+      id: 2,
+      inv: endSeenMs - 5,
+      comp: endSeenMs,
+      op: { f: 'acquire', s: 'A', name: '/ls/t/a', mode: 'X', wait: 0, req: 'a1' },
+      outcome: 'fail',
+      code: 'SESSION_NOT_FOUND',
+    },
   ];
-  return { ops, sessions: new Map([['A', { lastAckedSendMs: LAST_ACKED_SEND_MS, endSeenMs: Infinity, abandonedMs: Infinity }]]), watches: [], badLines: 0 };
+  return {
+    ops,
+    sessions: new Map([['A', { lastAckedSendMs: LAST_ACKED_SEND_MS, endSeenMs: Infinity, abandonedMs: Infinity }]]),
+    watches: [],
+    badLines: 0,
+  };
 }
 
 /** Leader samples once a second from 0 to 10 s: n1 at the real rate, except n2 at `rate` over [fromMs, toMs]. */

@@ -34,8 +34,20 @@ class Builder {
     return this.push(at, at + 1, { f: 'open', ns: 't', ttl: 3000 }, { f: 'open', s, ttl: 3000 });
   }
 
-  granted(s: string, req: string, inv: number, comp: number, token: number, opts: { mode?: 'X' | 'S'; wait?: number; name?: string } = {}): this {
-    return this.push(inv, comp, { f: 'acquire', s, name: opts.name ?? N, mode: opts.mode ?? 'X', wait: opts.wait ?? 0, req }, { f: 'acquire', status: 'GRANTED', token, rev: token });
+  granted(
+    s: string,
+    req: string,
+    inv: number,
+    comp: number,
+    token: number,
+    opts: { mode?: 'X' | 'S'; wait?: number; name?: string } = {},
+  ): this {
+    return this.push(
+      inv,
+      comp,
+      { f: 'acquire', s, name: opts.name ?? N, mode: opts.mode ?? 'X', wait: opts.wait ?? 0, req },
+      { f: 'acquire', status: 'GRANTED', token, rev: token },
+    );
   }
 
   busy(s: string, req: string, inv: number, comp: number, rev: number, mode: 'X' | 'S' = 'X'): this {
@@ -54,7 +66,13 @@ class Builder {
     return this.push(inv, comp, { f: 'release', s, name: N, token }, { f: 'release', released, retried: false });
   }
 
-  read(inv: number, comp: number, rev: number, holders: Array<[string, number, 'X' | 'S']>, waiters: Array<[string, 'X' | 'S', string]> = []): this {
+  read(
+    inv: number,
+    comp: number,
+    rev: number,
+    holders: Array<[string, number, 'X' | 'S']>,
+    waiters: Array<[string, 'X' | 'S', string]> = [],
+  ): this {
     return this.push(inv, comp, { f: 'get', name: N }, { f: 'get', rev, holders, waiters });
   }
 
@@ -99,7 +117,13 @@ describe('per-lock linearizability', () => {
   });
 
   it('accepts the grant when the first holder released concurrently with the second request', () => {
-    const r = new Builder().open('A', 0).open('B', 0).granted('A', 'a1', 10, 20, 5).release('A', 5, 30, 45).granted('B', 'b1', 31, 50, 9).check();
+    const r = new Builder()
+      .open('A', 0)
+      .open('B', 0)
+      .granted('A', 'a1', 10, 20, 5)
+      .release('A', 5, 30, 45)
+      .granted('B', 'b1', 31, 50, 9)
+      .check();
     expect(r.ok).toBe(true);
   });
 
@@ -138,12 +162,24 @@ describe('per-lock linearizability', () => {
   });
 
   it('rejects a release of a stale token that reports success', () => {
-    const r = new Builder().open('A', 0).granted('A', 'a1', 10, 20, 5).release('A', 5, 30, 40).granted('A', 'a2', 50, 60, 9).release('A', 5, 70, 80, true).read(90, 95, 11, [['A', 9, 'X']]).check();
+    const r = new Builder()
+      .open('A', 0)
+      .granted('A', 'a1', 10, 20, 5)
+      .release('A', 5, 30, 40)
+      .granted('A', 'a2', 50, 60, 9)
+      .release('A', 5, 70, 80, true)
+      .read(90, 95, 11, [['A', 9, 'X']])
+      .check();
     expect(r.ok).toBe(false);
   });
 
   it('an acquire with an unknown outcome may have granted: a read that shows it is accepted, and so is one that does not', () => {
-    const shown = new Builder().open('A', 0).acquireUnknown('A', 'a1', 10).read(100, 110, 6, [['A', 5, 'X']]).close('A', 200, 210).check();
+    const shown = new Builder()
+      .open('A', 0)
+      .acquireUnknown('A', 'a1', 10)
+      .read(100, 110, 6, [['A', 5, 'X']])
+      .close('A', 200, 210)
+      .check();
     expect(shown.ok).toBe(true);
     const notShown = new Builder().open('A', 0).acquireUnknown('A', 'a1', 10).read(100, 110, 6, []).close('A', 200, 210).check();
     expect(notShown.ok).toBe(true);
@@ -179,9 +215,21 @@ describe('per-lock linearizability', () => {
   });
 
   it('a wait that timed out was queued and cancelled, and never granted', () => {
-    const ok = new Builder().open('A', 0).open('B', 0).granted('A', 'a1', 10, 20, 5).timedOut('B', 'b1', 30, 600, 9).read(601, 610, 9, [['A', 5, 'X']]).check();
+    const ok = new Builder()
+      .open('A', 0)
+      .open('B', 0)
+      .granted('A', 'a1', 10, 20, 5)
+      .timedOut('B', 'b1', 30, 600, 9)
+      .read(601, 610, 9, [['A', 5, 'X']])
+      .check();
     expect(ok.ok).toBe(true);
-    const granted = new Builder().open('A', 0).open('B', 0).granted('A', 'a1', 10, 20, 5).release('A', 5, 25, 28).timedOut('B', 'b1', 30, 600, 9).check();
+    const granted = new Builder()
+      .open('A', 0)
+      .open('B', 0)
+      .granted('A', 'a1', 10, 20, 5)
+      .release('A', 5, 25, 28)
+      .timedOut('B', 'b1', 30, 600, 9)
+      .check();
     expect(granted.ok).toBe(false); // the lock was free when B asked: B must have been granted at once
   });
 });

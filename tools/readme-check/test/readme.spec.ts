@@ -53,7 +53,10 @@ async function blockFree(base: number): Promise<boolean> {
 function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs: number, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let seen = '';
-    const timer = setTimeout(() => reject(new Error(`${what}: no ${pattern} within ${timeoutMs} ms; output so far:\n${seen.slice(-4000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${what}: no ${pattern} within ${timeoutMs} ms; output so far:\n${seen.slice(-4000)}`)),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer): void => {
       seen += chunk.toString();
       if (pattern.test(seen)) {

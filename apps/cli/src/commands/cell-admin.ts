@@ -31,7 +31,10 @@ export const statusTimeoutMs = 3_000;
 
 /** One admin call to one replica; a refusal arrives as a FencerError. */
 export function adminCall<Res>(address: string, method: string, request: unknown, deadlineMs: number): Promise<Res> {
-  const client = new adminpb.CellAdminClient(address, credentials.createInsecure()) as unknown as Record<string, (...args: unknown[]) => unknown> & { close(): void };
+  const client = new adminpb.CellAdminClient(address, credentials.createInsecure()) as unknown as Record<
+    string,
+    (...args: unknown[]) => unknown
+  > & { close(): void };
   return new Promise((resolve, reject) =>
     client[method]!.call(client, request, new Metadata(), { deadline: Date.now() + deadlineMs }, (err: ServiceError | null, res: Res) => {
       client.close();
@@ -44,7 +47,12 @@ export function adminCall<Res>(address: string, method: string, request: unknown
 /** Every reachable replica's status, with the admin address it came from. */
 async function statuses(ctx: Ctx): Promise<{ replica: AdminReplica; status: adminpb.StatusResponse }[]> {
   const answers = await Promise.all(
-    ctx.replicas.map((r) => adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(ctx.timeoutMs, statusTimeoutMs)).then((s) => ({ replica: r, status: s }), () => undefined)),
+    ctx.replicas.map((r) =>
+      adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(ctx.timeoutMs, statusTimeoutMs)).then(
+        (s) => ({ replica: r, status: s }),
+        () => undefined,
+      ),
+    ),
   );
   return answers.filter((a) => a !== undefined);
 }
@@ -64,7 +72,8 @@ async function onLeader<Res>(ctx: Ctx, method: string, request: unknown): Promis
   for (;;) {
     const leader = await findLeader(ctx);
     try {
-      if (leader === undefined) throw new FencerError('NO_LEADER', `no replica among ${ctx.replicas.map((r) => r.admin).join(', ')} says it leads`);
+      if (leader === undefined)
+        throw new FencerError('NO_LEADER', `no replica among ${ctx.replicas.map((r) => r.admin).join(', ')} says it leads`);
       const response = await adminCall<Res>(leader.replica.admin, method, request, Math.max(1_000, until - Date.now()));
       return { leader: leader.status.nodeId, response };
     } catch (e) {
@@ -92,12 +101,20 @@ export async function addMember(ctx: Ctx, id: string, address: string, o: { lear
 
 export async function removeMember(ctx: Ctx, id: string): Promise<number> {
   const { leader, response } = await onLeader<adminpb.RemoveMemberResponse>(ctx, 'removeMember', { id });
-  return report(ctx, { member: id, index: response.index, leaderId: leader }, `removed ${id} (membership change at index ${response.index}, by ${leader})`);
+  return report(
+    ctx,
+    { member: id, index: response.index, leaderId: leader },
+    `removed ${id} (membership change at index ${response.index}, by ${leader})`,
+  );
 }
 
 export async function promoteLearner(ctx: Ctx, id: string): Promise<number> {
   const { leader, response } = await onLeader<adminpb.PromoteLearnerResponse>(ctx, 'promoteLearner', { id });
-  return report(ctx, { member: id, index: response.index, leaderId: leader }, `promoted ${id} to voter (membership change at index ${response.index}, by ${leader})`);
+  return report(
+    ctx,
+    { member: id, index: response.index, leaderId: leader },
+    `promoted ${id} to voter (membership change at index ${response.index}, by ${leader})`,
+  );
 }
 
 export async function transferLeader(ctx: Ctx, to: string | undefined): Promise<number> {
@@ -116,9 +133,17 @@ export async function takeSnapshot(ctx: Ctx, replicaId: string | undefined): Pro
   } else {
     const all = await statuses(ctx);
     target = all.find((a) => a.status.nodeId === replicaId)?.replica ?? ctx.replicas.find((r) => r.id === replicaId);
-    if (target === undefined) throw new FencerError('INVALID_ARGUMENT', `no replica ${replicaId} among the admin endpoints (${ctx.replicas.map((r) => r.id).join(', ')})`);
+    if (target === undefined)
+      throw new FencerError(
+        'INVALID_ARGUMENT',
+        `no replica ${replicaId} among the admin endpoints (${ctx.replicas.map((r) => r.id).join(', ')})`,
+      );
   }
   if (target === undefined) throw new FencerError('NO_LEADER', 'no leader reachable; name a replica with --replica');
   const r = await adminCall<adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {}, ctx.timeoutMs);
-  return report(ctx, { replica: name ?? target.id, index: r.index, bytes: r.bytes }, `snapshot of ${name ?? target.id} at index ${r.index} (${r.bytes} bytes)`);
+  return report(
+    ctx,
+    { replica: name ?? target.id, index: r.index, bytes: r.bytes },
+    `snapshot of ${name ?? target.id} at index ${r.index} (${r.bytes} bytes)`,
+  );
 }

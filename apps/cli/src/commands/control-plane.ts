@@ -40,7 +40,11 @@ class CpError extends Error {
   }
 }
 
-export function resolveControlPlane(o: CpOptions, env: Readonly<Record<string, string | undefined>>, cwd: string): { urls: string[]; token: string | undefined } {
+export function resolveControlPlane(
+  o: CpOptions,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): { urls: string[]; token: string | undefined } {
   const fleetFile = findFleetFile(o, env, cwd);
   let fleet: { controlPlane?: { urls?: unknown } } | undefined;
   if (fleetFile !== undefined && existsSync(fleetFile)) {
@@ -51,13 +55,27 @@ export function resolveControlPlane(o: CpOptions, env: Readonly<Record<string, s
     }
   }
   const listed = o.controlPlane ?? env['FENCER_CONTROL_PLANE'];
-  const urls = listed !== undefined ? listed.split(',').map((u) => u.trim()).filter(Boolean) : Array.isArray(fleet?.controlPlane?.urls) ? (fleet.controlPlane.urls as unknown[]).map(String) : [];
+  const urls =
+    listed !== undefined
+      ? listed
+          .split(',')
+          .map((u) => u.trim())
+          .filter(Boolean)
+      : Array.isArray(fleet?.controlPlane?.urls)
+        ? (fleet.controlPlane.urls as unknown[]).map(String)
+        : [];
   if (urls.length === 0) {
-    throw new ConfigError('no control plane: pass --control-plane http://host:port[,…], set FENCER_CONTROL_PLANE, or start a local fleet that has one (fleet.json controlPlane.urls)');
+    throw new ConfigError(
+      'no control plane: pass --control-plane http://host:port[,…], set FENCER_CONTROL_PLANE, or start a local fleet that has one (fleet.json controlPlane.urls)',
+    );
   }
-  for (const u of urls) if (!/^https?:\/\/[^/\s]+\/?$/.test(u)) throw new ConfigError(`control-plane URL "${u}" must look like http://host:port`);
+  for (const u of urls)
+    if (!/^https?:\/\/[^/\s]+\/?$/.test(u)) throw new ConfigError(`control-plane URL "${u}" must look like http://host:port`);
   const tokenFile = fleetFile !== undefined ? path.join(path.dirname(fleetFile), 'admin-token') : undefined;
-  const token = o.token ?? env['FENCER_TOKEN'] ?? (tokenFile !== undefined && existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined);
+  const token =
+    o.token ??
+    env['FENCER_TOKEN'] ??
+    (tokenFile !== undefined && existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined);
   return { urls: urls.map((u) => u.replace(/\/$/, '')), token };
 }
 
@@ -74,7 +92,12 @@ async function request(ctx: Ctx, method: string, urlPath: string, body?: unknown
     for (const base of ctx.urls) {
       let res: Response;
       try {
-        res = await fetch(`${base}${urlPath}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(Math.max(1_000, ctx.timeoutMs)) });
+        res = await fetch(`${base}${urlPath}`, {
+          method,
+          headers,
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+          signal: AbortSignal.timeout(Math.max(1_000, ctx.timeoutMs)),
+        });
       } catch (e) {
         last = `${base}: ${(e as Error).message}`;
         continue;
@@ -95,17 +118,24 @@ async function request(ctx: Ctx, method: string, urlPath: string, body?: unknown
 /** Left-aligned columns, two spaces apart. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
-const positiveInt = (flag: string) => (v: string): number => {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} must be an integer >= 1, got "${v}"`);
-  return Number(v);
-};
+const positiveInt =
+  (flag: string) =>
+  (v: string): number => {
+    if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} must be an integer >= 1, got "${v}"`);
+    return Number(v);
+  };
 const rate = (v: string): number => {
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`--acquires-per-second must be a number >= 0, got "${v}"`);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new InvalidArgumentError(`--acquires-per-second must be a number >= 0, got "${v}"`);
   return n;
 };
 
@@ -117,7 +147,12 @@ function quotaOptions(c: Command): Command {
     .addOption(new Option('--acquires-per-second <rate>', 'acquire rate limit').argParser(rate));
 }
 
-function quotasOf(o: { maxSessions?: number; maxLocks?: number; maxWaiters?: number; acquiresPerSecond?: number }): Record<string, number> | undefined {
+function quotasOf(o: {
+  maxSessions?: number;
+  maxLocks?: number;
+  maxWaiters?: number;
+  acquiresPerSecond?: number;
+}): Record<string, number> | undefined {
   const q: Record<string, number> = {};
   if (o.maxSessions !== undefined) q['maxSessions'] = o.maxSessions;
   if (o.maxLocks !== undefined) q['maxLocks'] = o.maxLocks;
@@ -137,8 +172,19 @@ interface TenantBody {
 }
 
 const quotaText = (q: Record<string, number> | undefined): string =>
-  q && Object.keys(q).length > 0 ? Object.entries(q).map(([k, v]) => `${k}=${v}`).join(',') : '-';
-const tenantRow = (t: TenantBody): string[] => [t.namespace, t.cell, t.owner ?? '-', quotaText(t.quotas), t.moving ? 'moving' : 'active', t.createdAt];
+  q && Object.keys(q).length > 0
+    ? Object.entries(q)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',')
+    : '-';
+const tenantRow = (t: TenantBody): string[] => [
+  t.namespace,
+  t.cell,
+  t.owner ?? '-',
+  quotaText(t.quotas),
+  t.moving ? 'moving' : 'active',
+  t.createdAt,
+];
 const TENANT_HEADER = ['NAMESPACE', 'CELL', 'OWNER', 'QUOTAS', 'STATE', 'CREATED'];
 
 /** Adds the control-plane commands to `program`; `done` receives each run's exit code. */
@@ -150,11 +196,15 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
   };
   const cpOptions = (c: Command): Command =>
     c
-      .option('--control-plane <urls>', 'control-plane URLs, http://host:port[,…] (default: $FENCER_CONTROL_PLANE, then fleet.json controlPlane.urls)')
+      .option(
+        '--control-plane <urls>',
+        'control-plane URLs, http://host:port[,…] (default: $FENCER_CONTROL_PLANE, then fleet.json controlPlane.urls)',
+      )
       .option('--token <token>', 'bearer token (default: $FENCER_TOKEN, then admin-token beside fleet.json)');
   // Commander hands each action its own mix of arguments, options and the command.
   /* eslint-disable @typescript-eslint/no-explicit-any */
-  const run = (body: (ctx: Ctx, ...args: any[]) => Promise<void>) =>
+  const run =
+    (body: (ctx: Ctx, ...args: any[]) => Promise<void>) =>
     async (...args: any[]): Promise<void> => {
       const cmd = args[args.length - 1] as Command;
       try {
@@ -182,7 +232,13 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
   ).action(
     run(async (ctx, namespace: string, o: { cell?: string; owner?: string; maxSessions?: number }) => {
       const quotas = quotasOf(o);
-      const t = (await request(ctx, 'POST', '/v1/tenants', { namespace, ...(o.cell ? { cell: o.cell } : {}), ...(o.owner ? { owner: o.owner } : {}), ...(quotas ? { quotas } : {}) }, true)) as TenantBody;
+      const t = (await request(
+        ctx,
+        'POST',
+        '/v1/tenants',
+        { namespace, ...(o.cell ? { cell: o.cell } : {}), ...(o.owner ? { owner: o.owner } : {}), ...(quotas ? { quotas } : {}) },
+        true,
+      )) as TenantBody;
       out(ctx, t, `${table(TENANT_HEADER, [tenantRow(t)])}${t.token ? `token (shown once): ${t.token}\n` : ''}`);
     }),
   );
@@ -198,16 +254,25 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
       out(ctx, t, table(TENANT_HEADER, [tenantRow(t)]));
     }),
   );
-  cpOptions(tenants.command('delete').description('delete a tenant and drop its namespace on its cell').argument('<namespace>').option('--force', 'also when it has live sessions (they are expired)')).action(
+  cpOptions(
+    tenants
+      .command('delete')
+      .description('delete a tenant and drop its namespace on its cell')
+      .argument('<namespace>')
+      .option('--force', 'also when it has live sessions (they are expired)'),
+  ).action(
     run(async (ctx, namespace: string, o: { force?: boolean }) => {
       await request(ctx, 'DELETE', `/v1/tenants/${encodeURIComponent(namespace)}${o.force ? '?force=true' : ''}`, undefined, true);
       out(ctx, { deleted: namespace }, `deleted ${namespace}\n`);
     }),
   );
-  cpOptions(quotaOptions(tenants.command('quota').description("change a tenant's quotas (the ones given; others stay)").argument('<namespace>'))).action(
+  cpOptions(
+    quotaOptions(tenants.command('quota').description("change a tenant's quotas (the ones given; others stay)").argument('<namespace>')),
+  ).action(
     run(async (ctx, namespace: string, o: Record<string, number>) => {
       const quotas = quotasOf(o);
-      if (quotas === undefined) throw new CpError('give at least one of --max-sessions, --max-locks, --max-waiters, --acquires-per-second', EXIT.USAGE);
+      if (quotas === undefined)
+        throw new CpError('give at least one of --max-sessions, --max-locks, --max-waiters, --acquires-per-second', EXIT.USAGE);
       const t = (await request(ctx, 'PATCH', `/v1/tenants/${encodeURIComponent(namespace)}`, { quotas }, true)) as TenantBody;
       out(ctx, t, table(TENANT_HEADER, [tenantRow(t)]));
     }),
@@ -215,8 +280,18 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
 
   cpOptions(program.command('routing').description('the routing table, namespace -> cell, with its version')).action(
     run(async (ctx) => {
-      const r = (await request(ctx, 'GET', '/v1/routing')) as { version: number; routes: { namespace: string; cell: string; state: string }[] };
-      out(ctx, r, `version ${r.version}\n${table(['NAMESPACE', 'CELL', 'STATE'], r.routes.map((x) => [x.namespace, x.cell, x.state]))}`);
+      const r = (await request(ctx, 'GET', '/v1/routing')) as {
+        version: number;
+        routes: { namespace: string; cell: string; state: string }[];
+      };
+      out(
+        ctx,
+        r,
+        `version ${r.version}\n${table(
+          ['NAMESPACE', 'CELL', 'STATE'],
+          r.routes.map((x) => [x.namespace, x.cell, x.state]),
+        )}`,
+      );
     }),
   );
 
@@ -225,13 +300,31 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
     run(async (ctx) => {
       const f = (await request(ctx, 'GET', '/v1/fleet')) as {
         routingVersion: number;
-        cells: { id: string; leader?: string | null; term?: number; namespaces: string[]; replicas: { id: string; grpc: string; role: string; term?: number; commitIndex?: number; lastSeenMs?: number }[] }[];
+        cells: {
+          id: string;
+          leader?: string | null;
+          term?: number;
+          namespaces: string[];
+          replicas: { id: string; grpc: string; role: string; term?: number; commitIndex?: number; lastSeenMs?: number }[];
+        }[];
       };
       const rows = f.cells.flatMap((c) =>
-        c.replicas.map((r) => [c.id, r.id, r.grpc, r.role, String(r.term ?? '-'), String(r.commitIndex ?? '-'), r.lastSeenMs === undefined ? '-' : `${r.lastSeenMs}ms`]),
+        c.replicas.map((r) => [
+          c.id,
+          r.id,
+          r.grpc,
+          r.role,
+          String(r.term ?? '-'),
+          String(r.commitIndex ?? '-'),
+          r.lastSeenMs === undefined ? '-' : `${r.lastSeenMs}ms`,
+        ]),
       );
       const namespaces = f.cells.map((c) => `${c.id}: ${c.namespaces.length > 0 ? c.namespaces.join(', ') : '(none)'}`).join('\n');
-      out(ctx, f, `routing version ${f.routingVersion}\n${table(['CELL', 'REPLICA', 'GRPC', 'ROLE', 'TERM', 'COMMIT', 'LAST SEEN'], rows)}\nnamespaces\n${namespaces}\n`);
+      out(
+        ctx,
+        f,
+        `routing version ${f.routingVersion}\n${table(['CELL', 'REPLICA', 'GRPC', 'ROLE', 'TERM', 'COMMIT', 'LAST SEEN'], rows)}\nnamespaces\n${namespaces}\n`,
+      );
     }),
   );
 }

@@ -32,15 +32,30 @@ function signalNumber(sig: NodeJS.Signals): number {
   return (osConstants.signals as Record<string, number>)[sig] ?? 0;
 }
 
-export async function runLock(opts: LockCommandOptions, clientOptions: FencerClientOptions, io: CliIo, interrupt: AbortSignal): Promise<number> {
+export async function runLock(
+  opts: LockCommandOptions,
+  clientOptions: FencerClientOptions,
+  io: CliIo,
+  interrupt: AbortSignal,
+): Promise<number> {
   const say = (event: string, text: string, extra: Record<string, unknown> = {}): void => {
     if (opts.json) io.stderr(`${JSON.stringify({ event, name: opts.name, ...extra })}\n`);
     else if (!opts.quiet || event === 'lost' || event === 'jeopardy' || event === 'error') io.stderr(`fencer: ${text}\n`);
   };
-  const client = new FencerClient({ ...clientOptions, ttlMs: opts.ttlMs, gracePeriodMs: opts.graceMs, ...(opts.clientId ? { clientId: opts.clientId } : {}) });
+  const client = new FencerClient({
+    ...clientOptions,
+    ttlMs: opts.ttlMs,
+    gracePeriodMs: opts.graceMs,
+    ...(opts.clientId ? { clientId: opts.clientId } : {}),
+  });
   let handle: LockHandle;
   try {
-    handle = await client.acquire(opts.name, { mode: opts.shared ? 'shared' : 'exclusive', waitMs: opts.waitMs, lockDelayMs: opts.lockDelayMs, signal: interrupt });
+    handle = await client.acquire(opts.name, {
+      mode: opts.shared ? 'shared' : 'exclusive',
+      waitMs: opts.waitMs,
+      lockDelayMs: opts.lockDelayMs,
+      signal: interrupt,
+    });
   } catch (e) {
     await client.close();
     if (e instanceof LockTimeoutError) {
@@ -48,10 +63,17 @@ export async function runLock(opts: LockCommandOptions, clientOptions: FencerCli
       return EXIT.LOCK_BUSY;
     }
     if (interrupt.aborted) return EXIT.INTERRUPTED;
-    say('error', `cannot acquire ${opts.name}: ${(e as Error).message}`, { error: (e as Error).message, code: (e as { code?: string }).code });
+    say('error', `cannot acquire ${opts.name}: ${(e as Error).message}`, {
+      error: (e as Error).message,
+      code: (e as { code?: string }).code,
+    });
     return exitCodeFor(e);
   }
-  say('acquired', `acquired ${opts.name} (${handle.mode}, token ${handle.token}, session ${handle.session.id})`, { token: handle.token, mode: handle.mode, sessionId: handle.session.id });
+  say('acquired', `acquired ${opts.name} (${handle.mode}, token ${handle.token}, session ${handle.session.id})`, {
+    token: handle.token,
+    mode: handle.mode,
+    sessionId: handle.session.id,
+  });
 
   const session = handle.session;
   let lost = false;
@@ -89,7 +111,8 @@ export async function runLock(opts: LockCommandOptions, clientOptions: FencerCli
   session.on('expired', onExpired);
   // Interrupts go to the command; fencer waits for it, then releases the lock.
   const onInterrupt = (): void => {
-    const sig = typeof interrupt.reason === 'string' && interrupt.reason.startsWith('SIG') ? (interrupt.reason as NodeJS.Signals) : 'SIGINT';
+    const sig =
+      typeof interrupt.reason === 'string' && interrupt.reason.startsWith('SIG') ? (interrupt.reason as NodeJS.Signals) : 'SIGINT';
     if (!exited) child.kill(sig);
   };
   interrupt.addEventListener('abort', onInterrupt, { once: true });
@@ -97,12 +120,14 @@ export async function runLock(opts: LockCommandOptions, clientOptions: FencerCli
   if (session.state === 'expired') onExpired();
   else if (session.state === 'jeopardy' && opts.strict) onJeopardy();
 
-  const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: NodeJS.ErrnoException }>((resolve) => {
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
-    });
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
+  const outcome = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: NodeJS.ErrnoException }>(
+    (resolve) => {
+      child.once('error', (err: NodeJS.ErrnoException) => {
+        if (child.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
+      });
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    },
+  );
   exited = true;
   if (killTimer) clearTimeout(killTimer);
   interrupt.removeEventListener('abort', onInterrupt);
@@ -117,6 +142,11 @@ export async function runLock(opts: LockCommandOptions, clientOptions: FencerCli
     return notFound ? EXIT.COMMAND_NOT_FOUND : EXIT.COMMAND_NOT_EXECUTABLE;
   }
   const status = outcome.code ?? 128 + signalNumber(outcome.signal ?? 'SIGKILL');
-  say('done', `the command exited with ${outcome.code ?? outcome.signal}; ${released ? 'released' : 'no longer held'} ${opts.name}`, { exit: outcome.code, signal: outcome.signal, released, lost });
+  say('done', `the command exited with ${outcome.code ?? outcome.signal}; ${released ? 'released' : 'no longer held'} ${opts.name}`, {
+    exit: outcome.code,
+    signal: outcome.signal,
+    released,
+    lost,
+  });
   return lost ? EXIT.LOCK_LOST : status;
 }

@@ -22,7 +22,10 @@ afterAll(async () => {
   await cell?.stop();
 });
 
-async function fencer(args: string[], admin = cell.replicas.map((r) => r.admin).join(',')): Promise<{ code: number; out: string; err: string }> {
+async function fencer(
+  args: string[],
+  admin = cell.replicas.map((r) => r.admin).join(','),
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const io: CliIo = {
@@ -60,7 +63,11 @@ describe('fencer cell admin operations', () => {
     expect(await members()).toContain('spare-1');
     const leader = await cell.leader();
     const st = await cell.statusOf(leader.nodeId);
-    expect(st!.members.find((m: { id: string }) => m.id === 'spare-1')).toMatchObject({ voter: false, address: '127.0.0.1:9', peerAddress: '127.0.0.1:10' });
+    expect(st!.members.find((m: { id: string }) => m.id === 'spare-1')).toMatchObject({
+      voter: false,
+      address: '127.0.0.1:9',
+      peerAddress: '127.0.0.1:10',
+    });
 
     const removed = await fencer(['--json', 'cell', 'remove-member', 'spare-1']);
     expect(removed.code).toBe(EXIT.OK);

@@ -15,7 +15,18 @@ import { NodeId, SeededRandom } from '@fencer/base';
 import type { MetaLimits } from '@fencer/meta-fsm';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { NodeDisk } from '@fencer/wal/node';
-import { absoluteRefs, buildApp, contractAjv, CONTRACT_SCHEMA_ID, MetaGroup, openapi, ProblemError, type CellDirectory, type CellView, type DropResult } from '../../src/index.js';
+import {
+  absoluteRefs,
+  buildApp,
+  contractAjv,
+  CONTRACT_SCHEMA_ID,
+  MetaGroup,
+  openapi,
+  ProblemError,
+  type CellDirectory,
+  type CellView,
+  type DropResult,
+} from '../../src/index.js';
 
 export class FakeCells implements CellDirectory {
   /** cell → namespaces it owns, with their live sessions. */
@@ -56,7 +67,15 @@ export class FakeCells implements CellDirectory {
       term: 3,
       sessions: this.sessions.get(id) ?? 0,
       replicas: [
-        { id: `${id}-r1`, grpc: `127.0.0.1:${7001 + i}`, role: 'leader' as const, term: 3, commitIndex: 10, appliedIndex: 10, lastSeenMs: 5 },
+        {
+          id: `${id}-r1`,
+          grpc: `127.0.0.1:${7001 + i}`,
+          role: 'leader' as const,
+          term: 3,
+          commitIndex: 10,
+          appliedIndex: 10,
+          lastSeenMs: 5,
+        },
         { id: `${id}-r2`, grpc: `127.0.0.1:${7101 + i}`, role: 'unreachable' as const, lastSeenMs: 4000 },
       ],
     }));
@@ -75,22 +94,34 @@ export async function openStore(dir: string): Promise<WalStore> {
   return new Promise((resolve, reject) => openRaftLogStore(new NodeDisk(), dir, {}, (err, s) => (err || !s ? reject(err) : resolve(s))));
 }
 
-export async function startHarness(opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {},
+): Promise<Harness> {
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
   const store = await openStore(dir);
   const id = NodeId('cp1');
-  const group = new MetaGroup({ id, peers: new Map([[id, 'http://127.0.0.1:1']]), raft: { electionTicks: 4 }, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.snapshotEveryEntries ? { snapshotEveryEntries: opts.snapshotEveryEntries } : {}) }, store, {
-    clock: { monoMs: () => performance.now(), wallMs: () => Date.now() },
-    random: new SeededRandom(1),
-    send: () => {},
-    onFatal: (e) => {
-      throw e;
+  const group = new MetaGroup(
+    {
+      id,
+      peers: new Map([[id, 'http://127.0.0.1:1']]),
+      raft: { electionTicks: 4 },
+      ...(opts.limits ? { limits: opts.limits } : {}),
+      ...(opts.snapshotEveryEntries ? { snapshotEveryEntries: opts.snapshotEveryEntries } : {}),
     },
-    after: (ms, run) => {
-      const timer = setTimeout(run, ms);
-      return () => clearTimeout(timer);
+    store,
+    {
+      clock: { monoMs: () => performance.now(), wallMs: () => Date.now() },
+      random: new SeededRandom(1),
+      send: () => {},
+      onFatal: (e) => {
+        throw e;
+      },
+      after: (ms, run) => {
+        const timer = setTimeout(run, ms);
+        return () => clearTimeout(timer);
+      },
     },
-  });
+  );
   const ticker = setInterval(() => group.tick(), 5);
   group.replica.campaign();
   const deadline = performance.now() + 10_000;
@@ -155,7 +186,9 @@ export function checkContract(method: string, url: string, res: LightMyRequestRe
     return;
   }
   expect(template, `${url} is a path of the contract`).toBeDefined();
-  const op = (openapi.paths[template!] as Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>)[method.toLowerCase()];
+  const op = (openapi.paths[template!] as Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>)[
+    method.toLowerCase()
+  ];
   expect(op, `${method} ${template} is an operation of the contract`).toBeDefined();
   const declared = op!.responses[String(res.statusCode)];
   expect(declared, `${method} ${template} declares status ${res.statusCode}`).toBeDefined();
@@ -171,7 +204,6 @@ export function checkContract(method: string, url: string, res: LightMyRequestRe
   expect(validate(res.json()), `${key}: ${JSON.stringify(validate.errors)}`).toBe(true);
 }
 
-
 /** inject() and checkContract() in one. */
 export async function call(
   app: FastifyInstance,
@@ -180,7 +212,12 @@ export async function call(
   body?: unknown,
   headers: Record<string, string> = {},
 ): Promise<LightMyRequestResponse> {
-  const res = await app.inject({ method, url, headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
+  const res = await app.inject({
+    method,
+    url,
+    headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
+    ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+  });
   checkContract(method, url, res);
   return res;
 }

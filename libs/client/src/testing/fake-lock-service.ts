@@ -286,7 +286,13 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       if (w.timer) clearTimeout(w.timer);
       const s = this.sessions.get(w.sessionId) as FakeSession;
       const h = this.grant(l, s, w.mode);
-      const res: lockservice.AcquireResponse = { status: AcquireStatus.ACQUIRE_STATUS_GRANTED, token: h.token, holders: l.holders.map((x) => ({ ...x })), queuePosition: 0, revision: this.revision };
+      const res: lockservice.AcquireResponse = {
+        status: AcquireStatus.ACQUIRE_STATUS_GRANTED,
+        token: h.token,
+        holders: l.holders.map((x) => ({ ...x })),
+        queuePosition: 0,
+        revision: this.revision,
+      };
       s.dedupe.set(w.requestId, res);
       this.answerPending(w.sessionId, w.requestId, res);
     }
@@ -304,11 +310,23 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
   private queuedAnswer(name: string, sessionId?: string, requestId?: string): lockservice.AcquireResponse {
     const l = this.locks.get(name);
     const at = l ? l.waiters.findIndex((w) => w.sessionId === sessionId && w.requestId === requestId) : -1;
-    return { status: AcquireStatus.ACQUIRE_STATUS_QUEUED, token: 0, holders: l ? l.holders.map((h) => ({ ...h })) : [], queuePosition: Math.max(0, at), revision: this.revision };
+    return {
+      status: AcquireStatus.ACQUIRE_STATUS_QUEUED,
+      token: 0,
+      holders: l ? l.holders.map((h) => ({ ...h })) : [],
+      queuePosition: Math.max(0, at),
+      revision: this.revision,
+    };
   }
 
   private timedOut(l: FakeLock): lockservice.AcquireResponse {
-    return { status: AcquireStatus.ACQUIRE_STATUS_TIMED_OUT, token: 0, holders: l.holders.map((h) => ({ ...h })), queuePosition: 0, revision: this.revision };
+    return {
+      status: AcquireStatus.ACQUIRE_STATUS_TIMED_OUT,
+      token: 0,
+      holders: l.holders.map((h) => ({ ...h })),
+      queuePosition: 0,
+      revision: this.revision,
+    };
   }
 
   /** Removes a waiter (its wait ran out or was cancelled): CANCELED event, TIMED_OUT remembered and answered. */
@@ -378,7 +396,10 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
     this.emit('call', { method, request });
   }
 
-  private unary<Req, Res>(method: Method, body: (req: Req, call: ServerUnaryCall<Req, Res>, answer: (res: Res) => void) => Res | undefined) {
+  private unary<Req, Res>(
+    method: Method,
+    body: (req: Req, call: ServerUnaryCall<Req, Res>, answer: (res: Res) => void) => Res | undefined,
+  ) {
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       this.record(method, call.request);
       const fail = (e: unknown): void => {
@@ -432,7 +453,13 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
         if (prior === undefined) {
           if (l.waiters.length === 0 && this.grantable(l, mode)) {
             const h = this.grant(l, s, mode);
-            const res = { status: AcquireStatus.ACQUIRE_STATUS_GRANTED, token: h.token, holders: l.holders.map((x) => ({ ...x })), queuePosition: 0, revision: this.revision };
+            const res = {
+              status: AcquireStatus.ACQUIRE_STATUS_GRANTED,
+              token: h.token,
+              holders: l.holders.map((x) => ({ ...x })),
+              queuePosition: 0,
+              revision: this.revision,
+            };
             s.dedupe.set(req.requestId, res);
             return res;
           }
@@ -453,12 +480,15 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
         // Queued (new or resumed): hold the call open until decided, or answer QUEUED early.
         if (req.waitMs === 0) return this.queuedAnswer(req.name, s.id, req.requestId);
         const key = `${s.id}/${req.requestId}`;
-        const early = this.options.acquireHoldMs !== undefined ? setTimeout(() => {
-          if (this.pending.get(key)?.answer === wrapped) {
-            this.pending.delete(key);
-            answer(this.queuedAnswer(req.name, s.id, req.requestId));
-          }
-        }, this.options.acquireHoldMs) : undefined;
+        const early =
+          this.options.acquireHoldMs !== undefined
+            ? setTimeout(() => {
+                if (this.pending.get(key)?.answer === wrapped) {
+                  this.pending.delete(key);
+                  answer(this.queuedAnswer(req.name, s.id, req.requestId));
+                }
+              }, this.options.acquireHoldMs)
+            : undefined;
         const wrapped = (res: lockservice.AcquireResponse): void => {
           if (early) clearTimeout(early);
           answer(res);
@@ -501,7 +531,11 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
         const from = req.pageToken === '' ? 0 : Number(req.pageToken);
         const limit = req.limit === 0 ? 1000 : req.limit;
         const page = live.slice(from, from + limit);
-        return { locks: page.map((l) => this.state(l, l.name)), nextPageToken: from + limit < live.length ? String(from + limit) : '', revision: this.revision };
+        return {
+          locks: page.map((l) => this.state(l, l.name)),
+          nextPageToken: from + limit < live.length ? String(from + limit) : '',
+          revision: this.revision,
+        };
       }),
       keepAlive: (call) => {
         this.record('keepAlive', {});
@@ -517,7 +551,11 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
             if (!this.keepAlives.has(call)) return;
             const s = this.sessions.get(req.sessionId);
             if (s && !s.expired) this.armExpiry(s.id, s.ttlMs);
-            call.write(!s || s.expired ? { sessionId: req.sessionId, ttlMsRemaining: 0, expired: true } : { sessionId: req.sessionId, ttlMsRemaining: s.ttlMs, expired: false });
+            call.write(
+              !s || s.expired
+                ? { sessionId: req.sessionId, ttlMsRemaining: 0, expired: true }
+                : { sessionId: req.sessionId, ttlMsRemaining: s.ttlMs, expired: false },
+            );
           };
           if (this.heartbeatsPaused) this.heldHeartbeats.push(answer);
           else answer();
@@ -540,7 +578,8 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
         };
         try {
           if (req.prefix) {
-            if (!/^\/ls\/[A-Za-z0-9._-]+\/([A-Za-z0-9._-]+\/)*$/.test(req.name)) throw new FencerError('INVALID_NAME', `bad prefix "${req.name}"`);
+            if (!/^\/ls\/[A-Za-z0-9._-]+\/([A-Za-z0-9._-]+\/)*$/.test(req.name))
+              throw new FencerError('INVALID_NAME', `bad prefix "${req.name}"`);
           } else {
             this.checkName(req.name);
           }
@@ -548,15 +587,31 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
           return reject(e as FencerError);
         }
         if (req.sinceRevision > 0 && req.sinceRevision < this.floorRevision) {
-          return reject(new FencerError('COMPACTED', `revision ${req.sinceRevision} is older than the history (from ${this.floorRevision})`));
+          return reject(
+            new FencerError('COMPACTED', `revision ${req.sinceRevision} is older than the history (from ${this.floorRevision})`),
+          );
         }
         const w: Watcher = { name: req.name, prefix: req.prefix, call };
         if (req.sinceRevision === 0) {
           for (const l of [...this.locks.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
             if (!matches(w, l.name) || (l.holders.length === 0 && l.waiters.length === 0)) continue;
-            call.write({ revision: this.revision, type: WatchEventType.WATCH_EVENT_TYPE_SNAPSHOT, name: l.name, sessionId: '', token: 0, lock: this.state(l, l.name) });
+            call.write({
+              revision: this.revision,
+              type: WatchEventType.WATCH_EVENT_TYPE_SNAPSHOT,
+              name: l.name,
+              sessionId: '',
+              token: 0,
+              lock: this.state(l, l.name),
+            });
           }
-          call.write({ revision: this.revision, type: WatchEventType.WATCH_EVENT_TYPE_PROGRESS, name: '', sessionId: '', token: 0, lock: undefined });
+          call.write({
+            revision: this.revision,
+            type: WatchEventType.WATCH_EVENT_TYPE_PROGRESS,
+            name: '',
+            sessionId: '',
+            token: 0,
+            lock: undefined,
+          });
         } else {
           for (const ev of this.history) if (ev.revision > req.sinceRevision && matches(w, ev.name)) call.write(ev);
         }
@@ -571,7 +626,8 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
   }
 
   private adminHandlers(): adminpb.CellAdminServer {
-    const unimplemented = (_c: unknown, cb: sendUnaryData<never>): void => cb(toServiceError(new FencerError('INTERNAL', 'not in the fake')) as ServiceError);
+    const unimplemented = (_c: unknown, cb: sendUnaryData<never>): void =>
+      cb(toServiceError(new FencerError('INTERNAL', 'not in the fake')) as ServiceError);
     return {
       status: (_call: ServerUnaryCall<adminpb.StatusRequest, adminpb.StatusResponse>, cb: sendUnaryData<adminpb.StatusResponse>) => {
         if (!this.status) return cb(toServiceError(new FencerError('NO_LEADER', 'no status configured')) as ServiceError);

@@ -11,7 +11,12 @@ import { FencerClient, fencedUpdate } from '@fencer/client';
 
 const env = process.env;
 const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
-const client = new FencerClient({ endpoints: env.ENDPOINTS.split(','), ttlMs: Number(env.TTL_MS), gracePeriodMs: 60_000, clientId: `holder-${env.WHO}` });
+const client = new FencerClient({
+  endpoints: env.ENDPOINTS.split(','),
+  ttlMs: Number(env.TTL_MS),
+  gracePeriodMs: 60_000,
+  clientId: `holder-${env.WHO}`,
+});
 const lock = await client.acquire(env.LOCK_NAME, { waitMs: 10_000 });
 out({ event: 'acquired', token: lock.token, sessionId: lock.session.id });
 
@@ -27,7 +32,11 @@ function writeSql(who, token) {
 readline.createInterface({ input: process.stdin }).on('line', async (line) => {
   if (line === 'check') out({ event: 'checked', aborted: lock.signal.aborted });
   if (line === 'write') {
-    const output = execFileSync(env.PSQL, ['-h', '127.0.0.1', '-p', env.PG_PORT, '-U', 'postgres', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'], { input: writeSql(env.WHO, lock.token) }).toString();
+    const output = execFileSync(
+      env.PSQL,
+      ['-h', '127.0.0.1', '-p', env.PG_PORT, '-U', 'postgres', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'],
+      { input: writeSql(env.WHO, lock.token) },
+    ).toString();
     const m = /UPDATE (\d+)/.exec(output);
     out({ event: 'written', rows: m ? Number(m[1]) : -1 });
   }

@@ -35,9 +35,25 @@ export interface PausedHolderResult {
   row: string;
 }
 
-export async function pausedHolderRun(pg: Postgres, endpoints: readonly string[], ttlMs: number, fenced: boolean, lockName: string): Promise<PausedHolderResult> {
-  await pg.psql(`DROP TABLE IF EXISTS accounts; CREATE TABLE accounts (id int PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL DEFAULT 0); INSERT INTO accounts VALUES (1, 'nobody', 0);`);
-  const a = new HolderProcess({ ENDPOINTS: endpoints.join(','), LOCK_NAME: lockName, TTL_MS: String(ttlMs), PSQL: pg.psqlPath, PG_PORT: String(pg.port), WHO: 'A', FENCED: fenced ? '1' : '0' });
+export async function pausedHolderRun(
+  pg: Postgres,
+  endpoints: readonly string[],
+  ttlMs: number,
+  fenced: boolean,
+  lockName: string,
+): Promise<PausedHolderResult> {
+  await pg.psql(
+    `DROP TABLE IF EXISTS accounts; CREATE TABLE accounts (id int PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL DEFAULT 0); INSERT INTO accounts VALUES (1, 'nobody', 0);`,
+  );
+  const a = new HolderProcess({
+    ENDPOINTS: endpoints.join(','),
+    LOCK_NAME: lockName,
+    TTL_MS: String(ttlMs),
+    PSQL: pg.psqlPath,
+    PG_PORT: String(pg.port),
+    WHO: 'A',
+    FENCED: fenced ? '1' : '0',
+  });
   const b = new FencerClient({ endpoints: [...endpoints], ttlMs, clientId: 'holder-B' });
   try {
     const tokenA = (await a.next('acquired')).token as number;
@@ -47,7 +63,9 @@ export async function pausedHolderRun(pg: Postgres, endpoints: readonly string[]
     const lockB = await b.acquire(lockName, { waitMs: 60_000 }); // granted once the cell expires A's session
     expect(lockB.token).toBeGreaterThan(tokenA);
     const q = fencedUpdate({ table: 'accounts', id: 1, token: lockB.token, set: { owner: 'B' } });
-    const bWrite = fenced ? `PREPARE w(text, bigint, int) AS ${q.text};\nEXECUTE w('B', ${lockB.token}, 1);\n` : `UPDATE accounts SET owner = 'B' WHERE id = 1;\n`;
+    const bWrite = fenced
+      ? `PREPARE w(text, bigint, int) AS ${q.text};\nEXECUTE w('B', ${lockB.token}, 1);\n`
+      : `UPDATE accounts SET owner = 'B' WHERE id = 1;\n`;
     expect(await pg.psql(bWrite)).toMatch(/UPDATE 1/);
     a.resume();
     a.send('write'); // A wakes up and writes with its old token

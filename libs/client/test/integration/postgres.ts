@@ -41,7 +41,8 @@ async function freePort(): Promise<number> {
 
 export async function startPostgres(): Promise<Postgres> {
   const bin = postgresBinDir();
-  if (!bin) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (Debian) — the paused-holder test needs a real server');
+  if (!bin)
+    throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (Debian) — the paused-holder test needs a real server');
   const dir = mkdtempSync(path.join(tmpdir(), 'fencer-pg-'));
   const asRoot = userInfo().uid === 0;
   const owner = asRoot ? Number(execFileSync('id', ['-u', 'postgres']).toString().trim()) : undefined;
@@ -53,15 +54,28 @@ export async function startPostgres(): Promise<Postgres> {
   const data = path.join(dir, 'data');
   run(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
   const port = await freePort();
-  run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+  run(path.join(bin, 'pg_ctl'), [
+    '-D',
+    data,
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+    '-l',
+    path.join(dir, 'log'),
+    '-w',
+    '-t',
+    '60',
+    'start',
+  ]);
   const psqlPath = path.join(bin, 'psql');
   return {
     port,
     psqlPath,
     psql: (sql) =>
       new Promise((resolve, reject) => {
-        const child = execFile(psqlPath, ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'], (err, stdout, stderr) =>
-          err ? reject(new Error(`psql failed: ${stderr || err.message}`)) : resolve(stdout),
+        const child = execFile(
+          psqlPath,
+          ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'],
+          (err, stdout, stderr) => (err ? reject(new Error(`psql failed: ${stderr || err.message}`)) : resolve(stdout)),
         );
         child.stdin!.end(sql);
       }),

@@ -66,8 +66,14 @@ export function checkLock(
     mandatoryRemaining++;
     if (e.s !== null && e.kind !== 'end') mandatoryLeft.set(e.s, (mandatoryLeft.get(e.s) ?? 0) + 1);
   }
-  const byEnd = events.map((_, i) => i).filter((i) => !events[i]!.optional).sort((a, b) => events[a]!.end - events[b]!.end);
-  const byKnown = events.map((_, i) => i).filter((i) => !events[i]!.optional && events[i]!.known !== null).sort((a, b) => events[a]!.known! - events[b]!.known!);
+  const byEnd = events
+    .map((_, i) => i)
+    .filter((i) => !events[i]!.optional)
+    .sort((a, b) => events[a]!.end - events[b]!.end);
+  const byKnown = events
+    .map((_, i) => i)
+    .filter((i) => !events[i]!.optional && events[i]!.known !== null)
+    .sort((a, b) => events[a]!.known! - events[b]!.known!);
 
   const endOf = new Map<string, number>();
   events.forEach((e, i) => {
@@ -161,7 +167,14 @@ export function checkLock(
       if (memo.has(key)) continue;
       memo.add(key);
       if (++states > statesMax) {
-        return { name, ok: false, timedOut: true, events: n, statesVisited: states, detail: `state budget ${statesMax} exhausted; deepest: ${deepestDetail}` };
+        return {
+          name,
+          ok: false,
+          timedOut: true,
+          events: n,
+          statesVisited: states,
+          detail: `state budget ${statesMax} exhausted; deepest: ${deepestDetail}`,
+        };
       }
       const e = events[c.e]!;
       placed[c.e] = 1;

@@ -146,7 +146,19 @@ export function buildLockHistories(history: History, clock: ExpiryClock = REAL_R
     if (a.f === 'acquire') {
       const r = o.r?.f === 'acquire' ? o.r : undefined;
       if (unknown || !r || r.status === 'QUEUED') {
-        add(a.name, { ...base, kind: 'enq', s: a.s, req: a.req, mode: a.mode, wait: a.wait, expect: 'unknown', token: 0, end: Infinity, optional: true, known: null });
+        add(a.name, {
+          ...base,
+          kind: 'enq',
+          s: a.s,
+          req: a.req,
+          mode: a.mode,
+          wait: a.wait,
+          expect: 'unknown',
+          token: 0,
+          end: Infinity,
+          optional: true,
+          known: null,
+        });
         if (a.wait > 0) add(a.name, { ...base, kind: 'cancel', s: a.s, req: a.req, end: Infinity, optional: true, known: null });
         return;
       }
@@ -157,22 +169,76 @@ export function buildLockHistories(history: History, clock: ExpiryClock = REAL_R
         const grantKey = `${a.name} ${a.s} ${r.token}`;
         const repeat = grants.has(grantKey);
         grants.add(grantKey);
-        add(a.name, { ...base, kind: 'enq', s: a.s, req: a.req, mode: a.mode, wait: a.wait, expect: 'granted', token: r.token, end, optional: false, known: a.wait === 0 && !repeat ? r.token : null });
+        add(a.name, {
+          ...base,
+          kind: 'enq',
+          s: a.s,
+          req: a.req,
+          mode: a.mode,
+          wait: a.wait,
+          expect: 'granted',
+          token: r.token,
+          end,
+          optional: false,
+          known: a.wait === 0 && !repeat ? r.token : null,
+        });
         if (a.wait > 0) add(a.name, { ...base, kind: 'confirm', s: a.s, req: a.req, token: r.token, end, optional: false, known: null });
       } else if (a.wait === 0) {
         expectations.set(a.req, 'never');
-        add(a.name, { ...base, kind: 'enq', s: a.s, req: a.req, mode: a.mode, wait: 0, expect: 'busy', token: 0, end, optional: false, known: r.rev });
+        add(a.name, {
+          ...base,
+          kind: 'enq',
+          s: a.s,
+          req: a.req,
+          mode: a.mode,
+          wait: 0,
+          expect: 'busy',
+          token: 0,
+          end,
+          optional: false,
+          known: r.rev,
+        });
       } else {
         expectations.set(a.req, 'never');
-        add(a.name, { ...base, kind: 'enq', s: a.s, req: a.req, mode: a.mode, wait: a.wait, expect: 'queued', token: 0, end, optional: false, known: null });
+        add(a.name, {
+          ...base,
+          kind: 'enq',
+          s: a.s,
+          req: a.req,
+          mode: a.mode,
+          wait: a.wait,
+          expect: 'queued',
+          token: 0,
+          end,
+          optional: false,
+          known: null,
+        });
         add(a.name, { ...base, kind: 'cancel', s: a.s, req: a.req, end, optional: false, known: r.rev });
       }
     } else if (a.f === 'release') {
       const r = o.r?.f === 'release' ? o.r : undefined;
       const ambiguous = unknown || !r || (!r.released && r.retried);
-      add(a.name, { ...base, kind: 'rel', s: a.s, token: a.token, expect: ambiguous ? 'unknown' : r!.released, end: ambiguous ? Infinity : o.comp, optional: ambiguous, known: null });
+      add(a.name, {
+        ...base,
+        kind: 'rel',
+        s: a.s,
+        token: a.token,
+        expect: ambiguous ? 'unknown' : r!.released,
+        end: ambiguous ? Infinity : o.comp,
+        optional: ambiguous,
+        known: null,
+      });
     } else if (a.f === 'get' && o.outcome === 'ok' && o.r?.f === 'get') {
-      add(a.name, { ...base, kind: 'read', s: null, holders: o.r.holders, waiters: o.r.waiters, end: o.comp, optional: false, known: o.r.rev + 0.5 });
+      add(a.name, {
+        ...base,
+        kind: 'read',
+        s: null,
+        holders: o.r.holders,
+        waiters: o.r.waiters,
+        end: o.comp,
+        optional: false,
+        known: o.r.rev + 0.5,
+      });
     }
   });
   const earlyEnds: SessionWindow[] = [];
@@ -181,7 +247,14 @@ export function buildLockHistories(history: History, clock: ExpiryClock = REAL_R
     for (const s of ss) {
       const w = sessions.get(s);
       // A session whose open answer was lost: its end may be any time after its first use.
-      const start = w ? Math.min(w.start, w.end) : Math.min(...byName.get(name)!.filter((e) => e.s === s).map((e) => e.start));
+      const start = w
+        ? Math.min(w.start, w.end)
+        : Math.min(
+            ...byName
+              .get(name)!
+              .filter((e) => e.s === s)
+              .map((e) => e.start),
+          );
       const end = w?.end ?? Infinity;
       add(name, { kind: 'end', s, start, end, optional: end === Infinity, known: null, op: -1 });
     }

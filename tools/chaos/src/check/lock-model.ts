@@ -66,7 +66,15 @@ interface EventBase {
 
 export type LockEvent = EventBase &
   (
-    | { readonly kind: 'enq'; readonly s: string; readonly req: string; readonly mode: Mode; readonly wait: number; readonly expect: 'granted' | 'busy' | 'queued' | 'unknown'; readonly token: number }
+    | {
+        readonly kind: 'enq';
+        readonly s: string;
+        readonly req: string;
+        readonly mode: Mode;
+        readonly wait: number;
+        readonly expect: 'granted' | 'busy' | 'queued' | 'unknown';
+        readonly token: number;
+      }
     | { readonly kind: 'confirm'; readonly s: string; readonly req: string; readonly token: number }
     | { readonly kind: 'cancel'; readonly s: string; readonly req: string }
     | { readonly kind: 'rel'; readonly s: string; readonly token: number; readonly expect: boolean | 'unknown' }
@@ -167,7 +175,9 @@ export function step(st: LockModelState, e: LockEvent, ctx: StepContext): LockMo
         return held.token === e.token ? [st] : [];
       }
       if (st.waiters.some((w) => w.s === e.s)) return e.expect === 'unknown' ? [st] : [];
-      const grantable = st.waiters.length === 0 && (st.holders.length === 0 || (e.mode === 'S' && st.holders.every((h) => h.mode === 'S') && st.holders.length < holdersMax));
+      const grantable =
+        st.waiters.length === 0 &&
+        (st.holders.length === 0 || (e.mode === 'S' && st.holders.every((h) => h.mode === 'S') && st.holders.length < holdersMax));
       if (grantable) {
         if (e.expect === 'busy' || e.expect === 'queued') return [];
         let token: number | null = e.known;
@@ -211,7 +221,11 @@ export function step(st: LockModelState, e: LockEvent, ctx: StepContext): LockMo
       return out;
     }
     case 'end': {
-      const next = promote({ holders: st.holders.filter((h) => h.s !== e.s), waiters: st.waiters.filter((w) => w.s !== e.s), pos: st.pos }, null, ctx);
+      const next = promote(
+        { holders: st.holders.filter((h) => h.s !== e.s), waiters: st.waiters.filter((w) => w.s !== e.s), pos: st.pos },
+        null,
+        ctx,
+      );
       return next ? [next] : [];
     }
     case 'read': {

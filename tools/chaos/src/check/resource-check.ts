@@ -40,7 +40,8 @@ export function checkResource(history: History, state: ResourceState): ResourceR
     highest.set(d.name, Math.max(h, d.token));
   }
   const counters: Record<string, { final: number; acked: number; unknown: number }> = {};
-  const entry = (name: string): { final: number; acked: number; unknown: number } => (counters[name] ??= { final: state.counters[name] ?? 0, acked: 0, unknown: 0 });
+  const entry = (name: string): { final: number; acked: number; unknown: number } =>
+    (counters[name] ??= { final: state.counters[name] ?? 0, acked: 0, unknown: 0 });
   let acceptedWrites = 0;
   let unknownWrites = 0;
   for (const o of history.ops) {
@@ -59,7 +60,8 @@ export function checkResource(history: History, state: ResourceState): ResourceR
   for (const name of Object.keys(state.counters)) entry(name);
   for (const [name, c] of Object.entries(counters)) {
     if (c.final < c.acked) report(`${name}: lost update: the counter is ${c.final} but ${c.acked} increments were acknowledged`);
-    if (c.final > c.acked + c.unknown) report(`${name}: the counter is ${c.final}, more than the ${c.acked} acknowledged and ${c.unknown} unknown increments`);
+    if (c.final > c.acked + c.unknown)
+      report(`${name}: the counter is ${c.final}, more than the ${c.acked} acknowledged and ${c.unknown} unknown increments`);
   }
   return { fence: state.fence, acceptedWrites, rejectedWrites, rejectedReads, unknownWrites, counters, violations, violationCount: count };
 }

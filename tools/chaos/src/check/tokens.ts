@@ -47,7 +47,11 @@ function grantsOf(history: History): { grants: Grant[]; repeats: Set<Op> } {
 }
 
 /** Sweep: for each item in invocation order, the largest value among items completed before it was invoked. */
-function sweep<T extends { inv: number; comp: number }>(items: readonly T[], value: (t: T) => number, visit: (t: T, maxBefore: number, by: T | undefined) => void): void {
+function sweep<T extends { inv: number; comp: number }>(
+  items: readonly T[],
+  value: (t: T) => number,
+  visit: (t: T, maxBefore: number, by: T | undefined) => void,
+): void {
   const byComp = [...items].filter((t) => t.comp < Infinity).sort((a, b) => a.comp - b.comp);
   const byInv = [...items].sort((a, b) => a.inv - b.inv);
   let at = 0;
@@ -84,14 +88,18 @@ export function checkTokens(history: History): TokenReport {
       items,
       (i) => i.g.token,
       (i, maxBefore, by) => {
-        if (i.g.token <= maxBefore) report(`${name}: grant token ${i.g.token} to ${i.g.s} (asked at ${i.inv.toFixed(1)}) is not above token ${maxBefore} granted to ${by!.g.s} and answered at ${by!.comp.toFixed(1)}`);
+        if (i.g.token <= maxBefore)
+          report(
+            `${name}: grant token ${i.g.token} to ${i.g.s} (asked at ${i.inv.toFixed(1)}) is not above token ${maxBefore} granted to ${by!.g.s} and answered at ${by!.comp.toFixed(1)}`,
+          );
       },
     );
     const byToken = new Map<number, Grant[]>();
     for (const g of list) byToken.set(g.token, [...(byToken.get(g.token) ?? []), g]);
     for (const [token, gs] of byToken) {
       const sessions = new Set(gs.map((g) => g.s));
-      if (sessions.size > 1 && gs.some((g) => g.mode === 'X')) report(`${name}: token ${token} granted to ${[...sessions].join(', ')}, one of them exclusive`);
+      if (sessions.size > 1 && gs.some((g) => g.mode === 'X'))
+        report(`${name}: token ${token} granted to ${[...sessions].join(', ')}, one of them exclusive`);
     }
   }
   // Revisions in real time, across names.
@@ -109,7 +117,10 @@ export function checkTokens(history: History): TokenReport {
     revs,
     (r) => r.rev,
     (r, maxBefore, by) => {
-      if (r.write ? r.rev <= maxBefore : r.rev < maxBefore) report(`revision ${r.rev} of ${r.what} (invoked at ${r.inv.toFixed(1)}) is below revision ${maxBefore} of ${by!.what}, which completed before`);
+      if (r.write ? r.rev <= maxBefore : r.rev < maxBefore)
+        report(
+          `revision ${r.rev} of ${r.what} (invoked at ${r.inv.toFixed(1)}) is below revision ${maxBefore} of ${by!.what}, which completed before`,
+        );
     },
   );
   return { grants: grants.length, violations, violationCount: count };

@@ -90,7 +90,9 @@ export function checkWatches(watches: ReadonlyArray<{ p: string; seg: WatchSegme
       if (expected && start >= log.floor) {
         snapshotsCompared++;
         const got = new Map(snaps.map((s) => [s[2], s[3]]));
-        for (const [name, summary] of expected) if (got.get(name) !== summary) report(`SNAPSHOT of ${name} at ${start} is "${got.get(name) ?? '(missing)'}", the log says "${summary}"`);
+        for (const [name, summary] of expected)
+          if (got.get(name) !== summary)
+            report(`SNAPSHOT of ${name} at ${start} is "${got.get(name) ?? '(missing)'}", the log says "${summary}"`);
         for (const name of got.keys()) if (!expected.has(name)) report(`SNAPSHOT of ${name} at ${start}, which the log has free`);
       }
       i++;
@@ -142,7 +144,9 @@ export function checkWatches(watches: ReadonlyArray<{ p: string; seg: WatchSegme
       }
       eventsCompared += got.length;
       if (differs) {
-        report(`at revision ${rev} the stream has [${got.map((g) => `${g[1]} ${g[2]} ${g[3]} ${g[4]}`).join('; ')}], the log has [${want.map((w) => w.join(' ')).join('; ')}]`);
+        report(
+          `at revision ${rev} the stream has [${got.map((g) => `${g[1]} ${g[2]} ${g[3]} ${g[4]}`).join('; ')}], the log has [${want.map((w) => w.join(' ')).join('; ')}]`,
+        );
       }
     }
   }
