@@ -43,11 +43,40 @@ export declare const CELL_ROUTER_MAIN: string;
 export declare const SESSION_PROXY_MAIN: string;
 export declare function routingFor(plan: CellPlan[], routes?: Record<string, string>): RoutingFile;
 export declare function writeRoutingFile(file: string, routing: RoutingFile): string;
-export interface FrontendOptions { count: number; portBase: number; routingFile: string; autoTenants?: boolean; heartbeatIntervalMs?: number; extraArgs?: string[]; env?: Record<string, string> }
+export interface FrontendOptions {
+  count: number;
+  portBase: number;
+  /** Followed unless controlPlaneUrls is given. */
+  routingFile?: string;
+  /** Front end i follows controlPlaneUrls[(i-1) mod n] (`--control-plane URL`) instead of the routing file. */
+  controlPlaneUrls?: string[];
+  autoTenants?: boolean;
+  heartbeatIntervalMs?: number;
+  extraArgs?: string[];
+  env?: Record<string, string>;
+}
 export declare function planRouters(opts: FrontendOptions): FrontendPlan[];
 export declare function planProxies(opts: FrontendOptions): FrontendPlan[];
-export declare function spawnPlanned(p: FrontendPlan | ReplicaPlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
+export declare function spawnPlanned(p: FrontendPlan | ReplicaPlan | ControlPlanePlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
 export declare function waitForPort(address: string, timeoutMs?: number): Promise<void>;
-export declare function writeFleetJson(dataDir: string, plan: CellPlan[], front?: { routers?: FrontendPlan[]; proxies?: FrontendPlan[]; routingFile?: string }): string;
+export interface ControlPlanePlan {
+  id: string;
+  /** Base URL of its HTTP API, http://127.0.0.1:port. */
+  url: string;
+  http: string;
+  peer: string;
+  metrics: string;
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  dataDir: string;
+  pid: number;
+}
+export declare const CONTROL_PLANE_MAIN: string;
+export declare function planControlPlanes(opts: { count: number; portBase: number; dataDir: string; cellsFile: string; adminTokenFile: string; auth?: boolean; extraArgs?: string[]; env?: Record<string, string> }): ControlPlanePlan[];
+export declare function waitForControlPlane(url: string, timeoutMs?: number, token?: string): Promise<void>;
+export declare function waitForFile(file: string, timeoutMs?: number): Promise<string>;
+export declare function controlPlaneBuilt(): boolean;
+export declare function writeFleetJson(dataDir: string, plan: CellPlan[], front?: { routers?: FrontendPlan[]; proxies?: FrontendPlan[]; routingFile?: string; controlPlanes?: ControlPlanePlan[] }): string;
 export declare function frontendsBuilt(): boolean;
 export declare function cellNodeBuilt(): boolean;
