@@ -1,18 +1,22 @@
 import type { ChildProcess } from 'node:child_process';
 import type { adminpb } from '@fencer/protocol';
 
-export interface ReplicaPlan {
+/** One process of a fleet: how to start it, and its pid once started (0 before). */
+export interface PlannedProcess {
   id: string;
-  grpc: string;
-  admin: string;
-  /** The TCP peer transport's address (the gRPC port + 300). */
-  peer: string;
+  /** Its Prometheus /metrics URL. */
   metrics: string;
   argv: string[];
   env: Record<string, string>;
   cwd: string;
-  dataDir: string;
   pid: number;
+}
+export interface ReplicaPlan extends PlannedProcess {
+  grpc: string;
+  admin: string;
+  /** The TCP peer transport's address (the gRPC port + 300). */
+  peer: string;
+  dataDir: string;
 }
 export interface CellPlan {
   id: string;
@@ -25,14 +29,8 @@ export declare function adminClient(address: string): InstanceType<typeof adminp
 export declare function status(client: InstanceType<typeof adminpb.CellAdminClient>, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
 export declare function waitForLeader(replicas: ReplicaPlan[], timeoutMs?: number): Promise<adminpb.StatusResponse>;
 export declare function stopAll(children: ChildProcess[], graceMs?: number): Promise<void>;
-export interface FrontendPlan {
-  id: string;
+export interface FrontendPlan extends PlannedProcess {
   grpc: string;
-  metrics: string;
-  argv: string[];
-  env: Record<string, string>;
-  cwd: string;
-  pid: number;
 }
 export interface RoutingFile {
   version: number;
@@ -57,20 +55,15 @@ export interface FrontendOptions {
 }
 export declare function planRouters(opts: FrontendOptions): FrontendPlan[];
 export declare function planProxies(opts: FrontendOptions): FrontendPlan[];
-export declare function spawnPlanned(p: FrontendPlan | ReplicaPlan | ControlPlanePlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
+export declare function spawnPlanned(p: PlannedProcess & { dataDir?: string }, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
 export declare function waitForPort(address: string, timeoutMs?: number): Promise<void>;
-export interface ControlPlanePlan {
-  id: string;
+export interface ControlPlanePlan extends PlannedProcess {
   /** Base URL of its HTTP API, http://127.0.0.1:port. */
   url: string;
   http: string;
+  /** Its meta-group Raft peer transport's address. */
   peer: string;
-  metrics: string;
-  argv: string[];
-  env: Record<string, string>;
-  cwd: string;
   dataDir: string;
-  pid: number;
 }
 export declare const CONTROL_PLANE_MAIN: string;
 export declare function planControlPlanes(opts: { count: number; portBase: number; dataDir: string; cellsFile: string; adminTokenFile: string; auth?: boolean; extraArgs?: string[]; env?: Record<string, string> }): ControlPlanePlan[];
