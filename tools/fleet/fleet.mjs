@@ -1,12 +1,14 @@
 // Starts and stops a local fleet on 127.0.0.1: cells of cell-node processes,
-// cell routers and session proxies. Used by `npm start`, the multi-process
-// tests, the benchmarks and the chaos harness. Ports count up from a base:
-// replica i of cell c listens for gRPC on base + 10*(c-1) + i, admin on that
-// + 100, metrics on that + 200, the TCP peer transport on that + 300; router
-// i on base + 400 + i (metrics + 450), proxy i on base + 500 + i (metrics
-// + 550).
+// cell routers, session proxies and control-plane instances. Used by `npm
+// start`, the multi-process tests, the benchmarks and the chaos harness.
+// Ports count up from a base: replica i of cell c listens for gRPC on base +
+// 10*(c-1) + i, admin on that + 100, metrics on that + 200, the TCP peer
+// transport on that + 300; router i on base + 400 + i (metrics + 450), proxy
+// i on base + 500 + i (metrics + 550); control-plane instance i serves HTTP
+// on base + 600 + i, its meta-group peer transport on base + 650 + i and
+// metrics on base + 700 + i.
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync, existsSync, renameSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync, readFileSync, renameSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +19,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const CELL_NODE_MAIN = path.join(root, 'apps/cell-node/dist/main.js');
 export const CELL_ROUTER_MAIN = path.join(root, 'apps/cell-router/dist/main.js');
 export const SESSION_PROXY_MAIN = path.join(root, 'apps/session-proxy/dist/main.js');
+export const CONTROL_PLANE_MAIN = path.join(root, 'apps/control-plane/dist/main.js');
 
 /**
  * @param {{ replicas?: number, cells?: number, portBase?: number, dataDir: string, extraArgs?: string[], env?: Record<string,string>, stdio?: 'inherit'|'ignore'|'pipe', logDir?: string }} opts
@@ -97,7 +100,10 @@ function planFrontends(kind, opts) {
     const id = `${kind}-${i}`;
     const grpc = `127.0.0.1:${opts.portBase + offset + i}`;
     const metricsListen = `127.0.0.1:${opts.portBase + offset + 50 + i}`;
-    const argv = [process.execPath, main, '--id', id, '--listen', grpc, '--metrics-listen', metricsListen, '--routing', opts.routingFile];
+    // With control-plane URLs, front end i follows instance ((i-1) mod n): the
+    // load is spread, and any instance answers (followers forward writes).
+    const source = opts.controlPlaneUrls?.length ? ['--control-plane', opts.controlPlaneUrls[(i - 1) % opts.controlPlaneUrls.length]] : ['--routing', opts.routingFile];
+    const argv = [process.execPath, main, '--id', id, '--listen', grpc, '--metrics-listen', metricsListen, ...source];
     if (kind === 'router' && opts.autoTenants) argv.push('--auto-tenants');
     if (opts.heartbeatIntervalMs) argv.push('--heartbeat-interval-ms', String(opts.heartbeatIntervalMs));
     argv.push(...(opts.extraArgs ?? []));
@@ -106,14 +112,81 @@ function planFrontends(kind, opts) {
   return out;
 }
 
-/** Cell routers in front of the fleet, following its routing file. */
+/** Cell routers in front of the fleet, following its routing file or its control plane. */
 export function planRouters(opts) {
   return planFrontends('router', opts);
 }
 
-/** Session proxies in front of the fleet, following its routing file. */
+/** Session proxies in front of the fleet, following its routing file or its control plane. */
 export function planProxies(opts) {
   return planFrontends('proxy', opts);
+}
+
+/**
+ * Control-plane instances forming one meta group (ids cp-1..cp-n), managing
+ * the cells listed in `cellsFile` (fleet.json has that shape, so it must be
+ * written before they start). The admin token file is shared: with `auth`,
+ * start the first instance alone until the file exists (it creates it), so
+ * the others read the same token.
+ */
+export function planControlPlanes(opts) {
+  const members = [];
+  for (let i = 1; i <= opts.count; i++) {
+    members.push({ id: `cp-${i}`, http: `127.0.0.1:${opts.portBase + 600 + i}`, peer: `127.0.0.1:${opts.portBase + 650 + i}`, metricsListen: `127.0.0.1:${opts.portBase + 700 + i}` });
+  }
+  const peers = members.map((m) => `${m.id}=${m.peer}`).join(',');
+  const urls = members.map((m) => `${m.id}=http://${m.http}`).join(',');
+  return members.map((m) => {
+    const dataDir = path.resolve(opts.dataDir, 'control-plane', m.id);
+    const argv = [
+      process.execPath,
+      CONTROL_PLANE_MAIN,
+      '--id', m.id,
+      '--peers', peers,
+      '--urls', urls,
+      '--listen', m.http,
+      '--metrics', m.metricsListen,
+      '--data-dir', dataDir,
+      '--cells-file', opts.cellsFile,
+      '--admin-token-file', opts.adminTokenFile,
+      ...(opts.auth ? ['--auth'] : []),
+      ...(opts.extraArgs ?? []),
+    ];
+    return { id: m.id, url: `http://${m.http}`, http: m.http, peer: m.peer, metrics: `http://${m.metricsListen}/metrics`, argv, env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) }, cwd: root, dataDir, pid: 0 };
+  });
+}
+
+/**
+ * Resolves once the control plane at `url` answers a linearizable read
+ * (GET /v1/routing: its meta group has a leader), or rejects after timeoutMs.
+ */
+export async function waitForControlPlane(url, timeoutMs = 30_000, token) {
+  const until = Date.now() + timeoutMs;
+  let last = 'no answer';
+  while (Date.now() < until) {
+    try {
+      const res = await fetch(new URL('/v1/routing', url), { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(2_000) });
+      if (res.ok) return;
+      last = `HTTP ${res.status}`;
+    } catch (e) {
+      last = e.message;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the control plane at ${url} did not answer within ${timeoutMs} ms (last: ${last})`);
+}
+
+/** Resolves with the file's trimmed contents once it exists and is not empty, or rejects after timeoutMs. */
+export async function waitForFile(file, timeoutMs = 30_000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (existsSync(file)) {
+      const text = readFileSync(file, 'utf8').trim();
+      if (text !== '') return text;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${file} did not appear within ${timeoutMs} ms`);
 }
 
 /** Spawns one planned process (a replica, router or proxy: argv/env/cwd); returns the child. */
@@ -217,7 +290,9 @@ export async function stopAll(children, graceMs = 5000) {
 /**
  * fleet.json: `lockService` is where clients send calls (the routers, or
  * the replicas of a fleet without routers), `routers` and `proxies` list the
- * front ends, `cells[]` every replica.
+ * front ends, `controlPlane.urls` the control-plane instances (absent
+ * without one; the CLI reads its admin token from `admin-token` beside this
+ * file), `cells[]` every replica.
  */
 export function writeFleetJson(dataDir, plan, front = {}) {
   const routers = front.routers ?? [];
@@ -227,6 +302,7 @@ export function writeFleetJson(dataDir, plan, front = {}) {
     routers: routers.map((r) => ({ id: r.id, grpc: r.grpc, metrics: r.metrics, pid: r.pid })),
     proxies: proxies.map((p) => ({ id: p.id, grpc: p.grpc, metrics: p.metrics, pid: p.pid })),
     ...(front.routingFile ? { routingFile: front.routingFile } : {}),
+    ...(front.controlPlanes?.length ? { controlPlane: { urls: front.controlPlanes.map((c) => c.url), instances: front.controlPlanes.map((c) => ({ id: c.id, url: c.url, metrics: c.metrics, pid: c.pid })) } } : {}),
     cells: plan.map((c) => ({
       id: c.id,
       replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin, metrics: r.metrics, pid: r.pid, argv: r.argv, env: r.env, cwd: r.cwd, dataDir: r.dataDir })),
@@ -245,4 +321,8 @@ export function cellNodeBuilt() {
 /** Whether the router and proxy apps are built (their dist/main.js exist). */
 export function frontendsBuilt() {
   return existsSync(CELL_ROUTER_MAIN) && existsSync(SESSION_PROXY_MAIN);
+}
+
+export function controlPlaneBuilt() {
+  return existsSync(CONTROL_PLANE_MAIN);
 }

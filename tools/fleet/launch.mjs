@@ -1,20 +1,29 @@
 // The local fleet launcher behind `npm start`: runs cells of cell-node
-// replicas, cell routers and session proxies on 127.0.0.1 (default: 2 cells
-// x 5 replicas, 1 router, 2 proxies), waits until every cell has a leader
-// and every router and proxy listens, writes the routing file and
-// fleet.json, prints the endpoints, and stays in the foreground until Ctrl-C
-// (or SIGTERM), then stops every process it started.
+// replicas, a control plane (one instance; `--control-planes 3` for a meta
+// group of three), cell routers and session proxies on 127.0.0.1 (default: 2
+// cells x 5 replicas, 1 control plane, 1 router, 2 proxies), waits until
+// every cell and the meta group have a leader and every router and proxy
+// listens, writes fleet.json, prints the endpoints, and stays in the
+// foreground until Ctrl-C (or SIGTERM), then stops every process it started.
 //
-// Routing without a control plane: <data-dir>/routing.json, followed by the
-// routers and proxies. Routers run with auto-tenants: the first call naming
-// a new namespace places it on the cell with the fewest namespaces and
-// rewrites the file. A restart keeps the routes of cells that still exist,
-// so a namespace stays on the cell that holds its data.
+// With a control plane, cells run `--managed` (they claim only what the
+// control plane assigns), routers and proxies follow its routing table, and
+// routers with auto-tenants create a new namespace's tenant through
+// `POST /v1/tenants` (the control plane picks the least-loaded cell). Its
+// state lives under <data-dir>/control-plane, so tenants survive a restart.
+// Auth is off unless `--auth`; the admin token is kept in
+// <data-dir>/admin-token (mode 0600), where the CLI looks for it.
+//
+// `--control-planes 0`: routing without a control plane, through
+// <data-dir>/routing.json; auto-tenants place a new namespace on the cell
+// with the fewest namespaces and rewrite the file. A restart keeps the
+// routes of cells that still exist, so a namespace stays on the cell that
+// holds its data.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Command, InvalidArgumentError } from 'commander';
-import { cellNodeBuilt, frontendsBuilt, planFleet, planProxies, planRouters, routingFor, spawnPlanned, spawnReplica, stopAll, waitForLeader, waitForPort, writeFleetJson, writeRoutingFile } from './fleet.mjs';
+import { cellNodeBuilt, controlPlaneBuilt, frontendsBuilt, planControlPlanes, planFleet, planProxies, planRouters, routingFor, spawnPlanned, spawnReplica, stopAll, waitForControlPlane, waitForFile, waitForLeader, waitForPort, writeFleetJson, writeRoutingFile } from './fleet.mjs';
 
 const int = (what, min = 1, max = Infinity) => (v) => {
   const n = Number(v);
@@ -28,7 +37,9 @@ const program = new Command('fencer-fleet')
   .option('--replicas <n>', 'replicas per cell', int('--replicas', 1, 9), 5)
   .option('--routers <n>', 'cell routers (the lock service clients call)', int('--routers', 1, 40), 1)
   .option('--proxies <n>', 'session proxies (where clients send KeepAlive); 0 for none', int('--proxies', 0, 40), 2)
-  .option('--port-base <p>', 'first port; replica i of cell c listens on base + 10(c-1) + i, router i on base + 400 + i, proxy i on base + 500 + i', int('--port-base', 1024, 64_000), 7000)
+  .option('--control-planes <n>', 'control-plane instances (a meta group; 3 tolerates the loss of one); 0 for a routing file instead', int('--control-planes', 0, 9), 1)
+  .option('--auth', 'control plane requires bearer tokens (the admin token is in <data-dir>/admin-token)', false)
+  .option('--port-base <p>', 'first port; replica i of cell c listens on base + 10(c-1) + i, router i on base + 400 + i, proxy i on base + 500 + i, control plane i on base + 600 + i', int('--port-base', 1024, 64_000), 7000)
   .option('--data-dir <dir>', 'where replicas keep their data and fleet.json is written', './.fencer')
   .option('--no-auto-tenants', 'answer NOT_FOUND NAMESPACE_NOT_FOUND for a namespace no route names, instead of creating it')
   .option('--logs', 'write process logs to <data-dir>/logs instead of discarding them', true)
@@ -36,20 +47,28 @@ const program = new Command('fencer-fleet')
 program.parse(process.argv.slice(2), { from: 'user' });
 const opts = program.opts();
 
-if (!cellNodeBuilt() || !frontendsBuilt()) {
-  console.error('fencer: apps/cell-node, apps/cell-router or apps/session-proxy is not built; run `npm start` (it builds first).');
+if (!cellNodeBuilt() || !frontendsBuilt() || (opts.controlPlanes > 0 && !controlPlaneBuilt())) {
+  console.error('fencer: apps/cell-node, apps/cell-router, apps/session-proxy or apps/control-plane is not built; run `npm start` (it builds first).');
+  process.exit(2);
+}
+if (opts.auth && opts.controlPlanes === 0) {
+  console.error('fencer: --auth is the control plane\'s; it needs --control-planes 1 or more.');
   process.exit(2);
 }
 
 const startedAt = performance.now();
 const dataDir = path.resolve(opts.dataDir);
 const logDir = opts.logs ? path.join(dataDir, 'logs') : undefined;
-const plan = planFleet({ replicas: opts.replicas, cells: opts.cells, portBase: opts.portBase, dataDir });
+const withControlPlane = opts.controlPlanes > 0;
+const plan = planFleet({ replicas: opts.replicas, cells: opts.cells, portBase: opts.portBase, dataDir, extraArgs: withControlPlane ? ['--managed'] : [] });
+const fleetFile = path.join(dataDir, 'fleet.json');
+const adminTokenFile = path.join(dataDir, 'admin-token');
+const controlPlanes = withControlPlane ? planControlPlanes({ count: opts.controlPlanes, portBase: opts.portBase, dataDir, cellsFile: fleetFile, adminTokenFile, auth: opts.auth }) : [];
 
 // Keep the routes of a previous run whose cells still exist: their data is still there.
-const routingFile = path.join(dataDir, 'routing.json');
+const routingFile = withControlPlane ? undefined : path.join(dataDir, 'routing.json');
 const routing = routingFor(plan);
-if (existsSync(routingFile)) {
+if (routingFile && existsSync(routingFile)) {
   try {
     const before = JSON.parse(readFileSync(routingFile, 'utf8'));
     const cellIds = new Set(plan.map((c) => c.id));
@@ -59,11 +78,12 @@ if (existsSync(routingFile)) {
     console.error(`fencer: ${routingFile} is unreadable (${e.message}); starting with no routes`);
   }
 }
-writeRoutingFile(routingFile, routing);
+if (routingFile) writeRoutingFile(routingFile, routing);
 
-const front = { portBase: opts.portBase, routingFile, autoTenants: opts.autoTenants };
+const front = { portBase: opts.portBase, autoTenants: opts.autoTenants, ...(withControlPlane ? { controlPlaneUrls: controlPlanes.map((c) => c.url) } : { routingFile }) };
 const routers = planRouters({ ...front, count: opts.routers });
 const proxies = planProxies({ ...front, count: opts.proxies });
+const described = () => writeFleetJson(dataDir, plan, { routers, proxies, ...(routingFile ? { routingFile } : {}), controlPlanes });
 const children = [];
 let stopping = false;
 
@@ -90,22 +110,45 @@ for (const cell of plan) for (const replica of cell.replicas) start(replica, spa
 
 try {
   const leaders = await Promise.all(plan.map((c) => waitForLeader(c.replicas, 60_000)));
+  let token;
+  if (withControlPlane) {
+    // The control plane reads the cells from fleet.json (--cells-file).
+    described();
+    // The first instance creates the admin token file; the others must read that one.
+    start(controlPlanes[0], spawnPlanned);
+    if (opts.auth) token = await waitForFile(adminTokenFile, 30_000);
+    for (const c of controlPlanes.slice(1)) start(c, spawnPlanned);
+    await Promise.all(controlPlanes.map((c) => waitForControlPlane(c.url, 60_000, token)));
+    // Routers create auto-tenants and follow the routing table with the admin token.
+    if (token) for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = token;
+  }
   for (const p of [...routers, ...proxies]) start(p, spawnPlanned);
   await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 30_000)));
-  const file = writeFleetJson(dataDir, plan, { routers, proxies, routingFile });
+  const file = described();
   const upMs = Math.round(performance.now() - startedAt);
-  console.log(`Fencer is up in ${(upMs / 1000).toFixed(1)} s: ${opts.cells} cell(s) x ${opts.replicas} replicas, ${opts.routers} router(s), ${opts.proxies} proxies.\n`);
-  console.log('process      lock service      admin             metrics');
-  for (const p of [...routers, ...proxies]) console.log(`${p.id.padEnd(12)} ${p.grpc.padEnd(17)} ${''.padEnd(17)} ${p.metrics}`);
+  const cpText = withControlPlane ? `, ${opts.controlPlanes} control-plane instance(s)` : '';
+  console.log(`Fencer is up in ${(upMs / 1000).toFixed(1)} s: ${opts.cells} cell(s) x ${opts.replicas} replicas, ${opts.routers} router(s), ${opts.proxies} proxies${cpText}.\n`);
+  console.log('process      lock service      admin                   metrics');
+  for (const c of controlPlanes) console.log(`${c.id.padEnd(12)} ${''.padEnd(17)} ${c.url.padEnd(23)} ${c.metrics}`);
+  for (const p of [...routers, ...proxies]) console.log(`${p.id.padEnd(12)} ${p.grpc.padEnd(17)} ${''.padEnd(23)} ${p.metrics}`);
   plan.forEach((cell, i) => {
-    for (const r of cell.replicas) console.log(`${r.id.padEnd(12)} ${r.grpc.padEnd(17)} ${r.admin.padEnd(17)} ${r.metrics}${leaders[i].leaderId === r.id ? '   (leader)' : ''}`);
+    for (const r of cell.replicas) console.log(`${r.id.padEnd(12)} ${r.grpc.padEnd(17)} ${r.admin.padEnd(23)} ${r.metrics}${leaders[i].leaderId === r.id ? '   (leader)' : ''}`);
   });
   console.log(`\nclients call the router(s) (${routers.map((r) => r.grpc).join(', ')}); KeepAlive goes to the proxies${proxies.length ? ` (${proxies.map((p) => p.grpc).join(', ')})` : ''}.`);
-  console.log(`routing: ${routingFile}${opts.autoTenants ? ' (auto-tenants: a new namespace goes to the cell with the fewest)' : ''}`);
+  if (withControlPlane) {
+    console.log(`control plane: ${controlPlanes.map((c) => c.url).join(', ')} (tenants, routing, fleet status; auth ${opts.auth ? `on, admin token in ${adminTokenFile}` : 'off'})`);
+    console.log(`routing: followed from the control plane${opts.autoTenants ? ' (auto-tenants: a new namespace becomes a tenant on the least-loaded cell)' : ''}`);
+  } else {
+    console.log(`routing: ${routingFile}${opts.autoTenants ? ' (auto-tenants: a new namespace goes to the cell with the fewest)' : ''}`);
+  }
   console.log(`fleet description: ${file}`);
   console.log('\nTry it (in another terminal):');
   console.log(`  node tools/try/try-lock.mjs                     # open a session, take /ls/demo/hello, show its token`);
   console.log(`  node tools/try/try-lock.mjs /ls/demo/job-1 5000 # hold a lock for 5 s`);
+  if (withControlPlane) {
+    console.log(`  npx fencer tenants list                         # tenants and their cells (demo is there now)`);
+    console.log(`  npx fencer fleet status                         # every cell, its replicas and namespaces`);
+  }
   console.log('\nCtrl-C stops the fleet.');
 } catch (err) {
   console.error(`fencer: the fleet did not come up: ${err.message}; logs in ${logDir ?? '(discarded)'}`);

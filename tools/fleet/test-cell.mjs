@@ -121,14 +121,19 @@ export async function startTestCell(options = {}) {
   return cell;
 }
 
-/** A block of ports for `cells` cells plus routers (+400..) and proxies (+500..), all free now. */
-async function freeFleetPortBase(cells, replicas, routers, proxies) {
+/**
+ * A block of ports for `cells` cells plus routers (+400..), proxies (+500..)
+ * and control-plane instances (+600.., +650.., +700..), all free now: a
+ * `--port-base` for tools/fleet/launch.mjs, too.
+ */
+export async function freeFleetPortBase(cells, replicas, routers, proxies, controlPlanes = 0) {
   for (let attempt = 0; attempt < 40; attempt++) {
     const base = 20_000 + 1_000 * Math.floor(Math.random() * 12);
     const ports = [];
     for (let c = 0; c < cells; c++) for (let i = 1; i <= replicas; i++) ports.push(...[0, 100, 200, 300].map((o) => base + 10 * c + i + o));
     for (let i = 1; i <= routers; i++) ports.push(base + 400 + i, base + 450 + i);
     for (let i = 1; i <= proxies; i++) ports.push(base + 500 + i, base + 550 + i);
+    for (let i = 1; i <= controlPlanes; i++) ports.push(base + 600 + i, base + 650 + i, base + 700 + i);
     if (await portsFree(ports)) return base;
   }
   throw new Error('no free block of ports for a test fleet');

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm start`: builds every project, then runs the local fleet launcher in
-// the foreground (arguments pass through, e.g. `npm start -- --cells 3 --replicas 3 --proxies 1`).
+// the foreground (arguments pass through, e.g. `npm start -- --cells 3 --replicas 3 --proxies 1
+// --control-planes 3`; see tools/fleet/launch.mjs --help).
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
