@@ -23,10 +23,20 @@ export interface CellPlan {
   replicas: ReplicaPlan[];
 }
 export declare const CELL_NODE_MAIN: string;
-export declare function planFleet(opts: { replicas?: number; cells?: number; portBase?: number; dataDir: string; extraArgs?: string[]; env?: Record<string, string> }): CellPlan[];
+export declare function planFleet(opts: {
+  replicas?: number;
+  cells?: number;
+  portBase?: number;
+  dataDir: string;
+  extraArgs?: string[];
+  env?: Record<string, string>;
+}): CellPlan[];
 export declare function spawnReplica(replica: ReplicaPlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
 export declare function adminClient(address: string): InstanceType<typeof adminpb.CellAdminClient>;
-export declare function status(client: InstanceType<typeof adminpb.CellAdminClient>, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
+export declare function status(
+  client: InstanceType<typeof adminpb.CellAdminClient>,
+  timeoutMs?: number,
+): Promise<adminpb.StatusResponse | undefined>;
 export declare function waitForLeader(replicas: ReplicaPlan[], timeoutMs?: number): Promise<adminpb.StatusResponse>;
 export declare function stopAll(children: ChildProcess[], graceMs?: number): Promise<void>;
 export interface FrontendPlan extends PlannedProcess {
@@ -55,7 +65,10 @@ export interface FrontendOptions {
 }
 export declare function planRouters(opts: FrontendOptions): FrontendPlan[];
 export declare function planProxies(opts: FrontendOptions): FrontendPlan[];
-export declare function spawnPlanned(p: PlannedProcess & { dataDir?: string }, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
+export declare function spawnPlanned(
+  p: PlannedProcess & { dataDir?: string },
+  opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string },
+): ChildProcess;
 export declare function waitForPort(address: string, timeoutMs?: number): Promise<void>;
 export interface ControlPlanePlan extends PlannedProcess {
   /** Base URL of its HTTP API, http://127.0.0.1:port. */
@@ -66,10 +79,23 @@ export interface ControlPlanePlan extends PlannedProcess {
   dataDir: string;
 }
 export declare const CONTROL_PLANE_MAIN: string;
-export declare function planControlPlanes(opts: { count: number; portBase: number; dataDir: string; cellsFile: string; adminTokenFile: string; auth?: boolean; extraArgs?: string[]; env?: Record<string, string> }): ControlPlanePlan[];
+export declare function planControlPlanes(opts: {
+  count: number;
+  portBase: number;
+  dataDir: string;
+  cellsFile: string;
+  adminTokenFile: string;
+  auth?: boolean;
+  extraArgs?: string[];
+  env?: Record<string, string>;
+}): ControlPlanePlan[];
 export declare function waitForControlPlane(url: string, timeoutMs?: number, token?: string): Promise<void>;
 export declare function waitForFile(file: string, timeoutMs?: number): Promise<string>;
 export declare function controlPlaneBuilt(): boolean;
-export declare function writeFleetJson(dataDir: string, plan: CellPlan[], front?: { routers?: FrontendPlan[]; proxies?: FrontendPlan[]; routingFile?: string; controlPlanes?: ControlPlanePlan[] }): string;
+export declare function writeFleetJson(
+  dataDir: string,
+  plan: CellPlan[],
+  front?: { routers?: FrontendPlan[]; proxies?: FrontendPlan[]; routingFile?: string; controlPlanes?: ControlPlanePlan[] },
+): string;
 export declare function frontendsBuilt(): boolean;
 export declare function cellNodeBuilt(): boolean;

@@ -34,7 +34,13 @@ export function planFleet(opts) {
     const members = [];
     for (let i = 1; i <= replicas; i++) {
       const port = portBase + 10 * (c - 1) + i;
-      members.push({ id: `${cellId}-r${i}`, grpc: `127.0.0.1:${port}`, admin: `127.0.0.1:${port + 100}`, metricsListen: `127.0.0.1:${port + 200}`, peer: `127.0.0.1:${port + 300}` });
+      members.push({
+        id: `${cellId}-r${i}`,
+        grpc: `127.0.0.1:${port}`,
+        admin: `127.0.0.1:${port + 100}`,
+        metricsListen: `127.0.0.1:${port + 200}`,
+        peer: `127.0.0.1:${port + 300}`,
+      });
     }
     const peers = members.map((m) => `${m.id}=${m.grpc}`).join(',');
     plan.push({
@@ -44,14 +50,22 @@ export function planFleet(opts) {
         const argv = [
           process.execPath,
           CELL_NODE_MAIN,
-          '--id', m.id,
-          '--cell-id', cellId,
-          '--listen', m.grpc,
-          '--admin-listen', m.admin,
-          '--metrics-listen', m.metricsListen,
-          '--peer-listen', m.peer,
-          '--data-dir', dataDir,
-          '--peers', peers,
+          '--id',
+          m.id,
+          '--cell-id',
+          cellId,
+          '--listen',
+          m.grpc,
+          '--admin-listen',
+          m.admin,
+          '--metrics-listen',
+          m.metricsListen,
+          '--peer-listen',
+          m.peer,
+          '--data-dir',
+          dataDir,
+          '--peers',
+          peers,
           ...(opts.extraArgs ?? []),
         ];
         return {
@@ -102,12 +116,22 @@ function planFrontends(kind, opts) {
     const metricsListen = `127.0.0.1:${opts.portBase + offset + 50 + i}`;
     // With control-plane URLs, front end i follows instance ((i-1) mod n): the
     // load is spread, and any instance answers (followers forward writes).
-    const source = opts.controlPlaneUrls?.length ? ['--control-plane', opts.controlPlaneUrls[(i - 1) % opts.controlPlaneUrls.length]] : ['--routing', opts.routingFile];
+    const source = opts.controlPlaneUrls?.length
+      ? ['--control-plane', opts.controlPlaneUrls[(i - 1) % opts.controlPlaneUrls.length]]
+      : ['--routing', opts.routingFile];
     const argv = [process.execPath, main, '--id', id, '--listen', grpc, '--metrics-listen', metricsListen, ...source];
     if (kind === 'router' && opts.autoTenants) argv.push('--auto-tenants');
     if (opts.heartbeatIntervalMs) argv.push('--heartbeat-interval-ms', String(opts.heartbeatIntervalMs));
     argv.push(...(opts.extraArgs ?? []));
-    out.push({ id, grpc, metrics: `http://${metricsListen}/metrics`, argv, env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) }, cwd: root, pid: 0 });
+    out.push({
+      id,
+      grpc,
+      metrics: `http://${metricsListen}/metrics`,
+      argv,
+      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },
+      cwd: root,
+      pid: 0,
+    });
   }
   return out;
 }
@@ -132,7 +156,12 @@ export function planProxies(opts) {
 export function planControlPlanes(opts) {
   const members = [];
   for (let i = 1; i <= opts.count; i++) {
-    members.push({ id: `cp-${i}`, http: `127.0.0.1:${opts.portBase + 600 + i}`, peer: `127.0.0.1:${opts.portBase + 650 + i}`, metricsListen: `127.0.0.1:${opts.portBase + 700 + i}` });
+    members.push({
+      id: `cp-${i}`,
+      http: `127.0.0.1:${opts.portBase + 600 + i}`,
+      peer: `127.0.0.1:${opts.portBase + 650 + i}`,
+      metricsListen: `127.0.0.1:${opts.portBase + 700 + i}`,
+    });
   }
   const peers = members.map((m) => `${m.id}=${m.peer}`).join(',');
   const urls = members.map((m) => `${m.id}=http://${m.http}`).join(',');
@@ -141,18 +170,37 @@ export function planControlPlanes(opts) {
     const argv = [
       process.execPath,
       CONTROL_PLANE_MAIN,
-      '--id', m.id,
-      '--peers', peers,
-      '--urls', urls,
-      '--listen', m.http,
-      '--metrics', m.metricsListen,
-      '--data-dir', dataDir,
-      '--cells-file', opts.cellsFile,
-      '--admin-token-file', opts.adminTokenFile,
+      '--id',
+      m.id,
+      '--peers',
+      peers,
+      '--urls',
+      urls,
+      '--listen',
+      m.http,
+      '--metrics',
+      m.metricsListen,
+      '--data-dir',
+      dataDir,
+      '--cells-file',
+      opts.cellsFile,
+      '--admin-token-file',
+      opts.adminTokenFile,
       ...(opts.auth ? ['--auth'] : []),
       ...(opts.extraArgs ?? []),
     ];
-    return { id: m.id, url: `http://${m.http}`, http: m.http, peer: m.peer, metrics: `http://${m.metricsListen}/metrics`, argv, env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) }, cwd: root, dataDir, pid: 0 };
+    return {
+      id: m.id,
+      url: `http://${m.http}`,
+      http: m.http,
+      peer: m.peer,
+      metrics: `http://${m.metricsListen}/metrics`,
+      argv,
+      env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },
+      cwd: root,
+      dataDir,
+      pid: 0,
+    };
   });
 }
 
@@ -165,7 +213,10 @@ export async function waitForControlPlane(url, timeoutMs = 30_000, token) {
   let last = 'no answer';
   while (Date.now() < until) {
     try {
-      const res = await fetch(new URL('/v1/routing', url), { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(2_000) });
+      const res = await fetch(new URL('/v1/routing', url), {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        signal: AbortSignal.timeout(2_000),
+      });
       if (res.ok) return;
       last = `HTTP ${res.status}`;
     } catch (e) {
@@ -302,10 +353,27 @@ export function writeFleetJson(dataDir, plan, front = {}) {
     routers: routers.map((r) => ({ id: r.id, grpc: r.grpc, metrics: r.metrics, pid: r.pid })),
     proxies: proxies.map((p) => ({ id: p.id, grpc: p.grpc, metrics: p.metrics, pid: p.pid })),
     ...(front.routingFile ? { routingFile: front.routingFile } : {}),
-    ...(front.controlPlanes?.length ? { controlPlane: { urls: front.controlPlanes.map((c) => c.url), instances: front.controlPlanes.map((c) => ({ id: c.id, url: c.url, metrics: c.metrics, pid: c.pid })) } } : {}),
+    ...(front.controlPlanes?.length
+      ? {
+          controlPlane: {
+            urls: front.controlPlanes.map((c) => c.url),
+            instances: front.controlPlanes.map((c) => ({ id: c.id, url: c.url, metrics: c.metrics, pid: c.pid })),
+          },
+        }
+      : {}),
     cells: plan.map((c) => ({
       id: c.id,
-      replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin, metrics: r.metrics, pid: r.pid, argv: r.argv, env: r.env, cwd: r.cwd, dataDir: r.dataDir })),
+      replicas: c.replicas.map((r) => ({
+        id: r.id,
+        grpc: r.grpc,
+        admin: r.admin,
+        metrics: r.metrics,
+        pid: r.pid,
+        argv: r.argv,
+        env: r.env,
+        cwd: r.cwd,
+        dataDir: r.dataDir,
+      })),
     })),
   };
   mkdirSync(dataDir, { recursive: true });

@@ -23,13 +23,33 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Command, InvalidArgumentError } from 'commander';
-import { cellNodeBuilt, controlPlaneBuilt, frontendsBuilt, planControlPlanes, planFleet, planProxies, planRouters, routingFor, spawnPlanned, spawnReplica, stopAll, waitForControlPlane, waitForFile, waitForLeader, waitForPort, writeFleetJson, writeRoutingFile } from './fleet.mjs';
+import {
+  cellNodeBuilt,
+  controlPlaneBuilt,
+  frontendsBuilt,
+  planControlPlanes,
+  planFleet,
+  planProxies,
+  planRouters,
+  routingFor,
+  spawnPlanned,
+  spawnReplica,
+  stopAll,
+  waitForControlPlane,
+  waitForFile,
+  waitForLeader,
+  waitForPort,
+  writeFleetJson,
+  writeRoutingFile,
+} from './fleet.mjs';
 
-const int = (what, min = 1, max = Infinity) => (v) => {
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${what} must be an integer from ${min} to ${max}`);
-  return n;
-};
+const int =
+  (what, min = 1, max = Infinity) =>
+  (v) => {
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${what} must be an integer from ${min} to ${max}`);
+    return n;
+  };
 
 const program = new Command('fencer-fleet')
   .description('Run a local Fencer fleet on 127.0.0.1.')
@@ -37,9 +57,19 @@ const program = new Command('fencer-fleet')
   .option('--replicas <n>', 'replicas per cell', int('--replicas', 1, 9), 5)
   .option('--routers <n>', 'cell routers (the lock service clients call)', int('--routers', 1, 40), 1)
   .option('--proxies <n>', 'session proxies (where clients send KeepAlive); 0 for none', int('--proxies', 0, 40), 2)
-  .option('--control-planes <n>', 'control-plane instances (a meta group; 3 tolerates the loss of one); 0 for a routing file instead', int('--control-planes', 0, 9), 1)
+  .option(
+    '--control-planes <n>',
+    'control-plane instances (a meta group; 3 tolerates the loss of one); 0 for a routing file instead',
+    int('--control-planes', 0, 9),
+    1,
+  )
   .option('--auth', 'control plane requires bearer tokens (the admin token is in <data-dir>/admin-token)', false)
-  .option('--port-base <p>', 'first port; replica i of cell c listens on base + 10(c-1) + i, router i on base + 400 + i, proxy i on base + 500 + i, control plane i on base + 600 + i', int('--port-base', 1024, 64_000), 7000)
+  .option(
+    '--port-base <p>',
+    'first port; replica i of cell c listens on base + 10(c-1) + i, router i on base + 400 + i, proxy i on base + 500 + i, control plane i on base + 600 + i',
+    int('--port-base', 1024, 64_000),
+    7000,
+  )
   .option('--data-dir <dir>', 'where replicas keep their data and fleet.json is written', './.fencer')
   .option('--no-auto-tenants', 'answer NOT_FOUND NAMESPACE_NOT_FOUND for a namespace no route names, instead of creating it')
   .option('--logs', 'write process logs to <data-dir>/logs instead of discarding them', true)
@@ -48,11 +78,13 @@ program.parse(process.argv.slice(2), { from: 'user' });
 const opts = program.opts();
 
 if (!cellNodeBuilt() || !frontendsBuilt() || (opts.controlPlanes > 0 && !controlPlaneBuilt())) {
-  console.error('fencer: apps/cell-node, apps/cell-router, apps/session-proxy or apps/control-plane is not built; run `npm start` (it builds first).');
+  console.error(
+    'fencer: apps/cell-node, apps/cell-router, apps/session-proxy or apps/control-plane is not built; run `npm start` (it builds first).',
+  );
   process.exit(2);
 }
 if (opts.auth && opts.controlPlanes === 0) {
-  console.error('fencer: --auth is the control plane\'s; it needs --control-planes 1 or more.');
+  console.error("fencer: --auth is the control plane's; it needs --control-planes 1 or more.");
   process.exit(2);
 }
 
@@ -60,10 +92,25 @@ const startedAt = performance.now();
 const dataDir = path.resolve(opts.dataDir);
 const logDir = opts.logs ? path.join(dataDir, 'logs') : undefined;
 const withControlPlane = opts.controlPlanes > 0;
-const plan = planFleet({ replicas: opts.replicas, cells: opts.cells, portBase: opts.portBase, dataDir, extraArgs: withControlPlane ? ['--managed'] : [] });
+const plan = planFleet({
+  replicas: opts.replicas,
+  cells: opts.cells,
+  portBase: opts.portBase,
+  dataDir,
+  extraArgs: withControlPlane ? ['--managed'] : [],
+});
 const fleetFile = path.join(dataDir, 'fleet.json');
 const adminTokenFile = path.join(dataDir, 'admin-token');
-const controlPlanes = withControlPlane ? planControlPlanes({ count: opts.controlPlanes, portBase: opts.portBase, dataDir, cellsFile: fleetFile, adminTokenFile, auth: opts.auth }) : [];
+const controlPlanes = withControlPlane
+  ? planControlPlanes({
+      count: opts.controlPlanes,
+      portBase: opts.portBase,
+      dataDir,
+      cellsFile: fleetFile,
+      adminTokenFile,
+      auth: opts.auth,
+    })
+  : [];
 
 // Keep the routes of a previous run whose cells still exist: their data is still there.
 const routingFile = withControlPlane ? undefined : path.join(dataDir, 'routing.json');
@@ -80,7 +127,11 @@ if (routingFile && existsSync(routingFile)) {
 }
 if (routingFile) writeRoutingFile(routingFile, routing);
 
-const front = { portBase: opts.portBase, autoTenants: opts.autoTenants, ...(withControlPlane ? { controlPlaneUrls: controlPlanes.map((c) => c.url) } : { routingFile }) };
+const front = {
+  portBase: opts.portBase,
+  autoTenants: opts.autoTenants,
+  ...(withControlPlane ? { controlPlaneUrls: controlPlanes.map((c) => c.url) } : { routingFile }),
+};
 const routers = planRouters({ ...front, count: opts.routers });
 const proxies = planProxies({ ...front, count: opts.proxies });
 const described = () => writeFleetJson(dataDir, plan, { routers, proxies, ...(routingFile ? { routingFile } : {}), controlPlanes });
@@ -127,17 +178,28 @@ try {
   const file = described();
   const upMs = Math.round(performance.now() - startedAt);
   const cpText = withControlPlane ? `, ${opts.controlPlanes} control-plane instance(s)` : '';
-  console.log(`Fencer is up in ${(upMs / 1000).toFixed(1)} s: ${opts.cells} cell(s) x ${opts.replicas} replicas, ${opts.routers} router(s), ${opts.proxies} proxies${cpText}.\n`);
+  console.log(
+    `Fencer is up in ${(upMs / 1000).toFixed(1)} s: ${opts.cells} cell(s) x ${opts.replicas} replicas, ${opts.routers} router(s), ${opts.proxies} proxies${cpText}.\n`,
+  );
   console.log('process      lock service      admin                   metrics');
   for (const c of controlPlanes) console.log(`${c.id.padEnd(12)} ${''.padEnd(17)} ${c.url.padEnd(23)} ${c.metrics}`);
   for (const p of [...routers, ...proxies]) console.log(`${p.id.padEnd(12)} ${p.grpc.padEnd(17)} ${''.padEnd(23)} ${p.metrics}`);
   plan.forEach((cell, i) => {
-    for (const r of cell.replicas) console.log(`${r.id.padEnd(12)} ${r.grpc.padEnd(17)} ${r.admin.padEnd(23)} ${r.metrics}${leaders[i].leaderId === r.id ? '   (leader)' : ''}`);
+    for (const r of cell.replicas)
+      console.log(
+        `${r.id.padEnd(12)} ${r.grpc.padEnd(17)} ${r.admin.padEnd(23)} ${r.metrics}${leaders[i].leaderId === r.id ? '   (leader)' : ''}`,
+      );
   });
-  console.log(`\nclients call the router(s) (${routers.map((r) => r.grpc).join(', ')}); KeepAlive goes to the proxies${proxies.length ? ` (${proxies.map((p) => p.grpc).join(', ')})` : ''}.`);
+  console.log(
+    `\nclients call the router(s) (${routers.map((r) => r.grpc).join(', ')}); KeepAlive goes to the proxies${proxies.length ? ` (${proxies.map((p) => p.grpc).join(', ')})` : ''}.`,
+  );
   if (withControlPlane) {
-    console.log(`control plane: ${controlPlanes.map((c) => c.url).join(', ')} (tenants, routing, fleet status; auth ${opts.auth ? `on, admin token in ${adminTokenFile}` : 'off'})`);
-    console.log(`routing: followed from the control plane${opts.autoTenants ? ' (auto-tenants: a new namespace becomes a tenant on the least-loaded cell)' : ''}`);
+    console.log(
+      `control plane: ${controlPlanes.map((c) => c.url).join(', ')} (tenants, routing, fleet status; auth ${opts.auth ? `on, admin token in ${adminTokenFile}` : 'off'})`,
+    );
+    console.log(
+      `routing: followed from the control plane${opts.autoTenants ? ' (auto-tenants: a new namespace becomes a tenant on the least-loaded cell)' : ''}`,
+    );
   } else {
     console.log(`routing: ${routingFile}${opts.autoTenants ? ' (auto-tenants: a new namespace goes to the cell with the fewest)' : ''}`);
   }

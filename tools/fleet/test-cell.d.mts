@@ -21,7 +21,13 @@ export interface TestCell {
 }
 export declare function freePortBase(replicas: number): Promise<number>;
 /** A port base whose whole block (cells, routers +400, proxies +500, control planes +600/+650/+700) is free now. */
-export declare function freeFleetPortBase(cells: number, replicas: number, routers: number, proxies: number, controlPlanes?: number): Promise<number>;
+export declare function freeFleetPortBase(
+  cells: number,
+  replicas: number,
+  routers: number,
+  proxies: number,
+  controlPlanes?: number,
+): Promise<number>;
 export declare function startTestCell(options?: { replicas?: number; extraArgs?: string[] }): Promise<TestCell>;
 
 export interface TestFleet {

@@ -8,7 +8,21 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminClient, cellNodeBuilt, frontendsBuilt, planFleet, planProxies, planRouters, routingFor, spawnReplica, status, stopAll, waitForLeader, waitForPort, writeRoutingFile } from './fleet.mjs';
+import {
+  adminClient,
+  cellNodeBuilt,
+  frontendsBuilt,
+  planFleet,
+  planProxies,
+  planRouters,
+  routingFor,
+  spawnReplica,
+  status,
+  stopAll,
+  waitForLeader,
+  waitForPort,
+  writeRoutingFile,
+} from './fleet.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -40,7 +54,11 @@ export async function freePortBase(replicas) {
 }
 
 function ensureBuilt(projects) {
-  execFileSync(path.join(root, 'node_modules/.bin/nx'), ['run-many', '-t', 'build', `--projects=${projects.join(',')}`, '--output-style=static'], { cwd: root, stdio: 'pipe' });
+  execFileSync(
+    path.join(root, 'node_modules/.bin/nx'),
+    ['run-many', '-t', 'build', `--projects=${projects.join(',')}`, '--output-style=static'],
+    { cwd: root, stdio: 'pipe' },
+  );
 }
 
 /**
@@ -105,7 +123,11 @@ export async function startTestCell(options = {}) {
     children: group.children,
     dataDir,
     leader: (timeoutMs = 15_000) => waitForLeader(replicas.filter(alive), timeoutMs),
-    leaderAmong: (ids, timeoutMs = 15_000) => waitForLeader(replicas.filter((r) => ids.includes(r.id)), timeoutMs),
+    leaderAmong: (ids, timeoutMs = 15_000) =>
+      waitForLeader(
+        replicas.filter((r) => ids.includes(r.id)),
+        timeoutMs,
+      ),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
     signal: group.signal,
     kill: group.kill,
@@ -173,7 +195,11 @@ export async function startTestFleet(options = {}) {
     children: group.children,
     routerEndpoints: routers.map((r) => r.grpc),
     proxyEndpoints: proxies.map((p) => p.grpc),
-    leaderOf: (cellId, timeoutMs = 15_000) => waitForLeader(plan.find((c) => c.id === cellId).replicas.filter((r) => group.alive(r.id)), timeoutMs),
+    leaderOf: (cellId, timeoutMs = 15_000) =>
+      waitForLeader(
+        plan.find((c) => c.id === cellId).replicas.filter((r) => group.alive(r.id)),
+        timeoutMs,
+      ),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
     alive: group.alive,
     kill: group.kill,

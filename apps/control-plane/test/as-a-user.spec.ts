@@ -44,7 +44,13 @@ let launcherOut = '';
 let fleet: FleetJson;
 
 /** Resolves when `probe()` holds, checked on every chunk of output; rejects when the process exits first or at the deadline. */
-function untilOutput(child: ChildProcess, text: () => string, probe: (t: string) => boolean, what: string, timeoutMs: number): Promise<void> {
+function untilOutput(
+  child: ChildProcess,
+  text: () => string,
+  probe: (t: string) => boolean,
+  what: string,
+  timeoutMs: number,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const done = (err?: Error): void => {
       clearTimeout(timer);
@@ -57,7 +63,8 @@ function untilOutput(child: ChildProcess, text: () => string, probe: (t: string)
     const check = (): void => {
       if (probe(text())) done();
     };
-    const onExit = (code: number | null, signal: string | null): void => done(new Error(`${what}: the process exited (${signal ?? code}) first; output:\n${text()}`));
+    const onExit = (code: number | null, signal: string | null): void =>
+      done(new Error(`${what}: the process exited (${signal ?? code}) first; output:\n${text()}`));
     const timer = setTimeout(() => done(new Error(`${what} did not happen within ${timeoutMs} ms; output:\n${text()}`)), timeoutMs);
     child.stdout?.on('data', check);
     child.stderr?.on('data', check);
@@ -69,11 +76,36 @@ function untilOutput(child: ChildProcess, text: () => string, probe: (t: string)
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'fencer-as-a-user-'));
   const portBase = await freeFleetPortBase(2, 3, 1, 2, 1);
-  const args = ['--cells', '2', '--replicas', '3', '--routers', '1', '--proxies', '2', '--control-planes', '1', '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer')];
-  launcher = spawn(process.execPath, [LAUNCHER, ...args], { cwd: root, env: { ...process.env, FENCER_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [
+    '--cells',
+    '2',
+    '--replicas',
+    '3',
+    '--routers',
+    '1',
+    '--proxies',
+    '2',
+    '--control-planes',
+    '1',
+    '--port-base',
+    String(portBase),
+    '--data-dir',
+    path.join(dir, '.fencer'),
+  ];
+  launcher = spawn(process.execPath, [LAUNCHER, ...args], {
+    cwd: root,
+    env: { ...process.env, FENCER_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   launcher.stdout!.on('data', (d: Buffer) => void (launcherOut += d.toString()));
   launcher.stderr!.on('data', (d: Buffer) => void (launcherOut += d.toString()));
-  await untilOutput(launcher, () => launcherOut, (t) => t.includes('Ctrl-C stops the fleet'), 'the fleet coming up', 240_000);
+  await untilOutput(
+    launcher,
+    () => launcherOut,
+    (t) => t.includes('Ctrl-C stops the fleet'),
+    'the fleet coming up',
+    240_000,
+  );
   fleet = JSON.parse(readFileSync(path.join(dir, '.fencer', 'fleet.json'), 'utf8')) as FleetJson;
 }, 300_000);
 
@@ -97,7 +129,12 @@ afterAll(async () => {
 function fleetPids(): number[] {
   if (!fleet) return [];
   const cp = (fleet as unknown as { controlPlane?: { instances?: { pid: number }[] } }).controlPlane?.instances ?? [];
-  return [...fleet.cells.flatMap((c) => c.replicas.map((r) => r.pid)), ...fleet.routers.map((r) => r.pid), ...fleet.proxies.map((p) => p.pid), ...cp.map((c) => c.pid)].filter((p) => p > 0);
+  return [
+    ...fleet.cells.flatMap((c) => c.replicas.map((r) => r.pid)),
+    ...fleet.routers.map((r) => r.pid),
+    ...fleet.proxies.map((p) => p.pid),
+    ...cp.map((c) => c.pid),
+  ].filter((p) => p > 0);
 }
 
 interface Run {
@@ -110,7 +147,11 @@ interface Run {
 function fencer(args: string[], opts: { heldLine?: string; held?: (child: ChildProcess) => Promise<void> } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     // Only fleet.json tells the CLI where things are, as in a user's fresh shell.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['FENCER_CONTROL_PLANE', 'FENCER_ENDPOINTS', 'FENCER_PROXIES', 'FENCER_FLEET', 'FENCER_TOKEN'].includes(k)));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => !['FENCER_CONTROL_PLANE', 'FENCER_ENDPOINTS', 'FENCER_PROXIES', 'FENCER_FLEET', 'FENCER_TOKEN'].includes(k),
+      ),
+    );
     const child = spawn(process.execPath, [FENCER, ...args], { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -149,10 +190,15 @@ async function leaderClient(cellId: string): Promise<InstanceType<typeof lockser
 async function getLockOnCell(cellId: string, name: string): Promise<{ holders?: { sessionId: string }[]; reason?: string }> {
   const client = await leaderClient(cellId);
   return new Promise((resolve) =>
-    client.getLock({ name }, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, res?: { lock?: { holders?: { sessionId: string }[] } }) => {
-      client.close();
-      resolve(e ? { reason: String(e.metadata?.get('lock-reason')[0] ?? e.details) } : { holders: res?.lock?.holders ?? [] });
-    }),
+    client.getLock(
+      { name },
+      new Metadata(),
+      { deadline: Date.now() + 10_000 },
+      (e: ServiceError | null, res?: { lock?: { holders?: { sessionId: string }[] } }) => {
+        client.close();
+        resolve(e ? { reason: String(e.metadata?.get('lock-reason')[0] ?? e.details) } : { holders: res?.lock?.holders ?? [] });
+      },
+    ),
   );
 }
 
@@ -160,10 +206,15 @@ async function getLockOnCell(cellId: string, name: string): Promise<{ holders?: 
 async function openSessionOnCell(cellId: string, namespace: string): Promise<{ sessionId?: string; reason?: string }> {
   const client = await leaderClient(cellId);
   return new Promise((resolve) =>
-    client.openSession({ clientId: 'as-a-user-test', ttlMs: 5_000, namespace }, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, res?: { sessionId: string }) => {
-      client.close();
-      resolve(e ? { reason: String(e.metadata?.get('lock-reason')[0] ?? e.details) } : { sessionId: res!.sessionId });
-    }),
+    client.openSession(
+      { clientId: 'as-a-user-test', ttlMs: 5_000, namespace },
+      new Metadata(),
+      { deadline: Date.now() + 10_000 },
+      (e: ServiceError | null, res?: { sessionId: string }) => {
+        client.close();
+        resolve(e ? { reason: String(e.metadata?.get('lock-reason')[0] ?? e.details) } : { sessionId: res!.sessionId });
+      },
+    ),
   );
 }
 
@@ -189,7 +240,10 @@ describe('the local fleet with a control plane, as a user would use it', () => {
     expect(once.err).toMatch(/acquired \/ls\/payments\/x \(exclusive, token \d+, session payments:/);
     expect(once.code).toBe(0);
 
-    let seen: { cell2?: { holders?: { sessionId: string }[]; reason?: string }; cell1?: { holders?: { sessionId: string }[]; reason?: string } } = {};
+    let seen: {
+      cell2?: { holders?: { sessionId: string }[]; reason?: string };
+      cell1?: { holders?: { sessionId: string }[]; reason?: string };
+    } = {};
     const held = await fencer(['lock', '/ls/payments/x', '--', ...HOLD], {
       heldLine: 'holding',
       held: async () => {

@@ -176,14 +176,12 @@ function casesFor(e: Endpoint): fc.Arbitrary<Case> {
     );
     arbs.push(notJson.map((s) => ({ url: url(), headers: json, payload: s, what: 'not JSON' })));
     arbs.push(
-      fc
-        .constantFrom('text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded')
-        .map((t) => ({
-          url: url(),
-          headers: { ...goodHeaders, 'content-type': t },
-          payload: '{"namespace":"abc"}',
-          what: 'wrong content type',
-        })),
+      fc.constantFrom('text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded').map((t) => ({
+        url: url(),
+        headers: { ...goodHeaders, 'content-type': t },
+        payload: '{"namespace":"abc"}',
+        what: 'wrong content type',
+      })),
     );
     arbs.push(
       fc.constant({

@@ -38,11 +38,17 @@ export class TestClient {
   once<Req, Res>(address: string, method: keyof lockservice.LockServiceClient, req: Req, timeoutMs = 10_000): Promise<Res> {
     const c = this.raw(address) as unknown as Record<string, Unary<Req, Res>>;
     return new Promise((resolve, reject) =>
-      c[method as string]!.call(c, req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(fromServiceError(err)) : resolve(res))),
+      c[method as string]!.call(c, req, new Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
+        err ? reject(fromServiceError(err)) : resolve(res),
+      ),
     );
   }
 
-  async call<Req, Res>(method: keyof lockservice.LockServiceClient, req: Req, opts: { timeoutMs?: number; budgetMs?: number } = {}): Promise<Res> {
+  async call<Req, Res>(
+    method: keyof lockservice.LockServiceClient,
+    req: Req,
+    opts: { timeoutMs?: number; budgetMs?: number } = {},
+  ): Promise<Res> {
     const until = Date.now() + (opts.budgetMs ?? 20_000);
     let attempt = 0;
     for (;;) {
@@ -53,7 +59,8 @@ export class TestClient {
         if (!(fe instanceof FencerError) || !isRetryable(fe.code) || Date.now() > until) throw e;
         this.retries++;
         attempt++;
-        this.target = fe.leaderHint && this.endpoints.includes(fe.leaderHint) ? fe.leaderHint : this.endpoints[attempt % this.endpoints.length]!;
+        this.target =
+          fe.leaderHint && this.endpoints.includes(fe.leaderHint) ? fe.leaderHint : this.endpoints[attempt % this.endpoints.length]!;
         await new Promise((r) => setTimeout(r, Math.min(200, 20 * attempt)));
       }
     }
@@ -63,7 +70,10 @@ export class TestClient {
     return this.call('openSession', { clientId, ttlMs, namespace });
   }
 
-  acquire(req: Partial<lockservice.AcquireRequest> & { sessionId: string; name: string }, opts?: { timeoutMs?: number; budgetMs?: number }): Promise<lockservice.AcquireResponse> {
+  acquire(
+    req: Partial<lockservice.AcquireRequest> & { sessionId: string; name: string },
+    opts?: { timeoutMs?: number; budgetMs?: number },
+  ): Promise<lockservice.AcquireResponse> {
     return this.call('acquire', { mode: 1, waitMs: 0, requestId: `r-${Math.random()}`, lockDelayMs: 0, ...req }, opts);
   }
 
@@ -115,7 +125,6 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-
 
 /** The error a call failed with; fails the test if the call succeeded. */
 export async function errorOf(p: Promise<unknown>): Promise<FencerError> {
@@ -198,14 +207,34 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       expect(lock.lock!.waiters).toEqual([]);
       expect(lock.revision).toBeGreaterThanOrEqual(busy.revision);
 
-      const check = await t().client.call<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>('checkToken', { name, token: g.token });
+      const check = await t().client.call<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>('checkToken', {
+        name,
+        token: g.token,
+      });
       expect(check).toMatchObject({ current: true, latestToken: g.token });
 
       // A stale token releases nothing.
-      expect((await t().client.call<lockservice.ReleaseRequest, lockservice.ReleaseResponse>('release', { sessionId: a, name, token: g.token - 1 })).ok).toBe(false);
-      expect((await t().client.call<lockservice.ReleaseRequest, lockservice.ReleaseResponse>('release', { sessionId: b, name, token: g.token })).ok).toBe(false);
-      expect((await t().client.call<lockservice.ReleaseRequest, lockservice.ReleaseResponse>('release', { sessionId: a, name, token: g.token })).ok).toBe(true);
-      const after = await t().client.call<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>('checkToken', { name, token: g.token });
+      expect(
+        (
+          await t().client.call<lockservice.ReleaseRequest, lockservice.ReleaseResponse>('release', {
+            sessionId: a,
+            name,
+            token: g.token - 1,
+          })
+        ).ok,
+      ).toBe(false);
+      expect(
+        (await t().client.call<lockservice.ReleaseRequest, lockservice.ReleaseResponse>('release', { sessionId: b, name, token: g.token }))
+          .ok,
+      ).toBe(false);
+      expect(
+        (await t().client.call<lockservice.ReleaseRequest, lockservice.ReleaseResponse>('release', { sessionId: a, name, token: g.token }))
+          .ok,
+      ).toBe(true);
+      const after = await t().client.call<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>('checkToken', {
+        name,
+        token: g.token,
+      });
       expect(after).toMatchObject({ current: false, latestToken: 0 });
 
       // Every later grant of the same name has a larger token.
@@ -220,12 +249,23 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const [a, b, c] = [await session(n), await session(n), await session(n)];
       const g = await t().client.acquire({ sessionId: a, name });
       const waitB = t().client.acquire({ sessionId: b, name, waitMs: 10_000, requestId: 'b1' });
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 1 ? true : undefined), 5000, 'b queued');
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 1
+            ? true
+            : undefined,
+        5000,
+        'b queued',
+      );
       const waitC = t().client.acquire({ sessionId: c, name, waitMs: 10_000, requestId: 'c1' });
-      const queued = await eventually(async () => {
-        const l = (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!;
-        return l.waiters.length === 2 ? l : undefined;
-      }, 5000, 'c queued');
+      const queued = await eventually(
+        async () => {
+          const l = (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!;
+          return l.waiters.length === 2 ? l : undefined;
+        },
+        5000,
+        'c queued',
+      );
       expect(queued.waiters.map((w) => w.sessionId)).toEqual([b, c]);
       await t().client.call('release', { sessionId: a, name, token: g.token });
       const gb = await waitB;
@@ -244,11 +284,32 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const gw = await t().client.acquire({ sessionId: w, name });
       const p1 = t().client.acquire({ sessionId: r1, name, mode: M.LOCK_MODE_SHARED, waitMs: 10_000 });
       const p2 = t().client.acquire({ sessionId: r2, name, mode: M.LOCK_MODE_SHARED, waitMs: 10_000 });
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 2 ? true : undefined), 5000, 'readers queued');
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 2
+            ? true
+            : undefined,
+        5000,
+        'readers queued',
+      );
       const px = t().client.acquire({ sessionId: x, name, waitMs: 10_000 });
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 3 ? true : undefined), 5000, 'writer queued');
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 3
+            ? true
+            : undefined,
+        5000,
+        'writer queued',
+      );
       const p3 = t().client.acquire({ sessionId: r3, name, mode: M.LOCK_MODE_SHARED, waitMs: 10_000 });
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 4 ? true : undefined), 5000, 'late reader queued');
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 4
+            ? true
+            : undefined,
+        5000,
+        'late reader queued',
+      );
       await t().client.call('release', { sessionId: w, name, token: gw.token });
       const [g1, g2] = await Promise.all([p1, p2]);
       expect(g1.status).toBe(S.ACQUIRE_STATUS_GRANTED);
@@ -284,10 +345,26 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const [a, b] = [await session(n), await session(n)];
       await t().client.acquire({ sessionId: a, name });
       const addr = await t().leaderAddress();
-      const call = t().client.raw(addr).acquire({ sessionId: b, name, mode: 1, waitMs: 30_000, requestId: 'cx', lockDelayMs: 0 }, () => {});
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 1 ? true : undefined), 5000, 'queued');
+      const call = t()
+        .client.raw(addr)
+        .acquire({ sessionId: b, name, mode: 1, waitMs: 30_000, requestId: 'cx', lockDelayMs: 0 }, () => {});
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 1
+            ? true
+            : undefined,
+        5000,
+        'queued',
+      );
       call.cancel();
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 0 ? true : undefined), 5000, 'waiter removed');
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 0
+            ? true
+            : undefined,
+        5000,
+        'waiter removed',
+      );
     });
 
     it('answers a retry with the same request_id with the same outcome', async () => {
@@ -316,7 +393,11 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const seen: string[] = [];
       let pageToken = '';
       do {
-        const page = await t().client.call<lockservice.ListLocksRequest, lockservice.ListLocksResponse>('listLocks', { prefix: `/ls/${n}/list/`, limit: 2, pageToken });
+        const page = await t().client.call<lockservice.ListLocksRequest, lockservice.ListLocksResponse>('listLocks', {
+          prefix: `/ls/${n}/list/`,
+          limit: 2,
+          pageToken,
+        });
         expect(page.locks.length).toBeLessThanOrEqual(2);
         seen.push(...page.locks.map((l) => l.name));
         pageToken = page.nextPageToken;
@@ -332,8 +413,17 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const [a, b] = [await session(n), await session(n)];
       const g = await t().client.acquire({ sessionId: a, name });
       const wait = t().client.acquire({ sessionId: b, name, waitMs: 10_000 });
-      await eventually(async () => ((await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 1 ? true : undefined), 5000, 'queued');
-      const closed = await t().client.call<lockservice.CloseSessionRequest, lockservice.CloseSessionResponse>('closeSession', { sessionId: a });
+      await eventually(
+        async () =>
+          (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!.waiters.length === 1
+            ? true
+            : undefined,
+        5000,
+        'queued',
+      );
+      const closed = await t().client.call<lockservice.CloseSessionRequest, lockservice.CloseSessionResponse>('closeSession', {
+        sessionId: a,
+      });
       expect(closed.released).toEqual([name]);
       const gb = await wait;
       expect(gb.status).toBe(S.ACQUIRE_STATUS_GRANTED);
@@ -395,10 +485,14 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const hb = t().client.keepAlive([b], 1000);
       try {
         await t().client.acquire({ sessionId: a, name, lockDelayMs: 2500 });
-        const l = await eventually(async () => {
-          const s = (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!;
-          return s.holders.length === 0 ? s : undefined;
-        }, 10_000, 'expiry');
+        const l = await eventually(
+          async () => {
+            const s = (await t().client.call<lockservice.GetLockRequest, lockservice.GetLockResponse>('getLock', { name })).lock!;
+            return s.holders.length === 0 ? s : undefined;
+          },
+          10_000,
+          'expiry',
+        );
         expect(l.delayed).toBe(true);
         expect((await t().client.acquire({ sessionId: b, name })).status).toBe(S.ACQUIRE_STATUS_TIMED_OUT);
         const g = await t().client.acquire({ sessionId: b, name, waitMs: 10_000 });
@@ -414,7 +508,11 @@ export function contractSuite(opts: ContractSuiteOptions): void {
   });
 
   describe('Watch', () => {
-    function collect(address: string, req: lockservice.WatchRequest, until: (evs: lockservice.WatchEvent[]) => boolean): Promise<lockservice.WatchEvent[]> {
+    function collect(
+      address: string,
+      req: lockservice.WatchRequest,
+      until: (evs: lockservice.WatchEvent[]) => boolean,
+    ): Promise<lockservice.WatchEvent[]> {
       const events: lockservice.WatchEvent[] = [];
       const stream = t().client.raw(address).watch(req);
       return new Promise((resolve, reject) => {
@@ -436,7 +534,9 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       // A watch is served from the replica's own apply stream: start it on the
       // leader, which has applied the grant before answering it.
       const leaderAddr = await t().leaderAddress();
-      const initial = collect(leaderAddr, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: 0 }, (evs) => evs.some((e) => e.type === W.WATCH_EVENT_TYPE_RELEASED));
+      const initial = collect(leaderAddr, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: 0 }, (evs) =>
+        evs.some((e) => e.type === W.WATCH_EVENT_TYPE_RELEASED),
+      );
       await new Promise((r) => setTimeout(r, 300));
       await t().client.acquire({ sessionId: a, name: `/ls/${n}/w/2` });
       await t().client.call('release', { sessionId: a, name: `/ls/${n}/w/1`, token: g1.token });
@@ -450,7 +550,9 @@ export function contractSuite(opts: ContractSuiteOptions): void {
 
       // Resume after the first live event on a follower: exactly the rest.
       const follower = await t().followerAddress();
-      const resumed = await collect(follower, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: live[0]!.revision }, (e) => e.some((x) => x.type === W.WATCH_EVENT_TYPE_RELEASED));
+      const resumed = await collect(follower, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: live[0]!.revision }, (e) =>
+        e.some((x) => x.type === W.WATCH_EVENT_TYPE_RELEASED),
+      );
       expect(resumed.filter((e) => e.type !== W.WATCH_EVENT_TYPE_PROGRESS).map((e) => e.revision)).toEqual([live[1]!.revision]);
     });
 
@@ -459,7 +561,11 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       const a = await session(n, 120_000);
       const first = await t().client.acquire({ sessionId: a, name: `/ls/${n}/c/0` });
       for (let i = 1; i <= 210; i++) await t().client.acquire({ sessionId: a, name: `/ls/${n}/c/${i}` });
-      const err = await collect(t().anyAddress(), { name: `/ls/${n}/c/`, prefix: true, sinceRevision: first.revision - 1 }, () => false).then(
+      const err = await collect(
+        t().anyAddress(),
+        { name: `/ls/${n}/c/`, prefix: true, sinceRevision: first.revision - 1 },
+        () => false,
+      ).then(
         () => undefined,
         (e: FencerError) => e,
       );
@@ -467,81 +573,87 @@ export function contractSuite(opts: ContractSuiteOptions): void {
     }, 60_000);
   });
 
-  if (opts.kind === 'cell') describe('HeartbeatBatch (internal)', () => {
-    it('is answered by the leader per session; a follower points to the leader', async () => {
-      const n = freshNs();
-      const a = await session(n, 3000);
-      const leaderAddr = await t().leaderAddress();
-      const followerAddr = await t().followerAddress();
-      const call = (addr: string): Promise<internalpb.HeartbeatBatchResponse> => {
-        const c = new internalpb.CellInternalClient(addr, credentials.createInsecure());
-        return new Promise((resolve, reject) =>
-          c.heartbeatBatch({ sessionIds: [a, `${n}:gone`], proxyId: 'test' }, new Metadata(), (e, r) => {
-            c.close();
-            if (e) reject(fromServiceError(e));
-            else resolve(r);
-          }),
+  if (opts.kind === 'cell')
+    describe('HeartbeatBatch (internal)', () => {
+      it('is answered by the leader per session; a follower points to the leader', async () => {
+        const n = freshNs();
+        const a = await session(n, 3000);
+        const leaderAddr = await t().leaderAddress();
+        const followerAddr = await t().followerAddress();
+        const call = (addr: string): Promise<internalpb.HeartbeatBatchResponse> => {
+          const c = new internalpb.CellInternalClient(addr, credentials.createInsecure());
+          return new Promise((resolve, reject) =>
+            c.heartbeatBatch({ sessionIds: [a, `${n}:gone`], proxyId: 'test' }, new Metadata(), (e, r) => {
+              c.close();
+              if (e) reject(fromServiceError(e));
+              else resolve(r);
+            }),
+          );
+        };
+        const res = await call(leaderAddr);
+        expect(res.sessions).toEqual([
+          { sessionId: a, ttlMsRemaining: 3000, expired: false },
+          { sessionId: `${n}:gone`, ttlMsRemaining: 0, expired: true },
+        ]);
+        await expect(call(followerAddr)).rejects.toMatchObject({ code: 'NOT_LEADER', leaderHint: leaderAddr });
+      });
+    });
+
+  if (opts.kind === 'cell')
+    describe('metrics', () => {
+      it('exposes the cell metrics in Prometheus format on every replica', async () => {
+        const r = { metrics: await t().leaderMetrics!() };
+        const n = freshNs();
+        const a = await session(n);
+        await t().client.acquire({ sessionId: a, name: `/ls/${n}/m` });
+        await t().client.call('getLock', { name: `/ls/${n}/m` });
+        // Gauges of table sizes refresh about once a second.
+        const body = await eventually(
+          async () => {
+            const text = await (await fetch(r.metrics)).text();
+            return /^fencer_locks [1-9]/m.test(text) ? text : undefined;
+          },
+          5000,
+          'table gauges',
         );
-      };
-      const res = await call(leaderAddr);
-      expect(res.sessions).toEqual([
-        { sessionId: a, ttlMsRemaining: 3000, expired: false },
-        { sessionId: `${n}:gone`, ttlMsRemaining: 0, expired: true },
-      ]);
-      await expect(call(followerAddr)).rejects.toMatchObject({ code: 'NOT_LEADER', leaderHint: leaderAddr });
-    });
-  });
-
-  if (opts.kind === 'cell') describe('metrics', () => {
-    it('exposes the cell metrics in Prometheus format on every replica', async () => {
-      const r = { metrics: await t().leaderMetrics!() };
-      const n = freshNs();
-      const a = await session(n);
-      await t().client.acquire({ sessionId: a, name: `/ls/${n}/m` });
-      await t().client.call('getLock', { name: `/ls/${n}/m` });
-      // Gauges of table sizes refresh about once a second.
-      const body = await eventually(async () => {
-        const text = await (await fetch(r.metrics)).text();
-        return /^fencer_locks [1-9]/m.test(text) ? text : undefined;
-      }, 5000, 'table gauges');
-      for (const metric of [
-        'fencer_is_leader 1',
-        'fencer_leader_changes_total',
-        'fencer_proposals_total{outcome="applied"}',
-        'fencer_proposal_commit_seconds_bucket',
-        'fencer_read_index_seconds_count',
-        'fencer_wal_fsync_seconds_bucket{le="0.0001",kind="file"}',
-        'fencer_wal_batch_saves',
-        'fencer_sessions',
-        'fencer_waiters',
-        'fencer_watchers',
-        'fencer_keepalives_total',
-        'fencer_peer_send_queue_depth',
-        'fencer_rpcs_total{method="acquire",code="OK"}',
-        'fencer_wal_fdatasyncs{thread="pool"}',
-      ]) {
-        expect(body, metric).toContain(metric);
-      }
-    });
-
-    it('an idle cell syncs its WAL on the event loop: followers, and the leader serving one call at a time (--wal-sync-on-loop when-idle)', async () => {
-      const leader = await t().cell!.leader();
-      const onLoop = async (ids: (id: string) => boolean): Promise<number> => {
-        let sum = 0;
-        for (const r of t().cell!.replicas.filter((x) => ids(x.id))) {
-          const m = /^fencer_wal_fdatasyncs\{thread="loop"\} (\d+)/m.exec(await (await fetch(r.metrics)).text());
-          sum += Number(m?.[1] ?? 0);
+        for (const metric of [
+          'fencer_is_leader 1',
+          'fencer_leader_changes_total',
+          'fencer_proposals_total{outcome="applied"}',
+          'fencer_proposal_commit_seconds_bucket',
+          'fencer_read_index_seconds_count',
+          'fencer_wal_fsync_seconds_bucket{le="0.0001",kind="file"}',
+          'fencer_wal_batch_saves',
+          'fencer_sessions',
+          'fencer_waiters',
+          'fencer_watchers',
+          'fencer_keepalives_total',
+          'fencer_peer_send_queue_depth',
+          'fencer_rpcs_total{method="acquire",code="OK"}',
+          'fencer_wal_fdatasyncs{thread="pool"}',
+        ]) {
+          expect(body, metric).toContain(metric);
         }
-        return sum;
-      };
-      const isLeader = (id: string): boolean => id === leader.nodeId;
-      const [followersBefore, leaderBefore] = [await onLoop((id) => !isLeader(id)), await onLoop(isLeader)];
-      const n = freshNs();
-      const a = await session(n);
-      // One write at a time: each reaches replicas that have been idle since the last.
-      for (let i = 0; i < 5; i++) await t().client.acquire({ sessionId: a, name: `/ls/${n}/sync-${i}` });
-      expect(await onLoop((id) => !isLeader(id))).toBeGreaterThan(followersBefore);
-      expect(await onLoop(isLeader)).toBeGreaterThan(leaderBefore);
+      });
+
+      it('an idle cell syncs its WAL on the event loop: followers, and the leader serving one call at a time (--wal-sync-on-loop when-idle)', async () => {
+        const leader = await t().cell!.leader();
+        const onLoop = async (ids: (id: string) => boolean): Promise<number> => {
+          let sum = 0;
+          for (const r of t().cell!.replicas.filter((x) => ids(x.id))) {
+            const m = /^fencer_wal_fdatasyncs\{thread="loop"\} (\d+)/m.exec(await (await fetch(r.metrics)).text());
+            sum += Number(m?.[1] ?? 0);
+          }
+          return sum;
+        };
+        const isLeader = (id: string): boolean => id === leader.nodeId;
+        const [followersBefore, leaderBefore] = [await onLoop((id) => !isLeader(id)), await onLoop(isLeader)];
+        const n = freshNs();
+        const a = await session(n);
+        // One write at a time: each reaches replicas that have been idle since the last.
+        for (let i = 0; i < 5; i++) await t().client.acquire({ sessionId: a, name: `/ls/${n}/sync-${i}` });
+        expect(await onLoop((id) => !isLeader(id))).toBeGreaterThan(followersBefore);
+        expect(await onLoop(isLeader)).toBeGreaterThan(leaderBefore);
+      });
     });
-  });
 }
