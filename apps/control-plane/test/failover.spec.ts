@@ -51,6 +51,8 @@ interface Instance {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// JSON answers of several shapes (health, tenants, routing), each read by the assertions that follow.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function http(url: string, init: RequestInit = {}): Promise<{ status: number; body: any } | undefined> {
   try {
     const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000) });
