@@ -44,9 +44,10 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** True when every port of the launcher's default layout (base 7000: +1…+20, +101…, +201…, +301…, +401…) is free. */
+/** True when every port of the launcher's default layout is free (base 7000: replicas +1…, admin +101…, metrics +201…, peers +301…, routers +401…, proxies +501…/+551…, control planes +601…/+651…/+701…). */
 async function blockFree(base: number): Promise<boolean> {
-  for (const offset of [0, 100, 200, 300, 400]) for (let i = 1; i <= 20; i++) if (!(await portFree(base + offset + i))) return false;
+  for (const offset of [0, 100, 200, 300, 400, 500, 550, 600, 650, 700])
+    for (let i = 1; i <= 20; i++) if (!(await portFree(base + offset + i))) return false;
   return true;
 }
 
