@@ -19,6 +19,7 @@ import { noopCellMetrics } from './env.js';
 import { TIMER_DELAY_MS_MAX } from './limits.js';
 import { type LeaderForwarder, LockCell, type LockCellConfig, type LockCellTestHooks } from './lock-cell.js';
 import type { HubEvent } from './watch-hub.js';
+import type { CellMethod } from './wire.js';
 import { WIRE_ACQUIRE_STATUS, WIRE_MODE } from './wire.js';
 
 const thirtyDaysMs = 30 * 24 * 3600 * 1000;
@@ -34,7 +35,10 @@ class Harness {
   private readonly calls: (() => void)[] = [];
   readonly isolated = new Set<string>();
 
-  constructor(hooks: LockCellTestHooks = {}) {
+  constructor(
+    hooks: LockCellTestHooks = {},
+    private readonly autoClaim = true,
+  ) {
     for (const id of this.ids) {
       const disk = new MemDisk();
       this.disks.set(id, disk);
@@ -66,7 +70,7 @@ class Harness {
       watchersMax: 10,
       watchProgressMs: 1_000,
       heartbeatRoundSpacingMs: 0,
-      autoClaim: true,
+      autoClaim: this.autoClaim,
     };
   }
 
@@ -165,6 +169,37 @@ function openSession(h: Harness, via: string, namespace: string): string {
 }
 
 describe('LockCell request API', () => {
+  it('a managed cell answers reads for a namespace it does not own with NAMESPACE_NOT_HERE, never a free lock', () => {
+    const h = new Harness({}, false);
+    h.elect('c1');
+    const reads: [string, CellMethod, object][] = [
+      ['getLock', 'getLock', { name: '/ls/elsewhere/x' }],
+      ['checkToken', 'checkToken', { name: '/ls/elsewhere/x', token: 5 }],
+      ['listLocks', 'listLocks', { prefix: '/ls/elsewhere/', limit: 0, pageToken: '' }],
+    ];
+    for (const [what, method, request] of reads) {
+      const a = answer<unknown>();
+      h.cell('c2').call(method, request as never, { forwarded: false }, a.done);
+      h.pump();
+      const r = a.got[0]!;
+      expect(r.ok, what).toBe(false);
+      expect(!r.ok && r.error.code, what).toBe('NAMESPACE_NOT_HERE');
+    }
+    const started: (FencerError | null)[] = [];
+    h.cell('c1').watch({ name: '/ls/elsewhere/', prefix: true, sinceRevision: 0 }, { write: () => 0, end: () => {} }, (e) =>
+      started.push(e),
+    );
+    h.pump();
+    expect(started.map((e) => e?.code)).toEqual(['NAMESPACE_NOT_HERE']);
+    // A cell without a control plane owns every namespace: the same read is a free lock.
+    const open = new Harness();
+    open.elect('c1');
+    const free = answer<{ lock?: { holders: unknown[] } }>();
+    open.cell('c2').call('getLock', { name: '/ls/elsewhere/x' }, { forwarded: false }, free.done);
+    open.pump();
+    expect(free.got[0]!.ok && free.got[0]!.value.lock?.holders).toEqual([]);
+  });
+
   it("holds a 30-day Acquire sent to a follower until the holder releases, with no timer above Node's limit", () => {
     const h = new Harness();
     h.elect('c1');

@@ -154,6 +154,19 @@ function fail(code: FencerError['code'], message: string, leaderHint?: string): 
   throw new FencerError(code, message, leaderHint);
 }
 
+/** The namespace of a lock name or prefix the request validation already accepted. */
+function namespaceOfName(name: string): string {
+  const parsed = parseLockPrefix(name.endsWith('/') ? name : `${name}/`);
+  if (!parsed.ok) fail(parsed.code, parsed.message);
+  return parsed.namespace;
+}
+
+/** Reads answer only for a namespace this cell owns (ARCHITECTURE decision 5); a stale router gets NAMESPACE_NOT_HERE, never "free". */
+function requireOwned(fsm: LockStateMachine, name: string): void {
+  const bad = fsm.checkNamespace(namespaceOfName(name));
+  if (bad) fail(bad.code, bad.message);
+}
+
 function failureOf(o: unknown): Failure | undefined {
   return typeof o === 'object' && o !== null && (o as { ok?: unknown }).ok === false ? (o as Failure) : undefined;
 }
@@ -338,14 +351,20 @@ export class LockCell {
       case 'checkToken':
         return this.read(d, (fsm) => {
           const req = request as RequestOf<'checkToken'>;
+          requireOwned(fsm, req.name);
           const a = fsm.checkToken(req.name, Revision(req.token));
           return { current: a.current, latestToken: a.latestToken, revision: fsm.revision };
         });
       case 'getLock':
-        return this.read(d, (fsm) => ({ lock: lockToWire(fsm.getLock((request as RequestOf<'getLock'>).name)), revision: fsm.revision }));
+        return this.read(d, (fsm) => {
+          const req = request as RequestOf<'getLock'>;
+          requireOwned(fsm, req.name);
+          return { lock: lockToWire(fsm.getLock(req.name)), revision: fsm.revision };
+        });
       case 'listLocks':
         return this.read(d, (fsm) => {
           const req = request as RequestOf<'listLocks'>;
+          requireOwned(fsm, req.prefix);
           const limit = req.limit === 0 ? LIST_LOCKS_LIMIT_DEFAULT : Math.min(req.limit, LIST_LOCKS_LIMIT_MAX);
           const page = fsm.listLocks(req.prefix, limit, req.pageToken);
           if (isFailure(page)) fail(page.code, page.message);
@@ -669,6 +688,8 @@ export class LockCell {
     }
     const subscribe = (): void => {
       if (stopped) return;
+      const bad = this.fsm.checkNamespace(namespaceOfName(req.name));
+      if (bad) return started(new FencerError(bad.code, bad.message));
       const r = this.hub.subscribe({ name: req.name, prefix: req.prefix }, req.sinceRevision, sink, this.env.clock.monoMs(), () =>
         this.snapshotLocks(req),
       );
