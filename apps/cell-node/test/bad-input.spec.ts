@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FencerError } from '@fencer/base';
-import { ERROR_TABLE } from '@fencer/protocol';
+import { ERROR_TABLE, isRetryable } from '@fencer/protocol';
 import { type Cell, startCell } from './support/cell.js';
 
 let cell: Cell;
@@ -77,9 +77,10 @@ describe('bad input gets the contract code and reason, on every replica', () => 
     expect((await cell.client.openSession('bad', 2 ** 63)).ttlMs).toBe(3_600_000);
   });
 
-  it('refuses an oversized message with RESOURCE_EXHAUSTED', async () => {
+  it('refuses an oversized message with RESOURCE_EXHAUSTED and a reason the client does not retry', async () => {
     const e = await errorOf(cell.client.once(cell.replicas[0]!.grpc, 'acquire', acquire({ requestId: 'x'.repeat(5 * 1024 * 1024) })));
-    expect(e.code).toBe('TOO_MANY_REQUESTS');
+    expect(e.code).toBe('MESSAGE_TOO_LARGE');
+    expect(isRetryable(e.code)).toBe(false);
     expect(e.message).toMatch(/larger than max|message/i);
   });
 

@@ -41,6 +41,8 @@ export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
   NAMESPACE_NOT_HERE: { grpc: status.FAILED_PRECONDITION, http: 421, retryable: false },
   QUOTA_EXCEEDED: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: false },
   TOO_MANY_REQUESTS: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
+  /** A request over the server's message size limit: the same bytes can never succeed, so never retried. */
+  MESSAGE_TOO_LARGE: { grpc: status.RESOURCE_EXHAUSTED, http: 413, retryable: false },
   SLOW_WATCHER: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
   BAD_CREDENTIALS: { grpc: status.UNAUTHENTICATED, http: 401, retryable: false },
   NAMESPACE_FORBIDDEN: { grpc: status.PERMISSION_DENIED, http: 403, retryable: false },
@@ -73,7 +75,8 @@ function codeForStatus(code: status): ErrorCode {
     case status.FAILED_PRECONDITION:
       return 'NAMESPACE_NOT_HERE';
     case status.RESOURCE_EXHAUSTED:
-      return 'TOO_MANY_REQUESTS';
+      // Every limit of ours sends its reason; a bare RESOURCE_EXHAUSTED is grpc-js refusing a message over its size limit.
+      return 'MESSAGE_TOO_LARGE';
     case status.UNAUTHENTICATED:
       return 'BAD_CREDENTIALS';
     case status.PERMISSION_DENIED:
