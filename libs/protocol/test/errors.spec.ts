@@ -73,7 +73,11 @@ describe('error table against the contract', () => {
     expect(isRetryable(back.code)).toBe(true);
     expect(fromServiceError({ code: status.UNKNOWN, details: '', metadata: new Metadata() }).code).toBe('INTERNAL');
     // grpc-js's own size refusal: the same request can never succeed, so the client must not retry it.
-    const big = fromServiceError({ code: status.RESOURCE_EXHAUSTED, details: 'Received message larger than max', metadata: new Metadata() });
+    const big = fromServiceError({
+      code: status.RESOURCE_EXHAUSTED,
+      details: 'Received message larger than max',
+      metadata: new Metadata(),
+    });
     expect(big.code).toBe('MESSAGE_TOO_LARGE');
     expect(isRetryable(big.code)).toBe(false);
   });
