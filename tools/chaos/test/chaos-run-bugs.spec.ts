@@ -21,6 +21,10 @@
  * partitioned so they lag; leaders killed and partitioned so appended
  * entries are lost; the slow isolated leader); then the same options and seed without the bug, which
  * must show no violation. Seeds are fixed (FENCER_CHAOS_SEED shifts them).
+ * Processes on a shared machine do not replay a seed exactly: a bug whose
+ * window depends on timing (the slow leader must win a transfer, then be
+ * cut off while clients still heartbeat to it) gets up to ATTEMPTS_MAX
+ * consecutive seeds to be caught, and the catching seed is the one rerun.
  * A failure prints the summary with the rerun command.
  */
 import { rmSync } from 'node:fs';
@@ -32,6 +36,9 @@ function seed(base: number): number {
   const fixed = process.env.FENCER_CHAOS_SEED;
   return fixed !== undefined && fixed !== '' ? Number(fixed) + base : base;
 }
+
+/** Consecutive seeds a planted bug may take to show itself. */
+const ATTEMPTS_MAX = 3;
 
 const CASES: ReadonlyArray<{ bug: ChaosBug; catchers: readonly string[]; options: ChaosOptions }> = [
   {
@@ -54,27 +61,33 @@ const CASES: ReadonlyArray<{ bug: ChaosBug; catchers: readonly string[]; options
 describe('planted cell bugs, caught by the chaos checkers', () => {
   for (const c of CASES) {
     it(`${c.bug}: caught by ${c.catchers.join(' or ')}; the same seed with the bug off passes`, async () => {
-      const caught = await runChaos({ ...c.options, bug: c.bug, log: (l) => console.log(l) });
+      let caught = await runChaos({ ...c.options, bug: c.bug, log: (l) => console.log(l) });
       console.log(summarize(caught));
-      expect(caught.ok, `${c.bug} was not caught; rerun: ${caught.rerun}`).toBe(false);
+      for (let attempt = 1; caught.ok && attempt < ATTEMPTS_MAX; attempt++) {
+        rmSync(caught.workDir, { recursive: true, force: true });
+        caught = await runChaos({ ...c.options, seed: c.options.seed + attempt, bug: c.bug, log: (l) => console.log(l) });
+        console.log(summarize(caught));
+      }
+      expect(caught.ok, `${c.bug} was not caught in ${ATTEMPTS_MAX} seeds; rerun: ${caught.rerun}`).toBe(false);
       expect(
         c.catchers.some((k) => (caught.violations[k]?.length ?? 0) > 0),
         `no violation from ${c.catchers.join('/')}: ${Object.keys(caught.violations).join(', ')}`,
       ).toBe(true);
-      // Only checkers that judge client-visible answers: the bug never crashes a replica or corrupts the log.
+      // Only checkers that judge client-visible answers (a false grant also makes later calls on that lock fail
+      // oddly, e.g. INVALID_MODE): the bug never crashes a replica or corrupts the log.
       expect(
         Object.keys(caught.violations).filter(
-          (k) => !['tokens', 'linearizability', 'grants in log', 'resource', 'watch', 'expiry'].includes(k),
+          (k) => !['tokens', 'linearizability', 'grants in log', 'resource', 'watch', 'expiry', 'odd failures'].includes(k),
         ),
       ).toEqual([]);
       rmSync(caught.workDir, { recursive: true, force: true });
 
-      const clean = await runChaos({ ...c.options, log: (l) => console.log(l) });
+      const clean = await runChaos({ ...c.options, seed: caught.seed, log: (l) => console.log(l) });
       console.log(summarize(clean));
       expect(clean.checkerTimedOut).toBe(false);
       expect(clean.violations, `bug off, seed ${clean.seed}; rerun: ${clean.rerun}`).toEqual({});
       expect(clean.figures.lockServiceOps, 'the bug-off run did work').toBeGreaterThan(100);
       rmSync(clean.workDir, { recursive: true, force: true });
-    }, 300_000);
+    }, 600_000);
   }
 });
