@@ -9,12 +9,13 @@
  *   Acquire): grants whose entries a new leader overwrote, or that were
  *   queued behind another request in the same batch, are not in the final
  *   committed log at their token; the grants-in-log checker flags them.
- * - heartbeatWithoutConfirmation (a leader extends leases without a
- *   confirmation round): a leader whose clock runs at x0.25, cut from its
- *   peers but not from clients, goes on acknowledging heartbeats long after
- *   the majority elected a successor, which expires those sessions a full
- *   TTL after its election: the early-expiry checker (the Expiry promise,
- *   by the fastest leader clock, less the allowed drift) flags them.
+ * - heartbeatWithoutConfirmation is not here yet: under the slow isolated
+ *   leader the clients keep heartbeating to the deposed leader, which goes
+ *   on acknowledging, so no client learns of the expiry the new leader
+ *   commits and the early-expiry checker, which judges client-observed
+ *   ends, has nothing to judge (three seeds on a quiet machine passed with
+ *   the bug on). The simulator catches it (libs/sim planted bugs); the
+ *   chaos checker needs expiry times observed through watches first.
  * Method: runChaos with the bug planted in every replica (tools/chaos's own
  * entry point, support/chaos-node.mjs; cell-node's main cannot plant one),
  * 20-60 s of a nemesis chosen to expose it (followers paused, delayed and
@@ -50,11 +51,6 @@ const CASES: ReadonlyArray<{ bug: ChaosBug; catchers: readonly string[]; options
     bug: 'grantBeforeCommit',
     catchers: ['grants in log'],
     options: { seconds: 20, seed: seed(11), weights: { 'kill-leader': 3, partition: 3, 'pause-leader': 2, 'link-delay': 1 } },
-  },
-  {
-    bug: 'heartbeatWithoutConfirmation',
-    catchers: ['expiry'],
-    options: { seconds: 60, seed: seed(14), weights: { 'slow-leader-isolated': 1 } },
   },
 ];
 
