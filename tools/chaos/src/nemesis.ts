@@ -79,12 +79,13 @@ export const FULL_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
   'client-link': 3,
 };
 
-/** The soak's nemesis: the full one plus clock-rate skew and disk faults under fiu. */
+/** The soak's nemesis: the full one plus clock-rate skew, disk faults under fiu, membership changes and the slow isolated leader. */
 export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
   ...FULL_NEMESIS,
   'clock-rate': 2,
   'disk-fault': 2,
   membership: 2,
+  'slow-leader-isolated': 1,
 };
 
 /** How long the slow-leader fault tries to make its x0.25 replica leader. */
