@@ -3,7 +3,7 @@
  * changes (one server at a time), snapshot now. Membership calls go to the
  * leader; elsewhere they answer NOT_LEADER with a leader-hint.
  */
-import { Metadata, status as grpcStatus, type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import { type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { ConfChangeType } from '@fencer/raft';
 import { FencerError, Namespace, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
@@ -143,34 +143,9 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
       return { changed: 'changed' in outcome && outcome.changed === true };
     }),
-    dropNamespace: (
-      call: ServerUnaryCall<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>,
-      cb: sendUnaryData<adminpb.DropNamespaceResponse>,
-    ) =>
-      void dropNamespace(node, call.request).then(
-        (res) => cb(null, res),
-        (e: unknown) => {
-          if (e instanceof NotEmpty) {
-            const metadata = new Metadata();
-            metadata.set('lock-reason', 'NAMESPACE_NOT_EMPTY');
-            return cb({
-              name: 'NotEmpty',
-              message: e.message,
-              code: grpcStatus.FAILED_PRECONDITION,
-              details: e.message,
-              metadata,
-            } as ServiceError);
-          }
-          const fe = e instanceof FencerError ? e : new FencerError('INTERNAL', (e as Error)?.message ?? String(e));
-          if (!(e instanceof FencerError)) node.env.logger.error({ err: (e as Error)?.stack }, 'admin call failed');
-          cb(toServiceError(fe) as ServiceError);
-        },
-      ),
+    dropNamespace: handle(node, (req: adminpb.DropNamespaceRequest) => dropNamespace(node, req)),
   };
 }
-
-/** DropNamespace refused: the namespace has live sessions and the caller did not force it. */
-class NotEmpty extends Error {}
 
 /**
  * Freezes the namespace (so no session opens meanwhile), then drops it with a
@@ -188,7 +163,7 @@ async function dropNamespace(node: CellNode, req: adminpb.DropNamespaceRequest):
   const sessions = node.cell.fsm.namespaces().find((ns) => ns.namespace === namespace)?.sessions ?? 0;
   if (sessions > 0 && !req.force) {
     await node.propose({ kind: 'UnfreezeNamespace', namespace });
-    throw new NotEmpty(`namespace "${namespace}" has ${sessions} live sessions; drop it with force to end them`);
+    throw new FencerError('NAMESPACE_NOT_EMPTY', `namespace "${namespace}" has ${sessions} live sessions; drop it with force to end them`);
   }
   const dropped = (await node.propose({ kind: 'DropNamespace', namespace })).outcome as Outcome;
   if (!dropped.ok) throw new FencerError(dropped.code, dropped.message);

@@ -39,6 +39,8 @@ export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
   OUTCOME_UNKNOWN: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
   SHUTTING_DOWN: { grpc: status.UNAVAILABLE, http: 503, retryable: true },
   NAMESPACE_NOT_HERE: { grpc: status.FAILED_PRECONDITION, http: 421, retryable: false },
+  /** Admin DropNamespace of a namespace that still has sessions or locks. */
+  NAMESPACE_NOT_EMPTY: { grpc: status.FAILED_PRECONDITION, http: 409, retryable: false },
   QUOTA_EXCEEDED: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: false },
   TOO_MANY_REQUESTS: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
   /** A request over the server's message size limit: the same bytes can never succeed, so never retried. */
