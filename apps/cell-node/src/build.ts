@@ -14,7 +14,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type Clock, NodeId, type Random, assert } from '@fencer/base';
 import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
-import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
+import { TolerantServer, adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
@@ -147,10 +147,11 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
 
   const service = new LockServiceImpl(node, metrics);
   syncView.callsInFlight = () => service.callsInFlight;
-  const server = new Server(grpcOptions(config));
+  // Request bytes that do not decode get INVALID_ARGUMENT, on the client and admin ports alike.
+  const server = new TolerantServer(grpcOptions(config));
   server.addService(lockservice.LockServiceService, lockServiceHandlers(service));
   server.addService(internalpb.CellInternalService, internalHandlers(service));
-  const adminServer = new Server(grpcOptions(config));
+  const adminServer = new TolerantServer(grpcOptions(config));
   adminServer.addService(adminpb.CellAdminService, adminHandlers(node));
 
   const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
