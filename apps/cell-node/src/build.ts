@@ -6,8 +6,8 @@
  *   HeartbeatBatch, nothing else (peer traffic never reaches it);
  * - the peer port (--peer-listen): Raft messages, as TCP frames or, with
  *   --peer-transport grpc, the RaftTransport gRPC stream; a cell uses one
- *   of the two on every member; a batch for another cell, or from a node
- *   that is not a member this node knows, closes the stream;
+ *   of the two on every member; a batch for another cell, or from a sender
+ *   it does not take (peer-codec.ts admitsSender), closes the stream;
  * - the admin port and the Prometheus metrics port.
  * main.ts only parses the command line, handles signals and exits.
  */
@@ -26,7 +26,7 @@ import { CellNode } from './node.js';
 import { GrpcForwarder } from './forwarder.js';
 import { PeerTransport, type PeerTransportOptions, type RaftPeerTransport, raftTransportHandlers } from './peer-transport.js';
 import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
-import type { PeerIntake } from './peer-codec.js';
+import { type PeerIntake, admitsSender } from './peer-codec.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -157,12 +157,12 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
     node.replica.receive(m);
   };
-  const peerChecks: Pick<PeerIntake, 'isMember' | 'onRefused'> = {
-    // The configured peers and the replicated directory (written before a member's ConfChange), and the configuration.
-    isMember: (id) => {
-      const conf = node.replica.conf;
-      return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
-    },
+  const known = (id: string): boolean => {
+    const conf = node.replica.conf;
+    return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
+  };
+  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused'> = {
+    admits: (id) => admitsSender(id, { isKnown: known, leader: node.replica.leader }),
     onRefused: (reason) => metrics.replica.inc('replica_messages_dropped_total', 1, { reason }),
   };
   let closePeers: () => Promise<void>;

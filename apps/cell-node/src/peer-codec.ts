@@ -117,16 +117,33 @@ export type StreamRefusal = (typeof StreamRefusal)[keyof typeof StreamRefusal];
 export interface PeerIntake {
   readonly cellId: string;
   /**
-   * Whether `id` is a member this node knows (its configured peers and the
-   * replicated member directory). A message from anyone else is refused at
-   * the stream: without it, a well-formed message from any host that can
-   * reach the peer port would move the term (the core takes requests from
-   * non-members, dissertation §4.1). Absent: every sender is taken.
+   * Whether this node takes messages from `id` (see admitsSender). A batch
+   * carrying a message from anyone else is refused at the stream: without
+   * this, a well-formed message from any host that can reach the peer port
+   * would move the term (the core takes requests from non-members,
+   * dissertation §4.1). Absent: every sender is taken.
    */
-  readonly isMember?: (id: string) => boolean;
+  readonly admits?: (id: string) => boolean;
   readonly onMessage: (m: Message) => void;
   /** Counts a refusal (fencer_raft_messages_refused_total{reason}). */
   readonly onRefused?: (reason: StreamRefusal) => void;
+}
+
+/**
+ * Which senders a cell node takes messages from: the members it knows (its
+ * configured peers, the replicated member directory, the applied
+ * configuration) and the leader it follows. While it follows no leader (a
+ * wiped disk, a restart, an election under way) it takes anyone: a replica
+ * that missed a member's addition must still hear from that member once it
+ * leads (§4.1), or it would never catch up. So a replica that follows a
+ * leader refuses strangers; a forgery that reaches a replica between
+ * leaders is authentication's to stop (mTLS). One gap stays: a learner does
+ * not campaign, so one that missed the addition of the member that now
+ * leads keeps its old leader and refuses the new one until restarted with
+ * --peers naming it.
+ */
+export function admitsSender(from: string, view: { isKnown(id: string): boolean; readonly leader: string | null }): boolean {
+  return view.leader === null || view.leader === from || view.isKnown(from);
 }
 
 /**
@@ -140,9 +157,9 @@ export function takeBatch(batch: raftpb.RaftBatch, intake: PeerIntake): string |
     intake.onRefused?.(StreamRefusal.OtherCell);
     return `this node belongs to cell ${intake.cellId}, not ${batch.cellId.slice(0, 64)}`;
   }
-  if (intake.isMember) {
+  if (intake.admits) {
     for (const w of batch.messages) {
-      if (!intake.isMember(w.from)) {
+      if (!intake.admits(w.from)) {
         intake.onRefused?.(StreamRefusal.NotMember);
         return `a message from ${JSON.stringify(w.from.slice(0, 64))}, which is not a member of cell ${intake.cellId}`;
       }

@@ -10,7 +10,7 @@
  * Frame: a 4-byte big-endian payload length, then the payload. A receiver
  * closes a connection that sends a frame longer than `frameBytesMax`, a
  * payload that is not a RaftBatch, a batch for another cell, or a message
- * from a node it does not know as a member (peer-codec.ts takeBatch), says
+ * from a sender it does not take (peer-codec.ts takeBatch), says
  * why in its log and counts the refusal by reason. Batching, queue bounds and dropping are those of the gRPC
  * transport: messages handed over in one synchronous run leave as one frame
  * in a microtask after it; a link with a full queue, a full socket buffer or
@@ -140,12 +140,12 @@ export class TcpPeerServer {
   private readonly sockets = new Set<net.Socket>();
   private readonly intake: PeerIntake;
 
-  /** `checks`: who counts as a member, and where refusals are counted (see PeerIntake); without them every sender is taken. */
+  /** `checks`: which senders are taken, and where refusals are counted (see PeerIntake); without them every sender is taken. */
   constructor(
     cellId: string,
     onMessage: (m: Message) => void,
     private readonly logger: Logger,
-    checks: Pick<PeerIntake, 'isMember' | 'onRefused'> = {},
+    checks: Pick<PeerIntake, 'admits' | 'onRefused'> = {},
   ) {
     this.intake = { cellId, onMessage, ...checks };
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));

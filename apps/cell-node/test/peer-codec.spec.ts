@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { LogIndex, NodeId, Term } from '@fencer/base';
 import { DropReason, EntryType, checkMessage, type Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
-import { type StreamRefusal, messageFromWire, messageToWire, takeBatch } from '../src/peer-codec.js';
+import { type StreamRefusal, admitsSender, messageFromWire, messageToWire, takeBatch } from '../src/peer-codec.js';
 
 const roundTrip = (m: Message): Message | undefined =>
   messageFromWire(raftpb.RaftMessage.decode(raftpb.RaftMessage.encode(messageToWire(m)).finish()));
@@ -74,11 +74,11 @@ describe('forged messages on the wire', () => {
     expect(checkMessage(m, NodeId('b'))).toBe(DropReason.BadEntries);
   });
 
-  function intake(isMember?: (id: string) => boolean) {
+  function intake(admits?: (id: string) => boolean) {
     const got: Message[] = [];
     const refused: StreamRefusal[] = [];
     const options = { cellId: 'cell-1', onMessage: (m: Message) => got.push(m), onRefused: (r: StreamRefusal) => refused.push(r) };
-    return { got, refused, options: isMember ? { ...options, isMember } : options };
+    return { got, refused, options: admits ? { ...options, admits } : options };
   }
   const members = (id: string): boolean => id === 'a' || id === 'b';
 
@@ -106,6 +106,16 @@ describe('forged messages on the wire', () => {
       ['b', 5],
     ]);
     expect(refused).toEqual(['unknown-type']);
+  });
+
+  it('a node that follows a leader takes its known members and that leader only; one that follows none takes anyone', () => {
+    const isKnown = (id: string): boolean => id === 'a' || id === 'b';
+    // Following a: a stranger is refused (the forgery the process-level test sends).
+    expect(['a', 'b', 'intruder'].map((from) => admitsSender(from, { isKnown, leader: 'a' }))).toEqual([true, true, false]);
+    // Following d, a member added while this node lagged: d is taken before the directory names it.
+    expect(admitsSender('d', { isKnown, leader: 'd' })).toBe(true);
+    // A wiped or restarted node, or one between leaders, must reach a leader it has not heard of.
+    expect(admitsSender('d', { isKnown, leader: null })).toBe(true);
   });
 
   it('without a membership check, takes any sender (a group with no directory)', () => {

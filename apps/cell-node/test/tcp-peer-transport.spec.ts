@@ -161,7 +161,7 @@ describe('TCP peer transport', () => {
     const refused: string[] = [];
     const logger = recordingLogger();
     const server = new TcpPeerServer('cell-1', (m) => got.push(m), logger, {
-      isMember: (id) => id === 'a' || id === 'b',
+      admits: (id) => id === 'a' || id === 'b',
       onRefused: (r) => refused.push(r),
     });
     await server.listen('127.0.0.1:0');
