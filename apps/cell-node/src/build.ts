@@ -6,14 +6,15 @@
  *   HeartbeatBatch, nothing else (peer traffic never reaches it);
  * - the peer port (--peer-listen): Raft messages, as TCP frames or, with
  *   --peer-transport grpc, the RaftTransport gRPC stream; a cell uses one
- *   of the two on every member;
+ *   of the two on every member; a batch for another cell, or from a sender
+ *   it does not take (peer-codec.ts admitsSender), closes the stream;
  * - the admin port and the Prometheus metrics port.
  * main.ts only parses the command line, handles signals and exits.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { type Clock, type NodeId, type Random, assert } from '@fencer/base';
+import { type Clock, NodeId, type Random, assert } from '@fencer/base';
 import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
-import { adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
+import { TolerantServer, adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
@@ -25,6 +26,7 @@ import { CellNode } from './node.js';
 import { GrpcForwarder } from './forwarder.js';
 import { PeerTransport, type PeerTransportOptions, type RaftPeerTransport, raftTransportHandlers } from './peer-transport.js';
 import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
+import { type PeerIntake, admitsSender } from './peer-codec.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -145,23 +147,35 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
 
   const service = new LockServiceImpl(node, metrics);
   syncView.callsInFlight = () => service.callsInFlight;
-  const server = new Server(grpcOptions(config));
+  // Request bytes that do not decode get INVALID_ARGUMENT, on the client and admin ports alike.
+  const server = new TolerantServer(grpcOptions(config));
   server.addService(lockservice.LockServiceService, lockServiceHandlers(service));
   server.addService(internalpb.CellInternalService, internalHandlers(service));
-  const adminServer = new Server(grpcOptions(config));
+  const adminServer = new TolerantServer(grpcOptions(config));
   adminServer.addService(adminpb.CellAdminService, adminHandlers(node));
 
   const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
     node.replica.receive(m);
   };
+  const known = (id: string): boolean => {
+    const conf = node.replica.conf;
+    return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
+  };
+  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused'> = {
+    admits: (id) => admitsSender(id, { isKnown: known, leader: node.replica.leader }),
+    onRefused: (reason) => metrics.replica.inc('replica_messages_dropped_total', 1, { reason }),
+  };
   let closePeers: () => Promise<void>;
   if (config.peerTransport === 'tcp') {
-    const peerServer = new TcpPeerServer(config.cellId, receive, logger);
+    const peerServer = new TcpPeerServer(config.cellId, receive, logger, peerChecks);
     await peerServer.listen(config.peerListen);
     closePeers = () => peerServer.close();
   } else {
     const peerServer = new Server(grpcOptions(config));
-    peerServer.addService(raftpb.RaftTransportService, raftTransportHandlers(config.cellId, receive, logger));
+    peerServer.addService(
+      raftpb.RaftTransportService,
+      raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...peerChecks }, logger),
+    );
     await bind(peerServer, config.peerListen);
     closePeers = () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
   }

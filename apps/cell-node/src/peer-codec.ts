@@ -2,9 +2,14 @@
  * Raft messages on the wire: the core's `Message` ↔ `fencer.raft.v1.RaftMessage`.
  * Absent optional fields stay absent, so a decoded message is field-for-field
  * the one that was encoded.
+ *
+ * Decoding checks nothing a peer could get wrong: a message from the network
+ * is judged by the core's message check (libs/raft message-check.ts), which
+ * drops it with a reason. An assertion here would let one forged frame end
+ * the process.
  */
-import { assert, LogIndex, NodeId, Term } from '@fencer/base';
-import { EntryType, MessageType, type Entry, type Message } from '@fencer/raft';
+import { LogIndex, NodeId, Term } from '@fencer/base';
+import { DropReason, type EntryType, MessageType, type Entry, type Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
 
 const toWire: Record<MessageType, raftpb.MessageType> = {
@@ -26,9 +31,9 @@ function entryToWire(e: Entry): raftpb.Entry {
   return { term: e.term, index: e.index, type: e.type, data: e.data };
 }
 
+/** The type is passed on as sent: an unknown one is the message check's to refuse (bad-entries). */
 function entryFromWire(e: raftpb.Entry): Entry {
-  assert(e.type === EntryType.Normal || e.type === EntryType.ConfChange, `unknown entry type ${e.type}`);
-  return { term: Term(e.term), index: LogIndex(e.index), type: e.type, data: e.data };
+  return { term: Term(e.term), index: LogIndex(e.index), type: e.type as EntryType, data: e.data };
 }
 
 export function messageToWire(m: Message): raftpb.RaftMessage {
@@ -87,4 +92,83 @@ export function messageFromWire(w: raftpb.RaftMessage): Message | undefined {
   if (w.context !== undefined) m.context = w.context;
   if (w.transfer !== undefined) m.transfer = w.transfer;
   return m;
+}
+
+/**
+ * Why a peer's bytes were refused before the core saw them: the transport's
+ * labels of fencer_raft_messages_refused_total, beside the core's
+ * DropReason (whose `not-member` and `unknown-type` they share).
+ */
+export const StreamRefusal = {
+  /** A length prefix over the frame limit: the stream cannot be read further. */
+  FrameTooLarge: 'frame-too-large',
+  /** A frame that is not a RaftBatch. */
+  Undecodable: 'undecodable',
+  /** A batch for another cell (a replica of another cell, or a port reused by one). */
+  OtherCell: 'other-cell',
+  /** A message from a node this one does not know as a member. */
+  NotMember: DropReason.NotMember,
+  /** A message type this node does not know (a newer peer): skipped, the stream stays open. */
+  UnknownType: DropReason.UnknownType,
+} as const;
+export type StreamRefusal = (typeof StreamRefusal)[keyof typeof StreamRefusal];
+
+/** What the receiving half of a peer transport hands batches to. */
+export interface PeerIntake {
+  readonly cellId: string;
+  /**
+   * Whether this node takes messages from `id` (see admitsSender). A batch
+   * carrying a message from anyone else is refused at the stream: without
+   * this, a well-formed message from any host that can reach the peer port
+   * would move the term (the core takes requests from non-members,
+   * dissertation §4.1). Absent: every sender is taken.
+   */
+  readonly admits?: (id: string) => boolean;
+  readonly onMessage: (m: Message) => void;
+  /** Counts a refusal (fencer_raft_messages_refused_total{reason}). */
+  readonly onRefused?: (reason: StreamRefusal) => void;
+}
+
+/**
+ * Which senders a cell node takes messages from: the members it knows (its
+ * configured peers, the replicated member directory, the applied
+ * configuration) and the leader it follows. While it follows no leader (a
+ * wiped disk, a restart, an election under way) it takes anyone: a replica
+ * that missed a member's addition must still hear from that member once it
+ * leads (§4.1), or it would never catch up. So a replica that follows a
+ * leader refuses strangers; a forgery that reaches a replica between
+ * leaders is authentication's to stop (mTLS). One gap stays: a learner does
+ * not campaign, so one that missed the addition of the member that now
+ * leads keeps its old leader and refuses the new one until restarted with
+ * --peers naming it.
+ */
+export function admitsSender(from: string, view: { isKnown(id: string): boolean; readonly leader: string | null }): boolean {
+  return view.leader === null || view.leader === from || view.isKnown(from);
+}
+
+/**
+ * Hands on the messages of one batch from a peer. Returns why the stream
+ * must be closed instead (a batch for another cell, or one carrying a
+ * message from a non-member: then none of its messages is handed on), or
+ * undefined when it was taken.
+ */
+export function takeBatch(batch: raftpb.RaftBatch, intake: PeerIntake): string | undefined {
+  if (batch.cellId !== intake.cellId) {
+    intake.onRefused?.(StreamRefusal.OtherCell);
+    return `this node belongs to cell ${intake.cellId}, not ${batch.cellId.slice(0, 64)}`;
+  }
+  if (intake.admits) {
+    for (const w of batch.messages) {
+      if (!intake.admits(w.from)) {
+        intake.onRefused?.(StreamRefusal.NotMember);
+        return `a message from ${JSON.stringify(w.from.slice(0, 64))}, which is not a member of cell ${intake.cellId}`;
+      }
+    }
+  }
+  for (const w of batch.messages) {
+    const m = messageFromWire(w);
+    if (m) intake.onMessage(m);
+    else intake.onRefused?.(StreamRefusal.UnknownType);
+  }
+  return undefined;
 }

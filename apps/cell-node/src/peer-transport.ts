@@ -12,7 +12,7 @@ import { credentials, type ClientDuplexStream, type ServerDuplexStream, status, 
 import type { NodeId } from '@fencer/base';
 import type { Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
-import { messageFromWire, messageToWire } from './peer-codec.js';
+import { type PeerIntake, messageToWire, takeBatch } from './peer-codec.js';
 import type { Logger } from './logger.js';
 
 export interface PeerTransportOptions {
@@ -205,22 +205,19 @@ export class PeerTransport extends LinkedPeerTransport {
   }
 }
 
-/** The server half: decodes batches from peers of this cell and hands each message on. */
-export function raftTransportHandlers(cellId: string, onMessage: (m: Message) => void, logger: Logger): raftpb.RaftTransportServer {
+/** The server half: decodes batches from peers of this cell and hands each message on (peer-codec.ts takeBatch). */
+export function raftTransportHandlers(intake: PeerIntake, logger: Logger): raftpb.RaftTransportServer {
   return {
     send(call: ServerDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>) {
       let batches = 0;
       call.on('data', (batch: raftpb.RaftBatch) => {
-        if (batch.cellId !== cellId) {
-          logger.warn({ got: batch.cellId, want: cellId }, 'peer batch for another cell: closing the stream');
-          call.destroy(new Error(`this node belongs to cell ${cellId}, not ${batch.cellId}`));
+        const refused = takeBatch(batch, intake);
+        if (refused !== undefined) {
+          logger.warn({ peer: call.getPeer(), reason: refused }, 'closing a peer stream');
+          call.destroy(new Error(refused));
           return;
         }
         batches++;
-        for (const w of batch.messages) {
-          const m = messageFromWire(w);
-          if (m) onMessage(m);
-        }
         if (batches % 1024 === 0) call.write({ batches });
       });
       call.on('end', () => call.end());

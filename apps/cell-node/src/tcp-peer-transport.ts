@@ -9,8 +9,9 @@
  *
  * Frame: a 4-byte big-endian payload length, then the payload. A receiver
  * closes a connection that sends a frame longer than `frameBytesMax`, a
- * payload that is not a RaftBatch, or a batch for another cell, and says why
- * in its log. Batching, queue bounds and dropping are those of the gRPC
+ * payload that is not a RaftBatch, a batch for another cell, or a message
+ * from a sender it does not take (peer-codec.ts takeBatch), says
+ * why in its log and counts the refusal by reason. Batching, queue bounds and dropping are those of the gRPC
  * transport: messages handed over in one synchronous run leave as one frame
  * in a microtask after it; a link with a full queue, a full socket buffer or
  * no connection drops messages (Raft retransmits) and reports the peer
@@ -19,7 +20,7 @@
 import net from 'node:net';
 import { raftpb } from '@fencer/protocol';
 import type { Message } from '@fencer/raft';
-import { messageFromWire } from './peer-codec.js';
+import { type PeerIntake, StreamRefusal, takeBatch } from './peer-codec.js';
 import type { Logger } from './logger.js';
 import { BatchingLink, LinkedPeerTransport, type PeerTransportOptions } from './peer-transport.js';
 import { splitAddress } from './address.js';
@@ -137,12 +138,16 @@ export class TcpPeerTransport extends LinkedPeerTransport {
 export class TcpPeerServer {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private readonly intake: PeerIntake;
 
+  /** `checks`: which senders are taken, and where refusals are counted (see PeerIntake); without them every sender is taken. */
   constructor(
-    private readonly cellId: string,
-    private readonly onMessage: (m: Message) => void,
+    cellId: string,
+    onMessage: (m: Message) => void,
     private readonly logger: Logger,
+    checks: Pick<PeerIntake, 'admits' | 'onRefused'> = {},
   ) {
+    this.intake = { cellId, onMessage, ...checks };
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
   }
 
@@ -181,15 +186,16 @@ export class TcpPeerServer {
         try {
           batch = raftpb.RaftBatch.decode(payload);
         } catch (err) {
+          this.intake.onRefused?.(StreamRefusal.Undecodable);
           return refuse(`a frame is not a RaftBatch: ${(err as Error).message}`);
         }
-        if (batch.cellId !== this.cellId) return refuse(`this node belongs to cell ${this.cellId}, not ${batch.cellId}`);
-        for (const w of batch.messages) {
-          const m = messageFromWire(w);
-          if (m) this.onMessage(m);
-        }
+        const refused = takeBatch(batch, this.intake);
+        if (refused !== undefined) return refuse(refused);
       }
-      if (error !== undefined) refuse(error);
+      if (error !== undefined) {
+        this.intake.onRefused?.(StreamRefusal.FrameTooLarge);
+        refuse(error);
+      }
     });
     socket.on('error', () => {});
     socket.on('close', () => this.sockets.delete(socket));

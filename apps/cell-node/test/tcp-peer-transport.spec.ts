@@ -2,7 +2,8 @@
  * Goal: the TCP peer transport delivers Raft messages between nodes in order
  * and whole, however TCP splits or joins its frames; it refuses what is not
  * its own (oversized frames, bytes that are not a batch, another cell's
- * batches) by closing the connection and saying why; it tells Raft a peer is
+ * batches, a non-member's messages) by closing the connection, saying why
+ * and counting the refusal by reason; it tells Raft a peer is
  * unreachable and reconnects when the peer comes back.
  * Method: FrameReader over hand-cut byte streams; a real TcpPeerServer and
  * TcpPeerTransport on 127.0.0.1 ephemeral ports.
@@ -153,6 +154,38 @@ describe('TCP peer transport', () => {
     await closed;
     expect(logger.warnings[0]).toMatch(/not a RaftBatch/);
     expect(got).toEqual([]);
+  });
+
+  it("closes a connection that carries a non-member's message, hands on none of it, and counts each refusal by reason", async () => {
+    const got: Message[] = [];
+    const refused: string[] = [];
+    const logger = recordingLogger();
+    const server = new TcpPeerServer('cell-1', (m) => got.push(m), logger, {
+      admits: (id) => id === 'a' || id === 'b',
+      onRefused: (r) => refused.push(r),
+    });
+    await server.listen('127.0.0.1:0');
+    cleanups.push(() => server.close());
+    const send = (bytes: Buffer): Promise<void> =>
+      new Promise((resolve) => {
+        const socket = net.connect(server.port, '127.0.0.1');
+        socket.on('error', () => {});
+        socket.on('close', () => resolve());
+        socket.end(bytes);
+      });
+    const intruder = messageToWire({ ...append(1), from: NodeId('intruder'), term: Term(4) });
+    const oversized = Buffer.alloc(4);
+    oversized.writeUInt32BE(frameBytesMax + 1, 0);
+    await send(encodeFrame({ cellId: 'cell-1', messages: [messageToWire(append(1)), intruder] }));
+    await send(encodeFrame({ cellId: 'cell-2', messages: [messageToWire(append(1))] }));
+    await send(Buffer.from([0, 0, 0, 3, 0xff, 0xff, 0xff]));
+    await send(oversized);
+    expect(got).toEqual([]);
+    expect(refused).toEqual(['not-member', 'other-cell', 'undecodable', 'frame-too-large']);
+    expect(logger.warnings[0]).toMatch(/"intruder\\", which is not a member of cell cell-1/);
+    // A member's frame on a fresh connection still gets through.
+    await send(encodeFrame({ cellId: 'cell-1', messages: [messageToWire(append(2))] }));
+    expect(got.map((m) => m.from)).toEqual(['a']);
   });
 
   it('reports a peer that is down as unreachable, and reaches it once it is up', async () => {

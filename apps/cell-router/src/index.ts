@@ -27,5 +27,4 @@ export {
 } from './routing-source.js';
 export { address, positiveInt, routingOptions, checkRoutingChoice, parseRouterConfig, type RouterConfig } from './config.js';
 export { routingSourceFor, serveMetrics, stopOnSignals, exitOnBug, exitOnConfigError } from './process.js';
-export { tolerantService, checkDecoded } from './tolerant-service.js';
 export { startLockServer, type LockServer } from './lock-server.js';

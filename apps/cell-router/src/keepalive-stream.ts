@@ -10,7 +10,6 @@ import { FencerError } from '@fencer/base';
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
 import { toServiceError, type lockservice } from '@fencer/protocol';
 import type { HeartbeatBatcher } from './heartbeat-batcher.js';
-import { checkDecoded } from './tolerant-service.js';
 import { KEEPALIVE_STREAMS_MAX, STREAM_PENDING_MAX } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
 
@@ -57,11 +56,6 @@ export class KeepAliveStreams {
     };
     call.on('data', (req: lockservice.KeepAliveRequest) => {
       if (!live) return;
-      try {
-        checkDecoded(req);
-      } catch (e) {
-        return fail(e as FencerError);
-      }
       if (pending >= this.pendingMax) {
         return fail(
           new FencerError(

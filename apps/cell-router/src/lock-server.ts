@@ -1,12 +1,12 @@
 /**
  * The gRPC server a router or proxy serves the lock contract on: the
- * contract's service with tolerant decoders, bound to host:port (port 0
+ * contract's service on a TolerantServer (request bytes that do not decode
+ * get INVALID_ARGUMENT, @fencer/protocol), bound to host:port (port 0
  * picks one), and a stop that waits for calls to finish for a moment, then
  * cuts the rest.
  */
-import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { lockservice } from '@fencer/protocol';
-import { tolerantService } from './tolerant-service.js';
+import { ServerCredentials } from '@grpc/grpc-js';
+import { TolerantServer, lockservice } from '@fencer/protocol';
 
 /** Calls still open this long after a stop began are cut. */
 const SHUTDOWN_GRACE_MS = 2_000;
@@ -18,8 +18,8 @@ export interface LockServer {
 }
 
 export async function startLockServer(handlers: lockservice.LockServiceServer, address: string): Promise<LockServer> {
-  const server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
-  server.addService(tolerantService(lockservice.LockServiceService), handlers);
+  const server = new TolerantServer({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  server.addService(lockservice.LockServiceService, handlers);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
   );

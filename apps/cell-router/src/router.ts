@@ -36,7 +36,6 @@ import type { Logger } from 'pino';
 import { CellPool, type CellState } from './cell-pool.js';
 import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import { KeepAliveStreams } from './keepalive-stream.js';
-import { checkDecoded } from './tolerant-service.js';
 import { startLockServer, type LockServer } from './lock-server.js';
 import {
   CALL_BUDGET_MS_DEFAULT,
@@ -224,7 +223,6 @@ export function buildRouter(deps: RouterDeps): Router {
         else callback(null, res);
       };
       const run = async (): Promise<Res> => {
-        checkDecoded(call.request);
         const req = call.request as unknown as Record<string, unknown>;
         const { namespace, bySession } = namespaceOfCall(method, req);
         const waitMs = method === 'acquire' && typeof req.waitMs === 'number' ? req.waitMs : 0;
@@ -312,7 +310,6 @@ export function buildRouter(deps: RouterDeps): Router {
     call.on('close', () => stop());
 
     const open = async (): Promise<void> => {
-      checkDecoded(req);
       const { namespace } = namespaceOfCall('watch', req as unknown as Record<string, unknown>);
       const c = await cellFor(namespace, false);
       if (!live) return;

@@ -7,12 +7,15 @@
  * Method: @fencer/fleet starts 2 cells x 1 cell-node, one router and one
  * proxy on 127.0.0.1 ("known" routed to cell-1); calls go straight to the
  * router or proxy; raw byte payloads go through a grpc-js Client with an
- * identity serializer. At the end every process must still run.
+ * identity serializer (@fencer/protocol/testing's rawCallError), on a unary,
+ * a server-streaming and a bidirectional method. At the end every process
+ * must still run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, lockservice } from '@fencer/protocol';
+import { NOT_A_MESSAGE, type RawCallKind, rawCallError } from '@fencer/protocol/testing';
 import { TestClient, errorOf } from '@fencer/fleet/contract';
 import { startTestFleet, type TestFleet } from '@fencer/fleet/testing';
 
@@ -94,53 +97,29 @@ describe("the router answers bad input in the contract's words", () => {
   });
 });
 
-/** Sends raw bytes as the request of `path`; resolves with the error. */
-function rawCall(address: string, path: string, bytes: Buffer): Promise<FencerError> {
-  const c = new Client(address, credentials.createInsecure());
-  return new Promise((resolve, reject) =>
-    c.makeUnaryRequest(
-      path,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      bytes,
-      new Metadata(),
-      { deadline: Date.now() + 10_000 },
-      (err) => {
-        c.close();
-        if (err) resolve(fromServiceError(err));
-        else reject(new Error('expected the call to fail'));
-      },
-    ),
-  );
-}
-
 describe('wrong types', () => {
-  it('bytes that are not a message get INVALID_ARGUMENT, not INTERNAL', async () => {
-    // Field 1 claims 127 bytes of string and the message ends after one.
-    const e = await rawCall(router, '/lockservice.v1.LockService/GetLock', Buffer.from([0x0a, 0x7f, 0x41]));
-    expect(e.code).toBe('INVALID_ARGUMENT');
-    expect(e.message).toMatch(/GetLock.*not a valid message/);
-  });
+  it.each([
+    ['GetLock', 'unary'],
+    ['Acquire', 'unary'],
+    ['Watch', 'server-stream'],
+    ['KeepAlive', 'bidi'],
+  ] as [string, RawCallKind][])(
+    '%s (%s) bytes that are not a message get INVALID_ARGUMENT from the router, not INTERNAL',
+    async (method, kind) => {
+      const e = await rawCallError(router, `/lockservice.v1.LockService/${method}`, kind, NOT_A_MESSAGE);
+      expect(e.code).toBe('INVALID_ARGUMENT');
+      expect(e.message).toMatch(new RegExp(`${method}: the request is not a valid message`));
+    },
+  );
 
   it('a field of the wrong wire type is ignored, and the missing field is named', async () => {
     // Field 1 (name, a string) sent as a varint.
-    const e = await rawCall(router, '/lockservice.v1.LockService/GetLock', Buffer.from([0x08, 0x05]));
+    const e = await rawCallError(router, '/lockservice.v1.LockService/GetLock', 'unary', Buffer.from([0x08, 0x05]));
     expect(e.code).toBe('INVALID_NAME');
   });
 
   it('a proxy answers a KeepAlive message that does not decode with INVALID_ARGUMENT', async () => {
-    const c = new Client(proxy, credentials.createInsecure());
-    const stream = c.makeBidiStreamRequest(
-      '/lockservice.v1.LockService/KeepAlive',
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      new Metadata(),
-    );
-    const e = await new Promise<FencerError>((resolve) => {
-      stream.on('error', (x: ServiceError) => resolve(fromServiceError(x)));
-      stream.write(Buffer.from([0x0a, 0x7f]));
-    });
-    c.close();
+    const e = await rawCallError(proxy, '/lockservice.v1.LockService/KeepAlive', 'bidi', Buffer.from([0x0a, 0x7f]));
     expect(e.code).toBe('INVALID_ARGUMENT');
   });
 });

@@ -12,3 +12,4 @@ export {
   toServiceError,
   type ErrorSpec,
 } from './errors.js';
+export { TolerantServer } from './tolerant-server.js';

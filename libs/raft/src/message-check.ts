@@ -37,7 +37,11 @@ export const DropReason = {
   BadEntries: 'bad-entries',
   /** InstallSnapshot without metadata, or with metadata or a chunk of the wrong shape. */
   BadSnapshot: 'bad-snapshot',
-  /** A response from a node outside the configuration: it answers nothing this node asked. */
+  /**
+   * A response from a node outside the configuration: it answers nothing this
+   * node asked. A node's transport uses the same reason for any message from
+   * a sender that it does not know as a member, refused at the stream.
+   */
   NotMember: 'not-member',
   /** A leader's message (or TimeoutNow) in this node's term from another node than the leader it knows for that term; TimeoutNow for another term. */
   NotLeader: 'not-leader',

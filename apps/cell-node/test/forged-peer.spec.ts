@@ -1,0 +1,475 @@
+/**
+ * Goal (issue 18, "Done when"): forged and malformed Raft messages sent to
+ * every port of a running cell (wrong `to`, `from` the receiver, a
+ * non-member `from`, another cell, a term near 2^53, a term one above the
+ * cell's, malformed entries, garbage bytes, HTTP/2 garbage, the Raft gRPC
+ * service on the gRPC ports) make no replica exit, leave every replica's
+ * term where it was, are counted by reason in
+ * fencer_raft_messages_refused_total, and a client working through it all
+ * sees no error.
+ * Method: three cell-node processes on 127.0.0.1 (tools/fleet/test-cell).
+ * Each process's listening ports are read from the kernel (/proc/<pid>/fd
+ * and /proc/net/tcp) and must be exactly the four its command line names
+ * (--listen, --admin-listen, --metrics-listen, --peer-listen), so a socket
+ * added later cannot escape the barrage. Every payload goes to every port
+ * of every replica on its own connection, which the test half-closes and
+ * waits to see closed. Garbage comes from a seeded generator (SEED below).
+ * A client loop (acquire and release through every replica, no retries)
+ * and a KeepAlive stream run from before the barrage until after it. The
+ * refusals are awaited in each replica's metrics before the terms are read.
+ * Every forged message carries a term above the cell's, so one that a
+ * replica acted on would have moved its term at once.
+ */
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServiceError, credentials, status } from '@grpc/grpc-js';
+import { FencerError, SeededRandom } from '@fencer/base';
+import { fromServiceError, lockservice, raftpb } from '@fencer/protocol';
+import { encodeFrame } from '../src/tcp-peer-transport.js';
+import { type Cell, eventually, startCell } from './support/cell.js';
+
+/** The garbage's seed; FENCER_FORGED_SEED=<n> replays another. */
+const SEED = Number(process.env.FENCER_FORGED_SEED ?? 0x5eed18);
+const { MessageType: T } = raftpb;
+/** A node id no configuration names. */
+const INTRUDER = 'intruder-9';
+const TERM_NEAR_2_53 = 2 ** 53 - 1;
+
+let cell: Cell;
+
+beforeAll(async () => {
+  // A 2 s election timeout (sessions must then live at least twice its 4 s upper bound): a replica starved of CPU on a
+  // shared machine must not start an election of its own, which would move the term as a forgery would. A forged
+  // message that a replica acted on moves its term at once, whatever the timeout.
+  cell = await startCell({ replicas: 3, extraArgs: ['--election-ticks', '20', '--ttl-min-ms', '8000'] });
+});
+afterAll(async () => {
+  await cell?.stop();
+});
+
+type PortKind = 'lock' | 'admin' | 'metrics' | 'peer';
+interface Target {
+  readonly id: string;
+  readonly pid: number;
+  readonly cellId: string;
+  readonly ports: Readonly<Record<PortKind, number>>;
+}
+
+/** The value after `flag` in a replica's command line. */
+function flag(argv: readonly string[], name: string): string {
+  const at = argv.indexOf(name);
+  if (at < 0 || at + 1 >= argv.length) throw new Error(`the replica's command line has no ${name}`);
+  return argv[at + 1]!;
+}
+
+const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
+
+/** TCP ports a process listens on, from the kernel: its socket inodes matched against /proc/net/tcp{,6} LISTEN rows. */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let link = '';
+    try {
+      link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed between readdir and readlink
+    }
+    const m = /^socket:\[(\d+)\]$/.exec(link);
+    if (m) inodes.add(m[1]!);
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue; // no IPv6 on this machine
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const LISTEN = '0A';
+      if (f[3] === LISTEN && inodes.has(f[9]!)) ports.add(parseInt(f[1]!.split(':')[1]!, 16));
+    }
+  }
+  return [...ports].sort((x, y) => x - y);
+}
+
+function targets(): Target[] {
+  return cell.replicas.map((r) => {
+    const pid = cell.children.get(r.id)!.pid!;
+    return {
+      id: r.id,
+      pid,
+      cellId: flag(r.argv, '--cell-id'),
+      ports: {
+        lock: portOf(flag(r.argv, '--listen')),
+        admin: portOf(flag(r.argv, '--admin-listen')),
+        metrics: portOf(flag(r.argv, '--metrics-listen')),
+        peer: portOf(flag(r.argv, '--peer-listen')),
+      },
+    };
+  });
+}
+
+// ------------------------------------------------------------ sending
+
+/** Connects, writes `bytes`, half-closes, and resolves once the server has closed the connection too. */
+function sendRaw(port: number, bytes: Uint8Array, limitMs = 15_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`port ${port} kept a connection open ${limitMs} ms after the test's half-close`));
+    }, limitMs);
+    socket.on('connect', () => socket.end(bytes));
+    socket.on('data', () => {});
+    // The server may close before it has read everything (a refused frame): a reset is an answer too.
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** An HTTP/2 request with a gRPC-framed body of `body` bytes; resolves with its grpc-status (or the HTTP/2 error). */
+function http2Call(port: number, path: string, body: Uint8Array): Promise<string> {
+  return new Promise((resolve) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', (e) => resolve(`session error: ${e.message}`));
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+    let grpcStatus: string | undefined;
+    req.on('response', (h) => (grpcStatus = h['grpc-status'] as string | undefined));
+    req.on('trailers', (t) => (grpcStatus = (t['grpc-status'] as string | undefined) ?? grpcStatus));
+    req.on('data', () => {});
+    req.on('error', (e) => {
+      session.close();
+      resolve(`stream error: ${e.message}`);
+    });
+    req.on('close', () => {
+      session.close();
+      resolve(grpcStatus ?? 'no grpc-status');
+    });
+    const frame = Buffer.alloc(5 + body.length);
+    frame.writeUInt32BE(body.length, 1);
+    frame.set(body, 5);
+    req.end(frame);
+  });
+}
+
+/** The Raft peer service called on a gRPC port: its status code. */
+function raftServiceCall(port: number, cellId: string, to: string): Promise<number> {
+  const client = new raftpb.RaftTransportClient(`127.0.0.1:${port}`, credentials.createInsecure());
+  return new Promise<number>((resolve) => {
+    const stream = client.send();
+    stream.on('error', (e: ServiceError) => resolve(e.code));
+    stream.on('data', () => {});
+    stream.on('end', () => resolve(status.OK));
+    stream.write({ cellId, messages: [wire({ type: T.MESSAGE_TYPE_HEARTBEAT, from: INTRUDER, to, term: 1_000 })] });
+    stream.end();
+  }).finally(() => client.close());
+}
+
+// ------------------------------------------------------------ payloads
+
+function wire(m: Partial<raftpb.RaftMessage> & Pick<raftpb.RaftMessage, 'type' | 'from' | 'to' | 'term'>): raftpb.RaftMessage {
+  return { entries: [], ...m };
+}
+
+function randomBytes(random: SeededRandom, n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = random.int(256);
+  return b;
+}
+
+/** A raw 4-byte big-endian length prefix followed by `body`. */
+function prefixed(length: number, body: Uint8Array): Buffer {
+  const b = Buffer.alloc(4 + body.length);
+  b.writeUInt32BE(length, 0);
+  b.set(body, 4);
+  return b;
+}
+
+interface Forgery {
+  readonly what: string;
+  readonly bytes: Buffer;
+  /** The refusal reason the receiving replica's peer port must count for it, at least `count` times. */
+  readonly reason: string;
+  readonly count: number;
+}
+
+/**
+ * Frames for replica `self` of cell `cellId` at the cell's term `term`
+ * (`member` and `third` are the other two members): each well-formed as a
+ * frame, each a message the replica must not act on.
+ */
+function forgedFrames(self: string, member: string, third: string, cellId: string, term: number, random: SeededRandom): Forgery[] {
+  const higher = term + 1;
+  const kinds = [T.MESSAGE_TYPE_HEARTBEAT, T.MESSAGE_TYPE_APPEND_ENTRIES, T.MESSAGE_TYPE_REQUEST_VOTE, T.MESSAGE_TYPE_TIMEOUT_NOW];
+  const batch = (messages: raftpb.RaftMessage[], cell = cellId): Buffer => encodeFrame({ cellId: cell, messages });
+  const each = (f: (type: raftpb.MessageType) => raftpb.RaftMessage): raftpb.RaftMessage[] => kinds.map(f);
+  const garbageEntry = { term: higher, index: 1, type: 9, data: new Uint8Array([1, 2, 3]) };
+  return [
+    {
+      what: 'wrong to (another member), higher term',
+      bytes: batch(each((type) => wire({ type, from: member, to: third, term: higher }))),
+      reason: 'wrong-to',
+      count: kinds.length,
+    },
+    {
+      what: 'wrong to (nobody), higher term',
+      bytes: batch(each((type) => wire({ type, from: member, to: 'nobody', term: higher }))),
+      reason: 'wrong-to',
+      count: kinds.length,
+    },
+    {
+      what: 'from equal to the receiver, higher term',
+      bytes: batch(each((type) => wire({ type, from: self, to: self, term: higher }))),
+      reason: 'from-self',
+      count: kinds.length,
+    },
+    {
+      what: 'a non-member from, higher term by 1',
+      bytes: batch(each((type) => wire({ type, from: INTRUDER, to: self, term: higher, index: 0, logTerm: 0, commit: 0 }))),
+      reason: 'not-member',
+      count: 1,
+    },
+    {
+      what: 'a non-member from, a term near 2^53',
+      bytes: batch(each((type) => wire({ type, from: INTRUDER, to: self, term: TERM_NEAR_2_53 }))),
+      reason: 'not-member',
+      count: 1,
+    },
+    {
+      what: 'a member from, a term near 2^53',
+      bytes: batch(each((type) => wire({ type, from: member, to: self, term: TERM_NEAR_2_53 }))),
+      reason: 'bad-term',
+      count: kinds.length,
+    },
+    {
+      what: "a member from, higher term, an entry of a type the log doesn't know",
+      bytes: batch([
+        wire({ type: T.MESSAGE_TYPE_APPEND_ENTRIES, from: member, to: self, term: higher, index: 0, logTerm: 0, entries: [garbageEntry] }),
+      ]),
+      reason: 'bad-entries',
+      count: 1,
+    },
+    {
+      what: 'a member from, higher term, a message type this node does not know',
+      bytes: batch([wire({ type: 99 as raftpb.MessageType, from: member, to: self, term: higher })]),
+      reason: 'unknown-type',
+      count: 1,
+    },
+    {
+      what: "another cell's batch, higher term",
+      bytes: batch(
+        each((type) => wire({ type, from: member, to: self, term: higher })),
+        `${cellId}-other`,
+      ),
+      reason: 'other-cell',
+      count: 1,
+    },
+    { what: 'a huge length prefix (2^32-1)', bytes: prefixed(0xffff_ffff, randomBytes(random, 64)), reason: 'frame-too-large', count: 1 },
+    {
+      what: 'a length prefix one above the frame limit',
+      bytes: prefixed(64 * 1024 * 1024 + 1, randomBytes(random, 16)),
+      reason: 'frame-too-large',
+      count: 1,
+    },
+    {
+      what: 'a frame whose payload is not a RaftBatch',
+      // A field with wire type 7 (invalid) right away: no decoder takes it.
+      bytes: prefixed(8, Buffer.from([0x0f, 1, 2, 3, 4, 5, 6, 7])),
+      reason: 'undecodable',
+      count: 1,
+    },
+  ];
+}
+
+/** Garbage for any port: seeded random bytes of several sizes, a truncated frame, HTTP/2 prefaces followed by junk. */
+function garbage(random: SeededRandom): { what: string; bytes: Buffer }[] {
+  const sizes = [1, 3, 4, 5, 64, 4096, 256 * 1024];
+  const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  return [
+    ...sizes.map((n) => ({ what: `${n} random bytes`, bytes: randomBytes(random, n) })),
+    { what: 'a frame cut short', bytes: prefixed(1_000, randomBytes(random, 100)) },
+    { what: 'an HTTP/2 preface and random frames', bytes: Buffer.concat([preface, randomBytes(random, 2048)]) },
+    {
+      what: 'an HTTP/2 preface and a frame with a huge length',
+      bytes: Buffer.concat([preface, Buffer.from([0xff, 0xff, 0xff, 0x00, 0x00, 0, 0, 0, 0]), randomBytes(random, 64)]),
+    },
+    { what: 'an HTTP/1.1 request line with junk', bytes: Buffer.from('GET /\u0000\u0001 HTTP/1.1\r\nHost: x\r\n\r\n') },
+  ];
+}
+
+// ------------------------------------------------------------ observing
+
+async function refusals(metricsUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(metricsUrl)).text();
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^fencer_raft_messages_refused_total\{reason="([^"]+)"\} (\d+)$/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Acquire and release through every replica in turn, no retries: every error is recorded. */
+function clientLoop(ns: string, sessionId: string, stop: () => boolean) {
+  const errors: string[] = [];
+  let rounds = 0;
+  const roundsMax = 5_000;
+  const done = (async () => {
+    const until = Date.now() + 120_000;
+    while (!stop() && rounds < roundsMax && Date.now() < until) {
+      const via = cell.endpoints[rounds % cell.endpoints.length]!;
+      const name = `/ls/${ns}/l${rounds % 4}`;
+      try {
+        const got = await cell.client.once<lockservice.AcquireRequest, lockservice.AcquireResponse>(via, 'acquire', {
+          sessionId,
+          name,
+          mode: lockservice.LockMode.LOCK_MODE_EXCLUSIVE,
+          waitMs: 0,
+          requestId: `forged-${rounds}`,
+          lockDelayMs: 0,
+        });
+        if (got.status !== lockservice.AcquireStatus.ACQUIRE_STATUS_GRANTED) errors.push(`round ${rounds}: Acquire answered ${got.status}`);
+        else await cell.client.once(via, 'release', { sessionId, name, token: got.token });
+      } catch (e) {
+        errors.push(`round ${rounds} via ${via}: ${e instanceof FencerError ? `${e.code} ${e.message}` : String(e)}`);
+      }
+      rounds++;
+    }
+  })();
+  return { errors, rounds: () => rounds, done };
+}
+
+/** One KeepAlive stream to `address`, heartbeating every intervalMs; errors and expiries are recorded. */
+function keepAliveStream(address: string, sessionId: string, intervalMs: number) {
+  const errors: string[] = [];
+  const expired: string[] = [];
+  let acks = 0;
+  const stream = cell.client.raw(address).keepAlive();
+  stream.on('data', (r: lockservice.KeepAliveResponse) => {
+    acks++;
+    if (r.expired) expired.push(r.sessionId);
+  });
+  stream.on('error', (e: ServiceError) => {
+    if (e.code !== status.CANCELLED) errors.push(`KeepAlive: ${fromServiceError(e).code} ${e.details}`);
+  });
+  const beat = (): void => void stream.write({ sessionId });
+  beat();
+  const timer = setInterval(beat, intervalMs);
+  return {
+    errors,
+    expired,
+    acks: () => acks,
+    stop: () => {
+      clearInterval(timer);
+      stream.cancel();
+    },
+  };
+}
+
+// ------------------------------------------------------------ the test
+
+describe('forged and malformed Raft messages to every port of a running cell', () => {
+  it('no replica exits, no term moves, each refusal is counted, and the client sees no error', { timeout: 240_000 }, async () => {
+    const all = targets();
+    // Every port each process listens on is one its command line names, and each of those is listened on.
+    for (const t of all) expect(listeningPorts(t.pid), t.id).toEqual(Object.values(t.ports).sort((x, y) => x - y));
+
+    const leader = await cell.leader();
+    const before = new Map<string, number>();
+    for (const t of all) before.set(t.id, (await cell.statusOf(t.id))!.term);
+    expect(new Set(before.values())).toEqual(new Set([leader.term]));
+    const refusedBefore = new Map<string, Map<string, number>>();
+    for (const r of cell.replicas) refusedBefore.set(r.id, await refusals(r.metrics));
+
+    // The client: one session, KeepAlive to the leader, acquire/release through every replica.
+    const ns = `forged-${process.pid}`;
+    const session = await cell.client.openSession(ns, 10_000);
+    const leaderAddress = cell.replicas.find((r) => r.id === leader.nodeId)!.grpc;
+    const keepAlive = keepAliveStream(leaderAddress, session.sessionId, 200);
+    let barrageDone = false;
+    const loop = clientLoop(ns, session.sessionId, () => barrageDone);
+    await eventually(() => (loop.rounds() >= 3 && keepAlive.acks() >= 1 ? true : undefined), 20_000, 'the client working');
+
+    console.log(`forged-peer: seed ${SEED} (replay with FENCER_FORGED_SEED=${SEED})`);
+    const random = new SeededRandom(SEED);
+    const junk = garbage(random);
+    const expected = new Map<string, Map<string, number>>();
+    const raftCalls: string[] = [];
+    let sent = 0;
+    try {
+      for (const t of all) {
+        const [member, third] = all.filter((o) => o.id !== t.id).map((o) => o.id);
+        const frames = forgedFrames(t.id, member!, third!, t.cellId, leader.term, random);
+        const want = new Map<string, number>();
+        for (const f of frames) want.set(f.reason, (want.get(f.reason) ?? 0) + f.count);
+        expected.set(t.id, want);
+        for (const kind of Object.keys(t.ports) as PortKind[]) {
+          const port = t.ports[kind];
+          for (const p of [...frames, ...junk]) {
+            await sendRaw(port, p.bytes);
+            sent++;
+          }
+          if (kind === 'lock' || kind === 'admin') {
+            const code = await raftServiceCall(port, t.cellId, t.id);
+            raftCalls.push(`${t.id} ${kind}: ${status[code]}`);
+            expect(code, `${t.id} ${kind} port, Raft service`).toBe(status.UNIMPLEMENTED);
+            const h2 = await http2Call(port, '/fencer.raft.v1.RaftTransport/Send', frames[3]!.bytes);
+            expect(h2, `${t.id} ${kind} port, Raft path over HTTP/2`).toBe(String(status.UNIMPLEMENTED));
+          }
+        }
+      }
+
+      // Wait for every refusal to be counted before reading the terms.
+      for (const r of cell.replicas) {
+        const want = expected.get(r.id)!;
+        const base = refusedBefore.get(r.id)!;
+        await eventually(
+          async () => {
+            const now = await refusals(r.metrics);
+            return [...want].every(([reason, n]) => (now.get(reason) ?? 0) - (base.get(reason) ?? 0) >= n) ? true : undefined;
+          },
+          20_000,
+          `${r.id} counting ${JSON.stringify([...want])}`,
+        );
+      }
+      // One more acquire/release round after the last refusal, then the client stops.
+      const roundsAtEnd = loop.rounds();
+      await eventually(() => (loop.rounds() > roundsAtEnd + 1 ? true : undefined), 20_000, 'a client round after the barrage');
+    } finally {
+      barrageDone = true;
+      await loop.done;
+      keepAlive.stop();
+    }
+
+    for (const t of all) {
+      expect(alive(t.pid) && cell.children.get(t.id)!.exitCode === null, `${t.id} (pid ${t.pid}) still running`).toBe(true);
+      const st = await cell.statusOf(t.id, 5_000);
+      expect(st, `${t.id} answers admin Status`).toBeDefined();
+      expect(st!.term, `${t.id}'s term`).toBe(before.get(t.id));
+      expect(st!.leaderId, `${t.id}'s leader`).toBe(leader.nodeId);
+    }
+    expect(loop.errors).toEqual([]);
+    expect(keepAlive.errors).toEqual([]);
+    expect(keepAlive.expired).toEqual([]);
+    expect(loop.rounds()).toBeGreaterThan(0);
+    expect(keepAlive.acks()).toBeGreaterThan(1);
+    console.log(
+      `forged-peer: ${sent} connections to ${all.length * 4} ports, ${raftCalls.length} Raft service calls, ` +
+        `${loop.rounds()} client rounds, ${keepAlive.acks()} KeepAlive acks`,
+    );
+  });
+});
