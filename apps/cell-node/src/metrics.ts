@@ -83,10 +83,13 @@ export class NodeMetrics {
     labelNames: ['name'],
     registers: [this.registry],
   });
-  /** Peer messages the Raft core refused, by reason (libs/raft message-check.ts): a rising count is a bug or a hostile peer. */
+  /**
+   * Peer messages refused, by reason: by the Raft core (libs/raft message-check.ts) or at the peer transport (peer-codec.ts:
+   * other-cell, undecodable, frame-too-large, not-member, unknown-type). A rising count is a bug or a hostile peer.
+   */
   private readonly raftMessagesRefused = new Counter({
     name: 'fencer_raft_messages_refused_total',
-    help: 'Raft messages the core refused unprocessed, by reason (malformed, wrong-to, from-self, bad-term, not-member, ...)',
+    help: 'Raft messages refused unprocessed, by the core or the peer transport, by reason (malformed, wrong-to, bad-term, other-cell, undecodable, ...)',
     labelNames: ['reason'],
     registers: [this.registry],
   });
