@@ -80,7 +80,7 @@ export interface ChaosFigures {
   readonly expiriesInLog: number;
   readonly expiriesSeenByClients: number;
   /** Sessions with an acknowledged heartbeat, and those of them whose end other clients' grants show (judged against the promise). */
-  readonly expiryPromises: { readonly promised: number; readonly judged: number };
+  readonly expiryPromises: { readonly promised: number; readonly judged: number; readonly slackMsMin: number | null };
   readonly sessionsAbandoned: number;
   readonly faultsByKind: Partial<Record<FaultKind, number>>;
   /** Replicas that exited by themselves under an armed disk fault (each must be a clean exit 1). */
@@ -478,7 +478,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     termsInLog: finalLogs?.replay.terms.size ?? 0,
     expiriesInLog: finalLogs?.replay.okKinds.ExpireSession ?? 0,
     expiriesSeenByClients: expiriesSeen,
-    expiryPromises: { promised: promises.promises, judged: promises.judged },
+    expiryPromises: {
+      promised: promises.promises,
+      judged: promises.judged,
+      slackMsMin: Number.isFinite(promises.slackMsMin) ? Math.round(promises.slackMsMin) : null,
+    },
     sessionsAbandoned: abandoned,
     faultsByKind: nemesis?.started ?? {},
     diskFaultExits: cell.faultExits.length,
@@ -527,7 +531,7 @@ export function summarize(r: ChaosReport): string {
   const lines = [
     `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
     `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
-    `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}; heartbeat promises ${f.expiryPromises.promised} (${f.expiryPromises.judged} judged against other clients' grants)`,
+    `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}; heartbeat promises ${f.expiryPromises.promised} (${f.expiryPromises.judged} judged against other clients' grants, least margin ${f.expiryPromises.slackMsMin ?? '-'} ms)`,
     `  faults: ${
       Object.entries(f.faultsByKind)
         .map(([k, v]) => `${k} ${v}`)

@@ -95,6 +95,7 @@ describe('heartbeat promises against other clients’ grants', () => {
     const early = history([grant('w2', 'B', '/ls/t/a', 'X', 20, BOUND_MS - 50)]);
     const r = checkExpiryPromises(early, NO_LOG, REAL_RATE_CLOCK);
     expect(r).toMatchObject({ promises: 1, judged: 1, violationCount: 1 });
+    expect(r.slackMsMin).toBeCloseTo(-50, 6);
     expect(r.violations[0]).toContain('session A (w1)');
     expect(r.violations[0]).toContain('over its hold (token 5)');
     expect(flagged(history([grant('w2', 'B', '/ls/t/a', 'X', 20, BOUND_MS + 50)]))).toBe(0);

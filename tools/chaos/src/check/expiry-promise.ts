@@ -39,6 +39,8 @@ export interface ExpiryPromiseReport {
   readonly promises: number;
   /** Of those, sessions with evidence of their end (log or lock) to judge the promise against. */
   readonly judged: number;
+  /** The least margin by which a judged session's end came after its promise ran out (negative: a violation); Infinity when none was judged. */
+  readonly slackMsMin: number;
   readonly violations: string[];
   readonly violationCount: number;
 }
@@ -186,6 +188,7 @@ export function checkExpiryPromises(
   let count = 0;
   let promises = 0;
   let judged = 0;
+  let slackMsMin = Infinity;
   for (const [s, facts] of history.sessions) {
     const promise = facts.lastPromise;
     const p = processOf.get(s);
@@ -200,11 +203,12 @@ export function checkExpiryPromises(
     const rate = clock.rateMax(promise.sentMs, Math.max(promise.sentMs, ended.t));
     const driftMs = clock.driftMs(promise.ttlMs);
     const notBefore = promise.sentMs + promise.ttlMs / rate - driftMs;
+    slackMsMin = Math.min(slackMsMin, ended.t - notBefore);
     if (ended.t >= notBefore) continue;
     if (count++ < VIOLATIONS_KEPT_MAX)
       violations.push(
         `session ${s} (${p}) was promised life until ${notBefore.toFixed(1)} (a heartbeat sent at ${promise.sentMs.toFixed(1)} answered with ttl_ms_remaining ${promise.ttlMs}, clock rate up to x${rate}, less ${driftMs} ms drift), yet it had ended by ${ended.t.toFixed(1)}: ${ended.what}`,
       );
   }
-  return { promises, judged, violations, violationCount: count };
+  return { promises, judged, slackMsMin, violations, violationCount: count };
 }
