@@ -182,6 +182,7 @@ export function rerunCommand(o: ChaosOptions): string {
   if (o.clientClockRate !== undefined) parts.push(`--client-clock-rate ${o.clientClockRate}`);
   if (o.weights) parts.push(`--weights '${JSON.stringify(o.weights)}'`);
   if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
+  if (o.nemesisIntervalMs !== undefined) parts.push(`--nemesis-interval-ms ${o.nemesisIntervalMs.join(',')}`);
   return parts.join(' ');
 }
 
