@@ -22,7 +22,7 @@ import type { ChaosCell } from './cell.js';
 import { type DiskFault, faketimeAvailable, fiuAvailable } from './cell.js';
 import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX } from './limits.js';
 import { bridge, isolate, majorityMinority, oneWay, ring, type Partition } from './partitions.js';
-import type { LinkProxy } from './proxy.js';
+import type { LinkFault, LinkProxy } from './proxy.js';
 
 export type FaultKind =
   | 'kill-leader'
@@ -87,6 +87,9 @@ export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
   membership: 2,
   'slow-leader-isolated': 1,
 };
+
+/** A link that refuses: every connection is reset at its first bytes. */
+const REFUSED: LinkFault = { dropRate: 1 };
 
 /** How long the slow-leader fault tries to make its x0.25 replica leader. */
 const SLOW_LEADER_START_MS = 40_000;
@@ -338,7 +341,9 @@ export class Nemesis {
    * replica from the fault's start (while it follows, it relays that
    * client's calls and heartbeats to the leader, so the client settles on
    * it), and the others lose their links to it when it is cut off (they go
-   * on with the majority). A correct leader confirms leadership before
+   * on with the majority). A client's lost link refuses connections (each
+   * is reset) rather than swallowing bytes, so the client moves on at once
+   * instead of after its own timeouts on each dead node. A correct leader confirms leadership before
    * extending a lease, so the cut-off client's sessions get no extension and
    * expire on the majority side, where the other clients take their locks.
    */
@@ -350,7 +355,7 @@ export class Nemesis {
     const at = cell.ids.indexOf(id);
     const withIt = rnd.pick(this.o.workers);
     const cutClientLinks: LinkProxy[] = withIt.links.filter((_, i) => i !== at);
-    for (const l of cutClientLinks) l.setFault({ cutUp: true, cutDown: true });
+    for (const l of cutClientLinks) l.setFault(REFUSED);
     await cell.kill(id);
     cell.spawn(id, { clock: { faketime: '+0 x0.25', monotonic: true } });
     const healRestart = async (): Promise<string> => {
@@ -389,7 +394,7 @@ export class Nemesis {
     );
     for (const w of this.o.workers) {
       if (w === withIt) continue;
-      w.links[at]!.setFault({ cutUp: true, cutDown: true });
+      w.links[at]!.setFault(REFUSED);
       cutClientLinks.push(w.links[at]!);
     }
     return {
