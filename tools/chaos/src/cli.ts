@@ -36,6 +36,12 @@ const program = new Command('fencer-chaos')
     'snapshot and compact the log every n entries (default: never within a run)',
     int('--snapshot-every-entries'),
   )
+  .option('--nemesis-interval-ms <lo,hi>', 'milliseconds between fault starts, as a range (default: 1500,4000)', (v: string) => {
+    const r = v.split(',').map(Number);
+    if (r.length !== 2 || !r.every((n) => Number.isSafeInteger(n)) || !(r[0]! > 0 && r[0]! <= r[1]!))
+      throw new InvalidArgumentError('--nemesis-interval-ms must be two integers lo,hi with 0 < lo <= hi');
+    return [r[0]!, r[1]!] as const;
+  })
   .option('--work-dir <dir>', 'where data, logs, history and the report go (default: a new temporary directory)')
   .allowExcessArguments(false);
 program.parse(process.argv.slice(2), { from: 'user' });
@@ -48,6 +54,7 @@ const o = program.opts<{
   weights?: string;
   clientClockRate?: number;
   snapshotEveryEntries?: number;
+  nemesisIntervalMs?: readonly [number, number];
   workDir?: string;
 }>();
 if (!['full', 'soak', 'client-pauses', 'none'].includes(o.nemesis)) {
@@ -75,6 +82,7 @@ const report = await runChaos({
   ...(o.clientClockRate !== undefined ? { clientClockRate: o.clientClockRate } : {}),
   ...(weights !== undefined ? { weights } : {}),
   ...(o.snapshotEveryEntries !== undefined ? { snapshotEveryEntries: o.snapshotEveryEntries } : {}),
+  ...(o.nemesisIntervalMs !== undefined ? { nemesisIntervalMs: o.nemesisIntervalMs } : {}),
   ...(o.workDir ? { workDir: o.workDir } : {}),
 });
 console.log(summarize(report));

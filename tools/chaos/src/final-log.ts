@@ -78,6 +78,8 @@ export interface Replay {
   readonly kinds: Record<string, number>;
   readonly okKinds: Record<string, number>;
   readonly terms: Set<number>;
+  /** Each session an ExpireSession ended (outcome ok), with that entry's revision. */
+  readonly expiredAt: Map<string, number>;
   /** Answers to the snapshot queries: `${revision} ${prefix}` → name → summary. */
   readonly snapshots: Map<string, Map<string, string>>;
 }
@@ -95,6 +97,7 @@ export function replay(log: ReplicaLog, snapshotQueries: ReadonlyArray<{ revisio
   const kinds: Record<string, number> = {};
   const okKinds: Record<string, number> = {};
   const terms = new Set<number>();
+  const expiredAt = new Map<string, number>();
   const snapshots = new Map<string, Map<string, string>>();
   const queries = [...snapshotQueries].filter((q) => q.revision >= log.snapshotIndex).sort((a, b) => a.revision - b.revision);
   let q = 0;
@@ -126,7 +129,10 @@ export function replay(log: ReplicaLog, snapshotQueries: ReadonlyArray<{ revisio
     const command = decodeCommand(e.data);
     const applied = fsm.apply(e.index, command);
     kinds[command.kind] = (kinds[command.kind] ?? 0) + 1;
-    if ((applied.outcome as { ok: boolean }).ok) okKinds[command.kind] = (okKinds[command.kind] ?? 0) + 1;
+    if ((applied.outcome as { ok: boolean }).ok) {
+      okKinds[command.kind] = (okKinds[command.kind] ?? 0) + 1;
+      if (command.kind === 'ExpireSession') expiredAt.set(command.sessionId, applied.revision);
+    }
     if (applied.events.length > 0)
       events.set(
         applied.revision,
@@ -134,7 +140,7 @@ export function replay(log: ReplicaLog, snapshotQueries: ReadonlyArray<{ revisio
       );
   }
   answer(Infinity);
-  return { fsm, events, kinds, okKinds, terms, snapshots };
+  return { fsm, events, kinds, okKinds, terms, expiredAt, snapshots };
 }
 
 export interface FinalLogs {

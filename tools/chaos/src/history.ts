@@ -95,8 +95,8 @@ export type HistoryRecord =
   | { readonly k: 'inv'; readonly p: string; readonly id: number; readonly t: number; readonly op: OpArgs }
   | { readonly k: 'ok'; readonly p: string; readonly id: number; readonly t: number; readonly r: OpResult }
   | { readonly k: 'fail' | 'unk'; readonly p: string; readonly id: number; readonly t: number; readonly code: string }
-  /** A heartbeat sent at `sent` was acknowledged (alive) at `t`. */
-  | { readonly k: 'hb'; readonly p: string; readonly s: string; readonly sent: number; readonly t: number }
+  /** A heartbeat sent at `sent` was acknowledged (alive) at `t` with `ttl` (ttl_ms_remaining) ms left. */
+  | { readonly k: 'hb'; readonly p: string; readonly s: string; readonly sent: number; readonly t: number; readonly ttl: number }
   /** KeepAlive answered that the session is gone. */
   | { readonly k: 'end'; readonly p: string; readonly s: string; readonly t: number }
   /** The client stopped heartbeating this session on purpose (it will expire). */
@@ -143,8 +143,8 @@ export class HistoryWriter {
     this.write({ k: 'unk', p: this.process, id, t: monoNowMs(), code });
   }
 
-  heartbeat(s: string, sent: number): void {
-    this.write({ k: 'hb', p: this.process, s, sent, t: monoNowMs() });
+  heartbeat(s: string, sent: number, ttlMsRemaining: number): void {
+    this.write({ k: 'hb', p: this.process, s, sent, t: monoNowMs(), ttl: ttlMsRemaining });
   }
 
   sessionEnded(s: string): void {
@@ -179,6 +179,12 @@ export interface Op {
 export interface SessionFacts {
   /** Latest send time of an acknowledged heartbeat. */
   lastAckedSendMs: number;
+  /**
+   * The acknowledged heartbeat whose promise reaches furthest: alive until
+   * at least `ttlMs` (its ttl_ms_remaining) after `sentMs`, by the leader's
+   * clock. Absent when no heartbeat was acknowledged.
+   */
+  lastPromise?: { sentMs: number; ttlMs: number };
   /** Earliest time the client learned the session was gone (KeepAlive), if it did. */
   endSeenMs: number;
   abandonedMs: number;
@@ -233,6 +239,8 @@ export function loadHistory(dir: string): History {
         case 'hb': {
           const f = facts(rec.s);
           f.lastAckedSendMs = Math.max(f.lastAckedSendMs, rec.sent);
+          if (rec.ttl > 0 && (f.lastPromise === undefined || rec.sent + rec.ttl > f.lastPromise.sentMs + f.lastPromise.ttlMs))
+            f.lastPromise = { sentMs: rec.sent, ttlMs: rec.ttl };
           break;
         }
         case 'end': {

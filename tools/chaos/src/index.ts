@@ -32,6 +32,7 @@ export { checkTokens, type TokenReport } from './check/tokens.js';
 export { checkResource, type ResourceReport } from './check/resource-check.js';
 export { checkWatches, type CanonicalLog, type WatchReport } from './check/watch-check.js';
 export { checkGrantsInLog, type LogGrantReport } from './check/log-check.js';
+export { checkExpiryPromises, type ExpiryPromiseReport } from './check/expiry-promise.js';
 export { readFinalLogs, readReplicaLog, replay, lockSummary, type FinalLogs, type ReplicaLog } from './final-log.js';
 export { runChaos, summarize, rerunCommand, type ChaosOptions, type ChaosReport, type ChaosFigures, type NemesisMode } from './run.js';
 export type { ResourceState, ResourceDecision } from './resource.js';

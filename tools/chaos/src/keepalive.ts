@@ -1,11 +1,12 @@
 /**
  * One KeepAlive stream per worker process carrying every live session of
  * the process, as the contract suggests. It records, for the checkers, the
- * send time of each acknowledged heartbeat (the earliest one outstanding for
- * that session, which is never later than the one really acknowledged, so
- * the expiry bound derived from it is safe) and the moment the server said a
- * session is gone. A stream that stops answering is abandoned for the next
- * node, as a client must do when its path to the leader is cut.
+ * send time and ttl_ms_remaining of each acknowledged heartbeat (the send
+ * time of the earliest one outstanding for that session, which is never
+ * later than the one really acknowledged, so the expiry bound derived from
+ * it is safe) and the moment the server said a session is gone. A stream
+ * that stops answering is abandoned for the next node, as a client must do
+ * when its path to the leader is cut.
  */
 import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
 import { fromServiceError, type lockservice } from '@fencer/protocol';
@@ -70,7 +71,7 @@ export class KeepAliveManager {
       } else if (sent !== undefined && r.ttlMsRemaining > 0) {
         // TTL 0: the leader is expiring the session (not yet gone); that is no acknowledgement of life.
         this.acks++;
-        this.history.heartbeat(r.sessionId, sent);
+        this.history.heartbeat(r.sessionId, sent, r.ttlMsRemaining);
       }
     });
     s.on('error', (err: ServiceError) => {

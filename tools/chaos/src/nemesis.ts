@@ -22,7 +22,7 @@ import type { ChaosCell } from './cell.js';
 import { type DiskFault, faketimeAvailable, fiuAvailable } from './cell.js';
 import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX } from './limits.js';
 import { bridge, isolate, majorityMinority, oneWay, ring, type Partition } from './partitions.js';
-import type { LinkProxy } from './proxy.js';
+import type { LinkFault, LinkProxy } from './proxy.js';
 
 export type FaultKind =
   | 'kill-leader'
@@ -87,6 +87,9 @@ export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
   membership: 2,
   'slow-leader-isolated': 1,
 };
+
+/** A link that refuses: every connection is reset at its first bytes. */
+const REFUSED: LinkFault = { dropRate: 1 };
 
 /** How long the slow-leader fault tries to make its x0.25 replica leader. */
 const SLOW_LEADER_START_MS = 40_000;
@@ -332,25 +335,37 @@ export class Nemesis {
   /**
    * A deposed leader that is slow to notice: a follower restarted with its
    * clock at a quarter of the real rate, made leader by a transfer, then cut
-   * from its peers (not from clients) for longer than a session TTL. Its
-   * check-quorum runs on its slow clock, so the majority elects a new leader
-   * long before it steps down; a correct leader confirms leadership before
-   * extending a lease, so clients that keep talking to it get no extension.
+   * from its peers for longer than a session TTL. Its check-quorum runs on
+   * its slow clock, so the majority elects a new leader long before it steps
+   * down. The clients are split with it: one client reaches only this
+   * replica from the fault's start (while it follows, it relays that
+   * client's calls and heartbeats to the leader, so the client settles on
+   * it), and the others lose their links to it when it is cut off (they go
+   * on with the majority). A client's lost link refuses connections (each
+   * is reset) rather than swallowing bytes, so the client moves on at once
+   * instead of after its own timeouts on each dead node. A correct leader confirms leadership before
+   * extending a lease, so the cut-off client's sessions get no extension and
+   * expire on the majority side, where the other clients take their locks.
    */
   private async slowLeaderIsolated(): Promise<Started | string> {
     const cell = this.o.cell;
     const rnd = this.random;
     const id = await this.pickFollower();
     if (id === undefined) return 'no leader or no follower up';
+    const at = cell.ids.indexOf(id);
+    const withIt = rnd.pick(this.o.workers);
+    const cutClientLinks: LinkProxy[] = withIt.links.filter((_, i) => i !== at);
+    for (const l of cutClientLinks) l.setFault(REFUSED);
     await cell.kill(id);
     cell.spawn(id, { clock: { faketime: '+0 x0.25', monotonic: true } });
     const healRestart = async (): Promise<string> => {
       cell.healLinks();
+      for (const l of cutClientLinks) l.heal();
       if (cell.state.get(id) !== 'paused') {
         await cell.kill(id);
         cell.spawn(id);
       }
-      return `healed links, restarted ${id} at the real rate`;
+      return `healed links (peers and clients), restarted ${id} at the real rate`;
     };
     // A node whose timers run at a quarter of the real rate starts slowly.
     const until = this.now() + SLOW_LEADER_START_MS;
@@ -377,8 +392,13 @@ export class Nemesis {
           { from: o, to: id },
         ]),
     );
+    for (const w of this.o.workers) {
+      if (w === withIt) continue;
+      w.links[at]!.setFault(REFUSED);
+      cutClientLinks.push(w.links[at]!);
+    }
     return {
-      detail: `leader ${id} at clock rate x0.25 cut from its peers`,
+      detail: `leader ${id} at clock rate x0.25 cut from its peers, with client ${withIt.id} on its side`,
       durationMs: this.o.ttlMs + rnd.range(4_000, 8_000),
       heal: healRestart,
     };

@@ -30,6 +30,7 @@ import { checkTokens } from './check/tokens.js';
 import { checkResource, type ResourceReport } from './check/resource-check.js';
 import { type CanonicalLog, checkWatches, watchSnapshotQueries, type WatchReport } from './check/watch-check.js';
 import { checkGrantsInLog, type LogGrantReport } from './check/log-check.js';
+import { checkExpiryPromises, type ExpiryPromiseReport } from './check/expiry-promise.js';
 
 /** full: processes, network, clients; soak: full plus clock-rate skew and disk faults under fiu. */
 export type NemesisMode = 'full' | 'soak' | 'client-pauses' | 'none';
@@ -78,6 +79,8 @@ export interface ChaosFigures {
   readonly termsInLog: number;
   readonly expiriesInLog: number;
   readonly expiriesSeenByClients: number;
+  /** Sessions with an acknowledged heartbeat, and those of them whose end other clients' grants show (judged against the promise). */
+  readonly expiryPromises: { readonly promised: number; readonly judged: number; readonly slackMsMin: number | null };
   readonly sessionsAbandoned: number;
   readonly faultsByKind: Partial<Record<FaultKind, number>>;
   /** Replicas that exited by themselves under an armed disk fault (each must be a clean exit 1). */
@@ -179,6 +182,7 @@ export function rerunCommand(o: ChaosOptions): string {
   if (o.clientClockRate !== undefined) parts.push(`--client-clock-rate ${o.clientClockRate}`);
   if (o.weights) parts.push(`--weights '${JSON.stringify(o.weights)}'`);
   if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
+  if (o.nemesisIntervalMs !== undefined) parts.push(`--nemesis-interval-ms ${o.nemesisIntervalMs.join(',')}`);
   return parts.join(' ');
 }
 
@@ -234,6 +238,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   let crashes: ReturnType<ChaosCell['crashed']> = [];
   const leaderTerms = new Set<string>();
   const leaderSamples: LeaderSample[] = [];
+  /** The fastest clock of any replica (leader or not) at each poll: a promise's span is judged at the fastest clock that could have expired it. */
+  const rateSamples: LeaderSample[] = [];
   let nemesis: Nemesis | undefined;
   const workerProblems: string[] = [];
   try {
@@ -305,6 +311,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       while (polling) {
         const st = await cell.statuses(400);
         const t = monoNowMs();
+        rateSamples.push({ t, leader: '*', rate: Math.max(1, ...cell.ids.map((id) => cell.rateOf(id))) });
         for (const s of st.values()) {
           if (s.role !== 'leader') continue;
           leaderTerms.add(`${s.term}/${s.nodeId}`);
@@ -426,6 +433,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const resourceReport = resourceState ? timed('resource', () => checkResource(history, resourceState!)) : undefined;
   if (resourceReport) flag('resource', resourceReport.violations, resourceReport.violationCount);
   else flag('resource', ['the resource state could not be read']);
+  // The skewed client's times reach real time through an anchor that reads late by its IPC latency: not judged.
+  const skewedClients = new Set(clientClockRate !== 1 ? [`w${workerCount}`] : []);
+  const promises: ExpiryPromiseReport = timed('expiry promises', () =>
+    checkExpiryPromises(history, finalLogs?.replay.expiredAt ?? new Map(), leaderTimelineClock(rateSamples), skewedClients),
+  );
+  flag('expiry', promises.violations, promises.violationCount);
   let watchReport: WatchReport | undefined;
   let logGrants: LogGrantReport | undefined;
   if (finalLogs) {
@@ -466,6 +479,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     termsInLog: finalLogs?.replay.terms.size ?? 0,
     expiriesInLog: finalLogs?.replay.okKinds.ExpireSession ?? 0,
     expiriesSeenByClients: expiriesSeen,
+    expiryPromises: {
+      promised: promises.promises,
+      judged: promises.judged,
+      slackMsMin: Number.isFinite(promises.slackMsMin) ? Math.round(promises.slackMsMin) : null,
+    },
     sessionsAbandoned: abandoned,
     faultsByKind: nemesis?.started ?? {},
     diskFaultExits: cell.faultExits.length,
@@ -514,7 +532,7 @@ export function summarize(r: ChaosReport): string {
   const lines = [
     `chaos ${r.ok ? 'PASSED' : 'FAILED'}: seed ${r.seed}, ${f.seconds} s`,
     `  client operations ${f.clientOps} (lock service ${f.lockServiceOps}); fenced writes ${f.fencedWrites}; watch streams ${f.watchStreams} (${f.watchEvents} events)`,
-    `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}`,
+    `  leader changes seen ${f.leaderChangesSeen}, terms in the log ${f.termsInLog}; expiries in the log ${f.expiriesInLog}, seen by clients ${f.expiriesSeenByClients}, abandoned ${f.sessionsAbandoned}; heartbeat promises ${f.expiryPromises.promised} (${f.expiryPromises.judged} judged against other clients' grants, least margin ${f.expiryPromises.slackMsMin ?? '-'} ms)`,
     `  faults: ${
       Object.entries(f.faultsByKind)
         .map(([k, v]) => `${k} ${v}`)
