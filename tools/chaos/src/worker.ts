@@ -22,7 +22,8 @@ import {
   type WatchType,
   monoNowMs,
   needsClockAnchor,
-  setClockAnchor,
+  anchorClock,
+  clockUncertaintyMs,
 } from './history.js';
 import { KeepAliveManager, type LiveSession } from './keepalive.js';
 import { WATCH_EVENTS_PER_STREAM_MAX } from './limits.js';
@@ -352,7 +353,7 @@ const WATCH_TYPES: Record<number, WatchType> = {
 
 function watchOnce(endpoint: number, prefix: string, since: number, durationMs: number): Promise<WatchSegment> {
   return new Promise((resolve) => {
-    const tStart = monoNowMs();
+    const tStart = monoNowMs() - clockUncertaintyMs();
     const events: Array<[number, WatchType, string, string, number]> = [];
     let end = 'cancelled';
     let finished = false;
@@ -361,7 +362,7 @@ function watchOnce(endpoint: number, prefix: string, since: number, durationMs: 
       if (finished) return;
       finished = true;
       clearTimeout(timer);
-      resolve({ prefix, endpoint, since, tStart, tEnd: monoNowMs(), events, end });
+      resolve({ prefix, endpoint, since, tStart, tEnd: monoNowMs() + clockUncertaintyMs(), events, end });
     };
     const timer = setTimeout(() => {
       stream.cancel();
@@ -449,15 +450,19 @@ process.on('disconnect', () => {
 });
 // Under a skewed clock the history waits for the harness's real time to map its own onto.
 const anchored = needsClockAnchor()
-  ? new Promise<void>((resolve) => {
-      process.on('message', (m: unknown) => {
-        if (typeof m === 'object' && m !== null && typeof (m as { clockAnchorMs?: unknown }).clockAnchorMs === 'number') {
-          setClockAnchor((m as { clockAnchorMs: number }).clockAnchorMs);
-          resolve();
-        }
-      });
-      process.send?.({ clockAnchorPlease: true });
-    })
+  ? anchorClock(
+      () =>
+        new Promise<number>((resolve) => {
+          const onMessage = (m: unknown): void => {
+            if (typeof m === 'object' && m !== null && typeof (m as { clockAnchorMs?: unknown }).clockAnchorMs === 'number') {
+              process.off('message', onMessage);
+              resolve((m as { clockAnchorMs: number }).clockAnchorMs);
+            }
+          };
+          process.on('message', onMessage);
+          process.send?.({ clockAnchorPlease: true });
+        }),
+    )
   : Promise.resolve();
 anchored.then(main).catch((e: unknown) => {
   process.stderr.write(`chaos worker ${cfg.id}: ${(e as Error)?.stack ?? String(e)}\n`);
