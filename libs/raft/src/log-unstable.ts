@@ -3,7 +3,7 @@
  * from `offset` on (etcd's unstable). Entries move out of here when the
  * caller acknowledges (advance()) that it persisted them.
  */
-import { assert } from '@fencer/base';
+import { AssertionError, assert } from '@fencer/base';
 import type { Entry, Snapshot } from './types.js';
 
 export class Unstable {
@@ -76,7 +76,8 @@ export class Unstable {
 
   /** Entries in [lo, hi), all within the unstable part. */
   slice(lo: number, hi: number): Entry[] {
-    assert(lo >= this.offset && hi <= this.offset + this.entries.length && lo <= hi, `unstable.slice(${lo}, ${hi}) out of bounds`);
+    if (!(lo >= this.offset && hi <= this.offset + this.entries.length && lo <= hi))
+      throw new AssertionError(`unstable.slice(${lo}, ${hi}) out of bounds`);
     return this.entries.slice(lo - this.offset, hi - this.offset);
   }
 }

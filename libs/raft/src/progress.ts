@@ -10,7 +10,7 @@
  * - snapshot: it needs entries we compacted; send the snapshot in chunks
  *   and nothing else until it answers.
  */
-import { assert } from '@fencer/base';
+import { AssertionError, assert } from '@fencer/base';
 import type { Snapshot } from './types.js';
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
@@ -34,7 +34,7 @@ export class Inflights {
     assert(!this.full(), 'cannot add to a full inflight window');
     if (this.count > 0) {
       const newest = this.buffer[(this.start + this.count - 1) % this.capacity] as number;
-      assert(lastIndex > newest, `inflight indexes must grow: ${lastIndex} after ${newest}`);
+      if (!(lastIndex > newest)) throw new AssertionError(`inflight indexes must grow: ${lastIndex} after ${newest}`);
     }
     this.buffer[(this.start + this.count) % this.capacity] = lastIndex;
     this.count++;

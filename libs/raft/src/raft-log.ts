@@ -6,7 +6,7 @@
  * Invariants: firstIndex()-1 <= applied <= committed <= lastIndex(), and
  * storage holds every entry in [firstIndex(), unstable.offset).
  */
-import { assert } from '@fencer/base';
+import { AssertionError, assert } from '@fencer/base';
 import type { Entry, RaftStorage, Snapshot } from './types.js';
 import { Unstable } from './log-unstable.js';
 
@@ -94,7 +94,8 @@ export class RaftLog {
     const lastNew = index + ents.length;
     const conflict = this.findConflict(ents);
     if (conflict !== 0) {
-      assert(conflict > this.committed, `entry ${conflict} conflicts with the committed prefix (commit ${this.committed})`);
+      if (!(conflict > this.committed))
+        throw new AssertionError(`entry ${conflict} conflicts with the committed prefix (commit ${this.committed})`);
       this.append(ents.slice(conflict - (index + 1)));
     }
     this.commitTo(Math.min(leaderCommit, lastNew));
@@ -104,8 +105,9 @@ export class RaftLog {
   append(ents: readonly Entry[]): number {
     if (ents.length === 0) return this.lastIndex();
     const after = (ents[0] as Entry).index - 1;
-    assert(after >= this.committed, `append after ${after} would overwrite committed entries (commit ${this.committed})`);
-    assert(after <= this.lastIndex(), `append after ${after} leaves a gap past ${this.lastIndex()}`);
+    if (!(after >= this.committed))
+      throw new AssertionError(`append after ${after} would overwrite committed entries (commit ${this.committed})`);
+    if (!(after <= this.lastIndex())) throw new AssertionError(`append after ${after} leaves a gap past ${this.lastIndex()}`);
     this.unstable.truncateAndAppend(ents);
     this.onAppend(ents);
     return this.lastIndex();
@@ -113,13 +115,15 @@ export class RaftLog {
 
   commitTo(index: number): void {
     if (index <= this.committed) return;
-    assert(index <= this.lastIndex(), `commit ${index} is past the last index ${this.lastIndex()}: the log was lost or truncated`);
+    if (!(index <= this.lastIndex()))
+      throw new AssertionError(`commit ${index} is past the last index ${this.lastIndex()}: the log was lost or truncated`);
     this.committed = index;
   }
 
   appliedTo(index: number): void {
     if (index === 0) return;
-    assert(index <= this.committed && index >= this.applied, `applied ${index} outside [${this.applied}, ${this.committed}]`);
+    if (!(index <= this.committed && index >= this.applied))
+      throw new AssertionError(`applied ${index} outside [${this.applied}, ${this.committed}]`);
     this.applied = index;
   }
 
@@ -163,7 +167,8 @@ export class RaftLog {
 
   /** Entries in [lo, hi), at least one, within maxBytes; undefined when lo is compacted. */
   slice(lo: number, hi: number, maxBytes: number): Entry[] | undefined {
-    assert(lo <= hi && hi <= this.lastIndex() + 1, `slice(${lo}, ${hi}) out of bounds (last ${this.lastIndex()})`);
+    // Assertions on this path build their message only when they fail (it runs per message).
+    if (!(lo <= hi && hi <= this.lastIndex() + 1)) throw new AssertionError(`slice(${lo}, ${hi}) out of bounds (last ${this.lastIndex()})`);
     if (lo < this.firstIndex()) return undefined;
     if (lo === hi) return [];
     const offset = this.unstable.offset;
@@ -172,7 +177,7 @@ export class RaftLog {
     if (lo < offset) {
       const storedHi = Math.min(hi, offset);
       const stored = this.storage.entries(lo as never, storedHi as never, maxBytes);
-      assert(stored.length > 0 && (stored[0] as Entry).index === lo, `storage returned no entries at ${lo}`);
+      if (!(stored.length > 0 && (stored[0] as Entry).index === lo)) throw new AssertionError(`storage returned no entries at ${lo}`);
       if (stored.length < storedHi - lo || hi <= offset) return stored;
       // Copied because unstable entries follow and storage may hand out its own array.
       out = stored.slice();

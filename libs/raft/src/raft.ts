@@ -65,6 +65,8 @@ export class Raft {
   learners = new Set<NodeId>();
   /** Leader only: one entry per member, the leader's own included (its match is what it has persisted). */
   readonly progress = new Map<NodeId, Progress>();
+  /** maybeCommit's working space (its contents mean nothing between calls). */
+  private readonly matchScratch: number[] = [];
   private readonly votes = new Map<NodeId, boolean>();
 
   /** Ticks since the last election timeout reset; on a follower, since it last heard from a leader. */
@@ -908,11 +910,21 @@ export class Raft {
    * entries from previous terms by counting replicas").
    */
   private maybeCommit(): boolean {
-    const matches: number[] = [];
-    for (const id of this.voters) matches.push(this.progress.get(id)?.match ?? 0);
-    if (matches.length === 0) return false;
-    matches.sort((a, b) => b - a);
-    const quorumIndex = matches[Math.floor(matches.length / 2)] as number;
+    // The voters' match indexes, highest first, by insertion into a reused array: this runs on
+    // every append answer, and a handful of voters needs neither a sort nor a new array.
+    const matches = this.matchScratch;
+    let n = 0;
+    for (const id of this.voters) {
+      const match = this.progress.get(id)?.match ?? 0;
+      let at = n++;
+      while (at > 0 && (matches[at - 1] as number) < match) {
+        matches[at] = matches[at - 1] as number;
+        at--;
+      }
+      matches[at] = match;
+    }
+    if (n === 0) return false;
+    const quorumIndex = matches[Math.floor(n / 2)] as number;
     if (quorumIndex <= this.log.committed) return false;
     if (this.log.term(quorumIndex) !== this.term && !this.bug('commitPreviousTermByCounting')) return false;
     this.log.commitTo(quorumIndex);

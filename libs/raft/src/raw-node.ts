@@ -107,11 +107,12 @@ class RawNode implements RaftNode {
     };
     if (softChanged) this.prevSoft = soft;
     if (hardChanged) this.prevHard = hard;
+    // One object shape for every Ready (absent parts are undefined), so the code that reads them stays monomorphic.
     return {
-      ...(softChanged ? { softState: soft } : {}),
-      ...(hardChanged ? { hardState: r.hardStateToPersist() } : {}),
+      softState: softChanged ? soft : undefined,
+      hardState: hardChanged ? r.hardStateToPersist() : undefined,
       entries,
-      ...(snapshot !== undefined ? { snapshot } : {}),
+      snapshot,
       messages,
       committedEntries,
       readStates,
@@ -154,7 +155,7 @@ class RawNode implements RaftNode {
       lastIndex: LogIndex(r.log.lastIndex()),
       voters: conf.voters,
       learners: conf.learners,
-      ...(progress !== undefined ? { progress } : {}),
+      progress,
     };
   }
 

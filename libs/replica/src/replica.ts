@@ -590,7 +590,7 @@ export class Replica {
   private applyEntries(entries: readonly Entry[]): void {
     for (const entry of entries) {
       if (entry.index <= this.appliedIndex) continue; // Already covered by an installed snapshot.
-      assert(entry.index === this.appliedIndex + 1, `apply out of order: ${entry.index} after ${this.appliedIndex}`);
+      if (entry.index !== this.appliedIndex + 1) throw new AssertionError(`apply out of order: ${entry.index} after ${this.appliedIndex}`);
       let result: unknown = undefined;
       if (entry.type === EntryType.ConfChange) {
         // Our own copy of the membership as of the applied index (the core's may already sit past it,
@@ -711,7 +711,7 @@ export class Replica {
     }
     assertUint(index, 'proposal index');
     const term = this.raft.status().term;
-    assert(!this.proposals.has(index), `two proposals at index ${index}`);
+    if (this.proposals.has(index)) throw new AssertionError(`two proposals at index ${index}`);
     this.proposals.set(index, { index, term, done });
     this.metrics.inc('replica_proposals_total');
     this.handleReady();

@@ -26,7 +26,6 @@
 import type { NodeId } from '@fencer/base';
 import type { ApplyResult, CheckTokenAnswer, Command, LockMode, LockState } from '@fencer/lock-fsm';
 import type { Checkers } from './checkers.js';
-import { Hasher } from './hash.js';
 
 /** A grant a client was told about (GRANTED, at once or on a retry of a queued request). */
 export interface AckedGrant {
@@ -88,19 +87,19 @@ export function lockFingerprint(s: LockState): string {
   return out;
 }
 
+/**
+ * What must agree between replicas applying one index: the revision, the
+ * outcome and each event's type, name, session, token and request id. A
+ * JSON array of them, unambiguous and built natively, compared as is.
+ */
 function resultDigest(result: ApplyResult): string {
-  const h = new Hasher().num(result.revision).str(JSON.stringify(result.outcome));
-  for (const e of result.events)
-    h.str(e.type)
-      .str(e.name)
-      .str(e.sessionId)
-      .num(e.token)
-      .str(e.requestId ?? '');
-  return h.hex();
+  const parts: unknown[] = [result.revision, result.outcome];
+  for (const e of result.events) parts.push(e.type, e.name, e.sessionId, e.token, e.requestId ?? '');
+  return JSON.stringify(parts);
 }
 
 export class LockCheckers {
-  /** Per index: the first applier's result digest. */
+  /** Per index: the first applier's result digest (see resultDigest). */
   private readonly results = new Map<number, { readonly digest: string; readonly node: NodeId }>();
   private readonly histories = new Map<string, LockHistory>();
   /** Grant key → index of the entry that granted it; and of the entry that ended it. */

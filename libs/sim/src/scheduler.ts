@@ -3,7 +3,7 @@
  * events at the same instant run in the order they were scheduled and a seed
  * fixes the whole run. Time is in integer microseconds.
  */
-import { assert } from '@fencer/base';
+import { AssertionError, assert } from '@fencer/base';
 import { Hasher } from './hash.js';
 
 interface Event {
@@ -34,7 +34,8 @@ export class Scheduler {
   }
 
   at(timeUs: number, tag: number, run: () => void): void {
-    assert(timeUs >= this.nowUs, `an event cannot be scheduled in the past (${timeUs} < ${this.nowUs})`);
+    // Per event: the message is built only when the assertion fails.
+    if (!(timeUs >= this.nowUs)) throw new AssertionError(`an event cannot be scheduled in the past (${timeUs} < ${this.nowUs})`);
     assert(Number.isSafeInteger(timeUs), 'event times are integer microseconds');
     this.push({ timeUs, seq: this.seq++, tag, run });
   }

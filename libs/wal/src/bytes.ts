@@ -49,13 +49,14 @@ export class ByteWriter {
     this.length += b.length;
   }
 
-  /** A string as u16 byte length + UTF-8. */
+  /** A string as u16 byte length + UTF-8 (encoded in place: hard states carry one on every vote). */
   str(s: string): void {
-    const b = utf8Encode(s);
-    assert(b.length <= 0xffff, 'string fits a u16 length');
-    this.u8(b.length & 0xff);
-    this.u8(b.length >>> 8);
-    this.bytes(b);
+    const n = utf8Length(s);
+    assert(n <= 0xffff, 'string fits a u16 length');
+    this.reserve(2 + n);
+    this.buf[this.length++] = n & 0xff;
+    this.buf[this.length++] = n >>> 8;
+    this.length = utf8Write(s, this.buf, this.length);
   }
 
   view(): Uint8Array {
@@ -137,15 +138,51 @@ export class ByteReader {
 }
 
 export function utf8Encode(s: string): Uint8Array {
-  const out: number[] = [];
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (c < 0x80) out.push(c);
-    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 0x3f));
-    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f));
-    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 0x3f), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f));
+  const out = new Uint8Array(utf8Length(s));
+  utf8Write(s, out, 0);
+  return out;
+}
+
+/**
+ * Bytes of `s` in UTF-8. Strings are taken by code point, as `for...of`
+ * does: a surrogate pair is one 4-byte character, a lone surrogate 3 bytes.
+ */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.codePointAt(i)!;
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c < 0x10000) n += 3;
+    else {
+      n += 4;
+      i++;
+    }
   }
-  return Uint8Array.from(out);
+  return n;
+}
+
+/** Writes `s` as UTF-8 into `b` from `at` (room for utf8Length(s) bytes); returns the end. */
+function utf8Write(s: string, b: Uint8Array, at: number): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.codePointAt(i)!;
+    if (c < 0x80) b[at++] = c;
+    else if (c < 0x800) {
+      b[at++] = 0xc0 | (c >> 6);
+      b[at++] = 0x80 | (c & 0x3f);
+    } else if (c < 0x10000) {
+      b[at++] = 0xe0 | (c >> 12);
+      b[at++] = 0x80 | ((c >> 6) & 0x3f);
+      b[at++] = 0x80 | (c & 0x3f);
+    } else {
+      b[at++] = 0xf0 | (c >> 18);
+      b[at++] = 0x80 | ((c >> 12) & 0x3f);
+      b[at++] = 0x80 | ((c >> 6) & 0x3f);
+      b[at++] = 0x80 | (c & 0x3f);
+      i++;
+    }
+  }
+  return at;
 }
 
 export function utf8Decode(b: Uint8Array, start: number, end: number): string {

@@ -14,7 +14,7 @@
  * `runPending()`. Nothing completes synchronously inside the call that
  * started it. No `node:` imports: the replica and the simulator use this.
  */
-import { assert, assertUint, type Random } from '@fencer/base';
+import { AssertionError, assert, assertUint, type Random } from '@fencer/base';
 import { type Disk, type DiskFile, type Done, baseName, dirName } from './disk.js';
 
 export type MemDiskOp = 'open' | 'write' | 'allocate' | 'sync' | 'close' | 'rename' | 'unlink' | 'syncDir';
@@ -436,8 +436,9 @@ export class MemDisk implements Disk {
   // ---- internals ----
 
   private checkEpoch(file: MemFile): void {
+    // Per disk operation: the message is built only when the assertion fails.
     // A handle from before a crash belongs to a process that no longer exists.
-    assert(file.epoch === this.epoch, `MemDisk: ${file.path} was opened before a crash`);
+    if (file.epoch !== this.epoch) throw new AssertionError(`MemDisk: ${file.path} was opened before a crash`);
   }
 
   private lookup(path: string): Inode | undefined {
@@ -484,22 +485,22 @@ class MemFile implements DiskFile {
   }
 
   write(position: number, data: Uint8Array, done: Done): void {
-    assert(!this.closed, `write after close: ${this.path}`);
+    if (this.closed) throw new AssertionError(`write after close: ${this.path}`);
     this.disk.fileWrite(this, position, data, done);
   }
 
   allocate(bytes: number, done: Done): void {
-    assert(!this.closed, `allocate after close: ${this.path}`);
+    if (this.closed) throw new AssertionError(`allocate after close: ${this.path}`);
     this.disk.fileAllocate(this, bytes, done);
   }
 
   sync(done: Done): void {
-    assert(!this.closed, `sync after close: ${this.path}`);
+    if (this.closed) throw new AssertionError(`sync after close: ${this.path}`);
     this.disk.fileSync(this, done);
   }
 
   close(done: Done): void {
-    assert(!this.closed, `double close: ${this.path}`);
+    if (this.closed) throw new AssertionError(`double close: ${this.path}`);
     this.closed = true;
     this.disk.fileClose(this, done);
   }

@@ -29,9 +29,9 @@
  * later callback gets the error, and nothing is retried (after a failed
  * fsync the kernel may already have dropped the dirty pages).
  */
-import { LogIndex, Term, assert, assertUint } from '@fencer/base';
+import { AssertionError, LogIndex, Term, assert, assertUint } from '@fencer/base';
 import type { ConfState, Entry, HardState, Snapshot } from '@fencer/raft';
-import { ByteWriter, utf8Encode } from './bytes.js';
+import { ByteWriter, utf8Length } from './bytes.js';
 import { type Disk, type DiskFile, type Done, joinPath } from './disk.js';
 import {
   nodeIdBytesMax,
@@ -109,6 +109,13 @@ export function entryBytesMax(options: WalOptions = {}): number {
     ENTRY_PAYLOAD_OVERHEAD_BYTES
   );
 }
+
+/**
+ * First buffer of a chunk; it doubles as records come. Most chunks hold one
+ * save (an entry or two and a hard state), and a chunk is made per save
+ * while an fsync runs, so a small start saves allocating and zeroing.
+ */
+const chunkBytesInitial = 512;
 
 /** Start record: prevCrc + hard state with the longest vote. */
 const hardStatePayloadBytesMax = 17 + 2 + nodeIdBytesMax;
@@ -338,7 +345,8 @@ class Store implements WalStore {
 
   entries(lo: LogIndex, hi: LogIndex, maxBytes: number): Entry[] {
     const first = this.firstIndex();
-    assert(lo >= first && lo <= hi && hi <= this.lastIndex() + 1, `entries [${lo}, ${hi}) outside [${first}, ${this.lastIndex() + 1})`);
+    if (!(lo >= first && lo <= hi && hi <= this.lastIndex() + 1))
+      throw new AssertionError(`entries [${lo}, ${hi}) outside [${first}, ${this.lastIndex() + 1})`);
     const out: Entry[] = [];
     let bytes = 0;
     for (let i = lo; i < hi; i++) {
@@ -352,7 +360,8 @@ class Store implements WalStore {
 
   term(index: LogIndex): Term {
     const first = this.firstIndex();
-    assert(index >= first - 1 && index <= this.lastIndex(), `term(${index}) outside [${first - 1}, ${this.lastIndex()}]`);
+    if (!(index >= first - 1 && index <= this.lastIndex()))
+      throw new AssertionError(`term(${index}) outside [${first - 1}, ${this.lastIndex()}]`);
     if (index === first - 1) return this.snap.meta.term;
     return this.log[index - first]!.term;
   }
@@ -378,12 +387,14 @@ class Store implements WalStore {
     if (entries.length > 0) {
       const first = this.firstIndex();
       const at = entries[0]!.index;
-      assert(at >= first && at <= this.lastIndex() + 1, `save at ${at} outside [${first}, ${this.lastIndex() + 1}]`);
+      if (!(at >= first && at <= this.lastIndex() + 1))
+        throw new AssertionError(`save at ${at} outside [${first}, ${this.lastIndex() + 1}]`);
       for (let k = 0; k < entries.length; k++) {
+        // Assertions per entry build their message only when they fail.
         const e = entries[k]!;
         assert(e.index === at + k, 'entries are contiguous');
         const prevTerm = k === 0 ? this.term(LogIndex(at - 1)) : entries[k - 1]!.term;
-        assert(e.term >= prevTerm, `entry ${e.index} term ${e.term} below its predecessor's ${prevTerm}`);
+        if (!(e.term >= prevTerm)) throw new AssertionError(`entry ${e.index} term ${e.term} below its predecessor's ${prevTerm}`);
       }
       this.log.length = at - first;
       for (const e of entries) {
@@ -492,7 +503,7 @@ class Store implements WalStore {
     fill(w);
     this.encCrc = endRecord(w, start);
     const written = w.length - before;
-    assert(written === recordBytes, `record size ${written}, expected ${recordBytes}`);
+    if (written !== recordBytes) throw new AssertionError(`record size ${written}, expected ${recordBytes}`);
     this.encPos += written;
     this.streamPos += written;
   }
@@ -518,7 +529,7 @@ class Store implements WalStore {
       seq: this.encSeq,
       filePos: this.encPos,
       streamStart: this.streamPos,
-      w: new ByteWriter(4096),
+      w: new ByteWriter(chunkBytesInitial),
       issued: 0,
       closed: false,
       hasSeal: false,
@@ -673,8 +684,7 @@ class Store implements WalStore {
     const active = this.active;
     assert(active !== null, 'an active segment to sync');
     assert(this.inFlight.length < this.syncsInFlight, 'cycles in flight within syncsInFlightMax');
-    const used = new Set(this.inFlight.map((c) => c.handle));
-    const handle = active.files.findIndex((_, i) => !used.has(i));
+    const handle = this.freeHandle(active.files.length);
     assert(handle >= 0, 'a free handle for the cycle');
     const file = active.files[handle]!;
     if (chunk !== null) this.issuedPos = chunk.streamStart + to;
@@ -697,6 +707,16 @@ class Store implements WalStore {
     file.write(chunk.filePos + from, chunk.w.buf.subarray(from, to), (err) => (err !== null ? this.fail(err) : file.sync(synced)));
   }
 
+  /** The lowest handle no cycle in flight uses, or -1. */
+  private freeHandle(handles: number): number {
+    for (let i = 0; i < handles; i++) {
+      let used = false;
+      for (const c of this.inFlight) if (c.handle === i) used = true;
+      if (!used) return i;
+    }
+    return -1;
+  }
+
   /** Runs fn once the stream is durable up to pos (at once if it is), or with the error if the store fails first. */
   private whenSynced(pos: number, fn: (err: Error | null) => void): void {
     if (this.failed !== null) return fn(this.failed);
@@ -705,7 +725,8 @@ class Store implements WalStore {
   }
 
   private queueAck(done: Done): void {
-    assert(this.acks.length < pendingCallbacksMax, `more than ${pendingCallbacksMax} saves waiting for their callbacks`);
+    if (!(this.acks.length < pendingCallbacksMax))
+      throw new AssertionError(`more than ${pendingCallbacksMax} saves waiting for their callbacks`);
     this.acks.push({ pos: this.streamPos, cycleMin: this.cyclesStarted + 1, done });
   }
 
@@ -893,7 +914,7 @@ function sameHardState(a: HardState, b: HardState): boolean {
 
 function hardStatePayloadBytes(hs: HardState): number {
   if (hs.vote === null) return 17;
-  const voteBytes = utf8Encode(hs.vote).length;
-  assert(voteBytes <= nodeIdBytesMax, `node id of ${voteBytes} bytes exceeds ${nodeIdBytesMax}`);
+  const voteBytes = utf8Length(hs.vote);
+  if (!(voteBytes <= nodeIdBytesMax)) throw new AssertionError(`node id of ${voteBytes} bytes exceeds ${nodeIdBytesMax}`);
   return 17 + 2 + voteBytes;
 }
