@@ -9,7 +9,7 @@
 //
 //   node tools/bench/cell/keepalive-spread.mjs [--baseline PATH/apps/cell-node/dist/main.js]
 //        [--seconds 8] [--warmup 5] [--rounds 1] [--streams 20] [--window 64] [--sessions 10000]
-//        [--json FILE] [--keep-data]
+//        [--to all|leader] [--json FILE] [--keep-data]
 //
 // Needs the cell node built (`npx nx run cell-node:build`). Everything runs
 // on 127.0.0.1; the load is bounded by --seconds and the streams' windows.
@@ -31,6 +31,8 @@ const opts = {
   streams: Number(option('--streams', '20')),
   window: Number(option('--window', '64')),
   sessions: Number(option('--sessions', '10000')),
+  // 'leader': every stream to the leader instead (the same load without the relay, for comparison).
+  to: option('--to', 'all'),
 };
 const baseline = option('--baseline', undefined);
 if (!cellNodeBuilt()) {
@@ -69,7 +71,7 @@ async function measure(system) {
   let lastError;
   const streams = [];
   for (let k = 0; k < opts.streams; k++) {
-    const address = system.endpoints[k % system.endpoints.length];
+    const address = opts.to === 'leader' ? system.target : system.endpoints[k % system.endpoints.length];
     const s = system.raw(address).keepAlive();
     const sent = [];
     const send = () => {
@@ -126,7 +128,7 @@ const loadavg = () =>
     .join(' / ');
 const fmt = (x, d = 0) => (x === undefined ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
 console.log(
-  `${opts.streams} KeepAlive streams × ${opts.window} in flight, stream k on replica k mod 5, ${opts.sessions.toLocaleString('en-US')} sessions; ` +
+  `${opts.streams} KeepAlive streams × ${opts.window} in flight, ${opts.to === 'leader' ? 'every stream to the leader' : 'stream k on replica k mod 5'}, ${opts.sessions.toLocaleString('en-US')} sessions; ` +
     `warm-up ${opts.warmupS} s, measured ${opts.seconds} s; load average ${loadavg()}`,
 );
 const results = [];
