@@ -156,14 +156,19 @@ export class LockServiceImpl {
     call.on('error', stop);
   };
 
-  /** The leader's internal HeartbeatBatch (session proxies, and followers relaying KeepAlive): never relayed again. */
+  /** The leader's internal HeartbeatBatch (session proxies, and followers relaying KeepAlive): never relayed again; counted in fencer_rpcs_total. */
   heartbeatBatch = (
     call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>,
     cb: sendUnaryData<internalpb.HeartbeatBatchResponse>,
   ): void => {
     this.node.cell.heartbeat(call.request.sessionIds, { forwarded: true }, (r: Result<HeartbeatAnswer[], FencerError>) => {
-      if (!r.ok) cb(toServiceError(r.error) as ServiceError);
-      else cb(null, { sessions: r.value });
+      if (r.ok) {
+        this.metrics.rpcs.inc({ method: 'heartbeatBatch', code: 'OK' });
+        return cb(null, { sessions: r.value });
+      }
+      const error = toServiceError(r.error);
+      this.metrics.rpcs.inc({ method: 'heartbeatBatch', code: status[error.code] ?? 'UNKNOWN' });
+      cb(error as ServiceError);
     });
   };
 }

@@ -31,6 +31,7 @@ export { type Cancel, type CellEnv, type CellMetrics, noopCellMetrics } from './
 export { type Done, type GroupConfig, type GroupEvents, GroupCore, type ReplicaFactory } from './group.js';
 export { MemberDirectory, type MemberDirectoryOptions } from './member-directory.js';
 export { type ConfirmRound, type ConfirmerTiming, HeartbeatConfirmer } from './heartbeat-confirmer.js';
+export { HeartbeatRelay, type HeartbeatRelayOptions, type RelayRoute } from './heartbeat-relay.js';
 export { DUTY_RETRY_MS, LeaderDuties, type DelaySeed, type DutyCommand, type SessionSeed, type WaiterSeed } from './leader-duties.js';
 export { type WaitHandle, type WaitResult, WaitingCalls } from './waiting-calls.js';
 export { type HubEvent, type WatchFilter, type WatchHubOptions, type WatchSink, WatchHub, matches } from './watch-hub.js';
@@ -52,6 +53,8 @@ export {
   FORWARD_TIMEOUT_MS,
   HEARTBEATS_WAITING_MAX,
   HEARTBEAT_BATCH_SESSIONS_MAX,
+  HEARTBEAT_RELAY_WAITING_MAX,
+  HEARTBEAT_RELAY_WINDOW_MS,
   TIMER_DELAY_MS_MAX,
   WAIT_GRACE_MS,
 } from './limits.js';

@@ -19,6 +19,16 @@ export const HEARTBEAT_BATCH_SESSIONS_MAX = 100_000;
 /** Heartbeat batches waiting for the next leadership-confirmation round on one leader. */
 export const HEARTBEATS_WAITING_MAX = 1_000_000;
 
+/**
+ * How long a follower's relay batch gathers its clients' heartbeats when no
+ * batch is at the leader (with one there, the next leaves when it returns):
+ * one event-loop turn of arrivals, at the cost of this much latency when idle.
+ */
+export const HEARTBEAT_RELAY_WINDOW_MS = 1;
+
+/** Heartbeat callers one follower's relay holds (gathering or at the leader). */
+export const HEARTBEAT_RELAY_WAITING_MAX = 1_000_000;
+
 /** A forwarded call the leader does not answer within this long fails with NO_LEADER. */
 export const FORWARD_TIMEOUT_MS = 10_000;
 
@@ -32,6 +42,8 @@ export const CATCH_UP_WAITS_MAX = 10_000;
 export const CATCH_UP_TIMEOUT_MS = FORWARD_TIMEOUT_MS;
 
 assert(HEARTBEATS_WAITING_MAX >= HEARTBEAT_BATCH_SESSIONS_MAX, 'one full heartbeat batch always fits the confirmation queue');
+assert(HEARTBEAT_RELAY_WINDOW_MS < FORWARD_TIMEOUT_MS, 'a relay batch gathers for far less than the leader is given to answer it');
+assert(HEARTBEAT_RELAY_WAITING_MAX >= HEARTBEAT_BATCH_SESSIONS_MAX, 'a full relay batch of one-session callers fits the relay');
 assert(WAIT_GRACE_MS < FORWARD_TIMEOUT_MS, 'a leader answers a held Acquire before the forwarding follower gives up on it');
 assert(WAIT_MS_MAX + FORWARD_TIMEOUT_MS <= Number.MAX_SAFE_INTEGER, 'the longest wait plus its forwarding slack is an exact number of ms');
 assert(CATCH_UP_TIMEOUT_MS <= TIMER_DELAY_MS_MAX && FORWARD_TIMEOUT_MS <= TIMER_DELAY_MS_MAX, 'fixed timeouts fit one timer');

@@ -34,6 +34,8 @@ class Harness {
   private readonly inbox: Message[] = [];
   private readonly calls: (() => void)[] = [];
   readonly isolated = new Set<string>();
+  /** Every heartbeat batch a follower relayed: from, to, session ids. */
+  readonly relayed: { from: string; to: string; ids: readonly string[] }[] = [];
 
   constructor(
     hooks: LockCellTestHooks = {},
@@ -103,8 +105,10 @@ class Harness {
     return {
       forward: (leader, _address, method, request, done) =>
         relay(leader, (cell, back) => cell.call(method, request, { forwarded: true }, (o, r) => back(() => done(o, r)))),
-      heartbeats: (leader, _address, ids, done) =>
-        relay(leader, (cell, back) => cell.heartbeat(ids, { forwarded: true }, (r) => back(() => done(r)))),
+      heartbeats: (leader, _address, ids, done) => {
+        this.relayed.push({ from, to: leader, ids: [...ids] });
+        return relay(leader, (cell, back) => cell.heartbeat(ids, { forwarded: true }, (r) => back(() => done(r))));
+      },
     };
   }
 
@@ -293,5 +297,70 @@ describe('LockCell request API', () => {
     h.advance(500);
     expect(started).toEqual([null]);
     expect(events[0]).toMatchObject({ type: 'snapshot', lock: { name: '/ls/ns/w' } });
+  });
+  it("relays a follower's heartbeats of one window as one HeartbeatBatch, and answers each caller from the leader's answer", () => {
+    const h = new Harness();
+    h.elect('c1');
+    const sessions = [openSession(h, 'c1', 'ns'), openSession(h, 'c1', 'ns'), openSession(h, 'c1', 'ns')];
+    const unknown = `${sessions[0]!.slice(0, sessions[0]!.lastIndexOf('/') + 1)}nope`;
+    h.advance(200);
+    const callers = [...sessions, sessions[0]!, unknown].map((id) => {
+      const a = answer<{ sessionId: string; ttlMsRemaining: number; expired: boolean }[]>();
+      h.cell('c2').heartbeat([id], { forwarded: false }, a.done);
+      return { id, a };
+    });
+    h.pump();
+    expect(h.relayed).toEqual([]);
+    h.advance(100);
+    expect(h.relayed).toEqual([{ from: 'c2', to: 'c1', ids: [...sessions, unknown] }]);
+    for (const { id, a } of callers) {
+      expect(a.got).toHaveLength(1);
+      const r = a.got[0]!;
+      expect(r.ok && r.value.map((x) => x.sessionId)).toEqual([id]);
+      const alive = id !== unknown;
+      expect(r.ok && r.value[0]!.ttlMsRemaining > 0).toBe(alive);
+      expect(r.ok && r.value[0]!.expired).toBe(!alive);
+    }
+  });
+
+  it('answers a relayed batch that reaches a follower NOT_LEADER with a hint, never relaying it again', () => {
+    const h = new Harness();
+    h.elect('c1');
+    const a = openSession(h, 'c1', 'ns');
+    const got = answer<unknown[]>();
+    h.cell('c2').heartbeat([a], { forwarded: true }, got.done);
+    h.advance(100);
+    const r = got.got[0]!;
+    expect(!r.ok && [r.error.code, r.error.leaderHint]).toEqual(['NOT_LEADER', 'c1:7001']);
+    expect(h.relayed).toEqual([]);
+  });
+
+  it('after a leader change, a follower relays to the new leader while its batch to the old one is unanswered, which then fails NO_LEADER', () => {
+    const h = new Harness();
+    h.elect('c1');
+    const a = openSession(h, 'c1', 'ns');
+    h.advance(200);
+    h.isolated.add('c1');
+    const lost = answer<unknown[]>();
+    h.cell('c2').heartbeat([a], { forwarded: false }, lost.done);
+    h.advance(100);
+    expect(h.relayed.map((b) => [b.from, b.to])).toEqual([['c2', 'c1']]);
+    const relayedAtMs = h.clock.monoMs();
+    // c1 cannot hear anyone: c3 is elected (the harness's seeded election timers pick it).
+    for (let i = 0; i < 50 && !h.cell('c3').isLeader; i++) h.advance(100);
+    expect(h.cell('c3').isLeader).toBe(true);
+    expect(h.cell('c2').core.leader).toBe('c3');
+    const fresh = answer<{ ttlMsRemaining: number }[]>();
+    h.cell('c2').heartbeat([a], { forwarded: false }, fresh.done);
+    h.advance(100);
+    expect(h.relayed.map((b) => [b.from, b.to])).toEqual([
+      ['c2', 'c1'],
+      ['c2', 'c3'],
+    ]);
+    expect(fresh.got[0]!.ok && fresh.got[0]!.value[0]!.ttlMsRemaining > 0).toBe(true);
+    expect(lost.got).toEqual([]);
+    h.advance(relayedAtMs + 10_000 - h.clock.monoMs());
+    const r = lost.got[0]!;
+    expect(!r.ok && [r.error.code, r.error.leaderHint]).toEqual(['NO_LEADER', 'c1:7001']);
   });
 });

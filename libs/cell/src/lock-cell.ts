@@ -55,6 +55,7 @@ import {
 import type { Cancel, CellEnv } from './env.js';
 import { type Done, type GroupConfig, GroupCore, type ReplicaFactory } from './group.js';
 import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
+import { HeartbeatRelay, type RelayRoute } from './heartbeat-relay.js';
 import { type DutyCommand, LeaderDuties } from './leader-duties.js';
 import {
   CATCH_UP_TIMEOUT_MS,
@@ -62,6 +63,8 @@ import {
   FORWARD_TIMEOUT_MS,
   HEARTBEATS_WAITING_MAX,
   HEARTBEAT_BATCH_SESSIONS_MAX,
+  HEARTBEAT_RELAY_WAITING_MAX,
+  HEARTBEAT_RELAY_WINDOW_MS,
   WAIT_GRACE_MS,
 } from './limits.js';
 import { afterChained } from './timers.js';
@@ -221,6 +224,8 @@ export class LockCell {
   readonly duties = new LeaderDuties();
   readonly waits: WaitingCalls;
   readonly heartbeats: HeartbeatConfirmer;
+  /** A follower's batches of its own clients' heartbeats to the leader. */
+  readonly relay: HeartbeatRelay;
   private readonly catchUps = new Set<CatchUp>();
   private ticksSinceStats = 0;
   private readonly hooks: LockCellTestHooks;
@@ -250,6 +255,14 @@ export class LockCell {
         after: (ms, run) => void env.after(ms, run),
       },
     );
+    this.relay = new HeartbeatRelay({
+      after: (ms, run) => env.after(ms, run),
+      route: () => this.relayRoute(),
+      windowMs: HEARTBEAT_RELAY_WINDOW_MS,
+      timeoutMs: FORWARD_TIMEOUT_MS,
+      batchSessionsMax: HEARTBEAT_BATCH_SESSIONS_MAX,
+      waitingMax: HEARTBEAT_RELAY_WAITING_MAX,
+    });
     this.core = new GroupCore(
       config,
       store,
@@ -585,8 +598,9 @@ export class LockCell {
    * Heartbeats for a batch of sessions. On the leader they are recorded
    * after a leadership-confirmation round begun after they arrived, so a
    * deposed leader that has not noticed yet never extends a lease; on a
-   * follower they are relayed to the leader in one batch (a relayed batch
-   * is never relayed again).
+   * follower they join the relay's next batch to the leader
+   * (heartbeat-relay.ts), and the caller gets its share of the leader's
+   * answer (a relayed batch is never relayed again).
    */
   heartbeat(sessionIds: readonly string[], ctx: CallContext, done: Done<HeartbeatAnswer[]>): Cancel {
     if (sessionIds.length > HEARTBEAT_BATCH_SESSIONS_MAX) {
@@ -594,52 +608,52 @@ export class LockCell {
       return () => {};
     }
     if (this.isLeader) {
-      if (this.hooks.heartbeatWithoutConfirmation === true) {
-        done(ok(this.recordHeartbeats(sessionIds)));
-        return () => {};
-      }
-      const queued = this.heartbeats.confirm((error) => {
-        if (error)
-          return done(err(error instanceof FencerError ? error : new FencerError('NOT_LEADER', error.message, this.leaderAddress())));
-        done(ok(this.recordHeartbeats(sessionIds)));
-      });
-      if (!queued) done(err(new FencerError('TOO_MANY_REQUESTS', 'too many heartbeats waiting for confirmation')));
+      this.heartbeatOnLeader(sessionIds, done);
       return () => {};
     }
-    let target: { id: NodeId; address: string };
     try {
-      target = this.leaderTarget(ctx);
+      this.leaderTarget(ctx);
     } catch (e) {
       done(err(e as FencerError));
       return () => {};
     }
-    let answered = false;
-    let cancelCall: Cancel = () => {};
-    const timer = this.env.after(FORWARD_TIMEOUT_MS, () => {
-      if (answered) return;
-      answered = true;
-      cancelCall();
-      done(
-        err(
-          new FencerError(
-            'NO_LEADER',
-            `heartbeat relay to ${target.address} got no answer within ${FORWARD_TIMEOUT_MS} ms`,
-            target.address,
-          ),
-        ),
-      );
-    });
-    cancelCall = this.forwarder.heartbeats(target.id, target.address, sessionIds, (r) => {
-      if (answered) return;
-      answered = true;
-      timer();
+    return this.relay.relay(sessionIds, (r) => {
       if (r.ok) this.env.metrics.heartbeatsAnswered('relayed', r.value.length);
       done(r);
     });
-    return () => {
-      answered = true;
-      timer();
-      cancelCall();
+  }
+
+  private heartbeatOnLeader(sessionIds: readonly string[], done: Done<HeartbeatAnswer[]>): void {
+    if (this.hooks.heartbeatWithoutConfirmation === true) return done(ok(this.recordHeartbeats(sessionIds)));
+    const queued = this.heartbeats.confirm((error) => {
+      if (error)
+        return done(err(error instanceof FencerError ? error : new FencerError('NOT_LEADER', error.message, this.leaderAddress())));
+      done(ok(this.recordHeartbeats(sessionIds)));
+    });
+    if (!queued) done(err(new FencerError('TOO_MANY_REQUESTS', 'too many heartbeats waiting for confirmation')));
+  }
+
+  /**
+   * Where the relay's next batch goes: the leader this replica knows of, or
+   * this replica itself if it has become the leader since the heartbeats
+   * arrived (they then take this leader's confirmation round, as if sent here).
+   */
+  private relayRoute(): RelayRoute {
+    if (this.isLeader) {
+      return {
+        key: this.id,
+        address: this.leaderAddress() ?? this.id,
+        send: (sessionIds, done) => {
+          this.heartbeatOnLeader(sessionIds, done);
+          return () => {};
+        },
+      };
+    }
+    const target = this.leaderTarget({ forwarded: false });
+    return {
+      key: target.id,
+      address: target.address,
+      send: (sessionIds, done) => this.forwarder.heartbeats(target.id, target.address, sessionIds, done),
     };
   }
 
