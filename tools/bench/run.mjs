@@ -14,6 +14,8 @@
 //                            [--compare-args "--peer-transport grpc NAME=value ..."] [--compare-label TEXT]
 //                            [--rounds N]   (every scenario but failover N times, systems alternating; tables show medians)
 //   node tools/bench/run.mjs --render FILE.json   (rewrite the docs section from a saved --json run)
+//   node tools/bench/run.mjs --fleet [flags]       (the fleet benchmark instead: router overhead and batched
+//                                                   heartbeats, tools/bench/fleet-bench.mjs, given the other flags)
 //
 // --baseline adds a second five-replica cell started from another build of
 // the cell node (e.g. a worktree before a change), measured in the same run.
@@ -24,6 +26,7 @@
 //
 // Needs the cell node built (`npx nx run-many -t build`; `npm run bench` does
 // it) and, for the peers, Debian's etcd-server and zookeeper packages.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +45,14 @@ const option = (name, fallback) => {
   const at = args.indexOf(name);
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
+if (flag('--fleet')) {
+  const fleet = spawnSync(
+    process.execPath,
+    [path.join(path.dirname(fileURLToPath(import.meta.url)), 'fleet-bench.mjs'), ...args.filter((a) => a !== '--fleet')],
+    { stdio: 'inherit' },
+  );
+  process.exit(fleet.status ?? 1);
+}
 if (flag('--help') || flag('-h')) {
   const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8')
     .split('\n')

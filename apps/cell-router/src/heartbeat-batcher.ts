@@ -17,13 +17,14 @@
  * answered lately, so every session hears from the leader several times per
  * TTL.
  */
-import { FencerError, namespaceOfSessionId } from '@fencer/base';
+import { FencerError, SESSION_ID_SEPARATOR, namespaceOfSessionId } from '@fencer/base';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { fromServiceError, type internalpb } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import type { CellPool, CellState } from './cell-pool.js';
 import { BATCH_SESSIONS_MAX, BATCH_TIMEOUT_MS, BATCHER_SESSIONS_MAX, HEARTBEAT_INTERVAL_MS_MIN } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
+import type { RoutingTable } from './routing.js';
 import type { RoutingSource } from './routing-source.js';
 
 export interface HeartbeatAnswer {
@@ -39,11 +40,22 @@ interface Waiter {
   readonly arrivedAtMs: number;
 }
 
+/**
+ * One session's heartbeats waiting for the same answer: the first inline (a
+ * session heartbeats about once per interval, so most entries have one
+ * waiter), any later ones in `more`.
+ */
+interface Entry {
+  readonly done: HeartbeatDone;
+  readonly arrivedAtMs: number;
+  more: Waiter[] | undefined;
+}
+
 interface CellQueue {
   /** Heartbeats not yet sent, by session (one entry per session, every waiter answered by it). */
-  pending: Map<string, Waiter[]>;
-  /** The batch at the leader now, if any. */
-  inFlight: Map<string, Waiter[]> | undefined;
+  pending: Map<string, Entry>;
+  /** The batch at the leader now, if any; in the order of its request's session_ids. */
+  inFlight: Map<string, Entry> | undefined;
   /** Re-sends to hinted leaders since the last tick: bounded so two replicas pointing at each other cannot loop. */
   hops: number;
 }
@@ -63,6 +75,13 @@ const REFRESH_SPACING_MS = 100;
 
 const expired = (sessionId: string): HeartbeatAnswer => ({ sessionId, ttlMsRemaining: 0, expired: true });
 
+/** Adds the waiters of `from` to `into` (the same session met twice: after a failed batch, or a partial answer). */
+function merge(into: Entry, from: Entry): void {
+  const more = (into.more ??= []);
+  more.push({ done: from.done, arrivedAtMs: from.arrivedAtMs });
+  if (from.more) more.push(...from.more);
+}
+
 export class HeartbeatBatcher {
   private readonly queues = new Map<string, CellQueue>();
   private timer: NodeJS.Timeout | undefined;
@@ -74,6 +93,14 @@ export class HeartbeatBatcher {
   private closed = false;
   private refreshing: Promise<unknown> | undefined;
   private lastRefreshAtMs = -Infinity;
+  /**
+   * Namespace -> cell id for the routing table in `routesOf`, filled by the
+   * heartbeats that named a routable namespace, emptied when the table
+   * changes. Bounded by the table's routes (ROUTES_MAX): only namespaces it
+   * routes enter.
+   */
+  private readonly cellOfNamespace = new Map<string, string>();
+  private routesOf: RoutingTable | undefined;
 
   constructor(private readonly deps: HeartbeatBatcherDeps) {}
 
@@ -107,30 +134,12 @@ export class HeartbeatBatcher {
    * namespace no cell holds), or with TOO_MANY_REQUESTS when the batcher is full.
    */
   heartbeat(sessionId: string, done: HeartbeatDone): void {
-    const ns = namespaceOfSessionId(sessionId);
-    if (ns === undefined) {
-      this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
-      return done(expired(sessionId));
-    }
-    if (!this.routable(ns)) {
-      // A namespace created a moment ago may not be in this table yet: ask the source once before calling the session expired.
-      this.refreshSoon().then(
-        () => {
-          if (this.closed) return;
-          if (this.routable(ns)) return this.heartbeat(sessionId, done);
-          this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
-          done(expired(sessionId));
-        },
-        () => done(expired(sessionId)),
-      );
-      return;
-    }
-    const route = this.deps.source.table().routes.get(ns)!;
-    const q = this.queue(route.cell);
-    const waiters = q.pending.get(sessionId);
-    const waiter = { done, arrivedAtMs: performance.now() };
-    if (waiters) {
-      waiters.push(waiter);
+    const cellId = this.cachedCellOf(sessionId) ?? this.routeSlowly(sessionId, done);
+    if (cellId === undefined) return;
+    const q = this.queue(cellId);
+    const entry = q.pending.get(sessionId);
+    if (entry) {
+      (entry.more ??= []).push({ done, arrivedAtMs: performance.now() });
       return;
     }
     if (this.sessions >= BATCHER_SESSIONS_MAX) {
@@ -139,13 +148,54 @@ export class HeartbeatBatcher {
       );
     }
     this.sessions++;
-    this.deps.metrics.pendingHeartbeats.set(this.sessions);
-    q.pending.set(sessionId, [waiter]);
+    q.pending.set(sessionId, { done, arrivedAtMs: performance.now(), more: undefined });
   }
 
-  private routable(ns: string): boolean {
+  /** The cell of a session id whose namespace a heartbeat routed already under the table in force; else undefined. */
+  private cachedCellOf(sessionId: string): string | undefined {
+    const table = this.deps.source.table();
+    if (table !== this.routesOf) {
+      this.cellOfNamespace.clear();
+      this.routesOf = table;
+    }
+    const at = sessionId.indexOf(SESSION_ID_SEPARATOR);
+    return at > 0 ? this.cellOfNamespace.get(sessionId.slice(0, at)) : undefined;
+  }
+
+  /**
+   * The cell of a session id not in the cache: validated, routed and cached;
+   * or undefined once `done` was answered (or will be, after a refresh of the
+   * routing source).
+   */
+  private routeSlowly(sessionId: string, done: HeartbeatDone): string | undefined {
+    const ns = namespaceOfSessionId(sessionId);
+    if (ns === undefined) {
+      this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
+      done(expired(sessionId));
+      return undefined;
+    }
+    const cellId = this.routable(ns);
+    if (cellId !== undefined) {
+      if (this.deps.source.table() === this.routesOf) this.cellOfNamespace.set(ns, cellId);
+      return cellId;
+    }
+    // A namespace created a moment ago may not be in this table yet: ask the source once before calling the session expired.
+    this.refreshSoon().then(
+      () => {
+        if (this.closed) return;
+        if (this.routable(ns) !== undefined) return this.heartbeat(sessionId, done);
+        this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
+        done(expired(sessionId));
+      },
+      () => done(expired(sessionId)),
+    );
+    return undefined;
+  }
+
+  /** The cell holding a namespace, if the table routes it to a cell the pool knows. */
+  private routable(ns: string): string | undefined {
     const route = this.deps.source.table().routes.get(ns);
-    return route !== undefined && this.deps.pool.cell(route.cell) !== undefined;
+    return route !== undefined && this.deps.pool.cell(route.cell) !== undefined ? route.cell : undefined;
   }
 
   /** One refresh of the routing source shared by every unroutable heartbeat, at most one per REFRESH_SPACING_MS. */
@@ -182,21 +232,30 @@ export class HeartbeatBatcher {
       q.hops = 0;
       if (q.inFlight === undefined && q.pending.size > 0) this.send(cellId, q, undefined);
     }
+    this.deps.metrics.pendingHeartbeats.set(this.sessions);
   }
 
-  private send(cellId: string, q: CellQueue, resend: Map<string, Waiter[]> | undefined): void {
-    const cell = this.deps.pool.cell(cellId);
-    let batch = resend;
-    if (!batch) {
-      batch = new Map();
-      for (const [id, w] of q.pending) {
-        if (batch.size >= BATCH_SESSIONS_MAX) break;
-        batch.set(id, w);
-        q.pending.delete(id);
-      }
+  /** The next batch: every pending heartbeat when they fit one (the common case: the map changes hands), else the oldest BATCH_SESSIONS_MAX. */
+  private takeBatch(q: CellQueue): Map<string, Entry> {
+    if (q.pending.size <= BATCH_SESSIONS_MAX) {
+      const batch = q.pending;
+      q.pending = new Map();
+      return batch;
     }
+    const batch = new Map<string, Entry>();
+    for (const [id, e] of q.pending) {
+      if (batch.size >= BATCH_SESSIONS_MAX) break;
+      batch.set(id, e);
+      q.pending.delete(id);
+    }
+    return batch;
+  }
+
+  private send(cellId: string, q: CellQueue, resend: Map<string, Entry> | undefined): void {
+    const cell = this.deps.pool.cell(cellId);
+    const batch = resend ?? this.takeBatch(q);
     q.inFlight = batch;
-    if (!cell) return this.answerAll(q, batch, cellId, (id) => expired(id));
+    if (!cell) return this.answerBatch(q, batch, cellId, undefined);
     const target = cell.target();
     const sessionIds = [...batch.keys()];
     this.deps.metrics.batchSessions.observe({ cell: cellId }, sessionIds.length);
@@ -210,13 +269,7 @@ export class HeartbeatBatcher {
           if (this.closed) return;
           if (err || !res) return this.batchFailed(cellId, cell, q, batch, target, err);
           this.deps.metrics.batches.inc({ cell: cellId, outcome: 'ok' });
-          const byId = new Map(res.sessions.map((s) => [s.sessionId, s]));
-          this.answerAll(q, batch, cellId, (id) => {
-            const s = byId.get(id);
-            if (!s) return undefined; // the leader did not answer this one: it goes out again next tick
-            if (!s.expired) this.ttlMinWindowMs = Math.min(this.ttlMinWindowMs, s.ttlMsRemaining);
-            return { sessionId: id, ttlMsRemaining: s.ttlMsRemaining, expired: s.expired };
-          });
+          this.answerBatch(q, batch, cellId, res.sessions);
         },
       );
   }
@@ -225,7 +278,7 @@ export class HeartbeatBatcher {
     cellId: string,
     cell: CellState,
     q: CellQueue,
-    batch: Map<string, Waiter[]>,
+    batch: Map<string, Entry>,
     target: string,
     err: ServiceError | null,
   ): void {
@@ -247,50 +300,83 @@ export class HeartbeatBatcher {
     else cell.advance(target);
     this.deps.logger.debug({ cell: cellId, target, code: fe.code, err: fe.message }, 'heartbeat batch failed; pending for the next tick');
     // Back in front of the pending heartbeats, merging waiters of sessions that heartbeated again meanwhile.
-    const merged = new Map(batch);
-    for (const [id, w] of q.pending) {
-      const before = merged.get(id);
+    for (const [id, e] of q.pending) {
+      const before = batch.get(id);
       if (before) {
-        before.push(...w);
+        merge(before, e);
         this.sessions--;
-      } else merged.set(id, w);
+      } else batch.set(id, e);
     }
-    q.pending = merged;
+    q.pending = batch;
     q.inFlight = undefined;
   }
 
-  /** Answers every waiter of the batch (an `undefined` answer puts the session back in pending). */
-  private answerAll(q: CellQueue, batch: Map<string, Waiter[]>, cellId: string, answer: (id: string) => HeartbeatAnswer | undefined): void {
+  /**
+   * Answers every waiter of the batch from the leader's answers (`undefined`:
+   * the cell is gone, every session is expired). The leader answers in the
+   * order of the request; an answer out of that order is looked up by id,
+   * and a session it does not answer goes out again with the next batch.
+   */
+  private answerBatch(
+    q: CellQueue,
+    batch: Map<string, Entry>,
+    cellId: string,
+    answers: readonly internalpb.SessionHeartbeat[] | undefined,
+  ): void {
     q.inFlight = undefined;
     const now = performance.now();
     const table = this.deps.source.table();
-    for (const [id, waiters] of batch) {
-      const a = answer(id);
-      // An "expired" from a cell that no longer holds the namespace says nothing about the session: ask its new cell.
-      if (a?.expired) {
+    const ackSeconds = this.deps.metrics.heartbeatAckSeconds;
+    let byId: Map<string, internalpb.SessionHeartbeat> | undefined;
+    let ttlMinMs = this.ttlMinWindowMs;
+    let alive = 0;
+    let gone = 0;
+    let i = 0;
+    for (const [id, entry] of batch) {
+      let a: HeartbeatAnswer | undefined;
+      if (answers === undefined) a = expired(id);
+      else {
+        a = answers[i];
+        if (a === undefined || a.sessionId !== id) a = (byId ??= new Map(answers.map((s) => [s.sessionId, s]))).get(id);
+      }
+      i++;
+      if (a === undefined) {
+        // The leader did not answer this one: it goes out again next tick.
+        const again = q.pending.get(id);
+        if (again) {
+          merge(again, entry);
+          this.sessions--;
+        } else q.pending.set(id, entry);
+        continue;
+      }
+      if (a.expired) {
+        // An "expired" from a cell that no longer holds the namespace says nothing about the session: ask its new cell.
         const ns = namespaceOfSessionId(id);
         const routedTo = ns === undefined ? undefined : table.routes.get(ns)?.cell;
         if (routedTo !== undefined && routedTo !== cellId) {
           this.sessions--;
-          for (const w of waiters) this.heartbeat(id, w.done);
+          this.heartbeat(id, entry.done);
+          if (entry.more) for (const w of entry.more) this.heartbeat(id, w.done);
           continue;
         }
-      }
-      if (a === undefined) {
-        const again = q.pending.get(id);
-        if (again) {
-          again.push(...waiters);
-          this.sessions--;
-        } else q.pending.set(id, waiters);
-        continue;
+        gone += 1 + (entry.more?.length ?? 0);
+      } else {
+        if (a.ttlMsRemaining < ttlMinMs) ttlMinMs = a.ttlMsRemaining;
+        alive += 1 + (entry.more?.length ?? 0);
       }
       this.sessions--;
-      this.deps.metrics.heartbeats.inc({ cell: cellId, outcome: a.expired ? 'expired' : 'alive' }, waiters.length);
-      for (const w of waiters) {
-        this.deps.metrics.heartbeatAckSeconds.observe((now - w.arrivedAtMs) / 1000);
-        w.done(a);
+      ackSeconds.observe((now - entry.arrivedAtMs) / 1000);
+      entry.done(a);
+      if (entry.more) {
+        for (const w of entry.more) {
+          ackSeconds.observe((now - w.arrivedAtMs) / 1000);
+          w.done(a);
+        }
       }
     }
+    this.ttlMinWindowMs = ttlMinMs;
+    if (alive > 0) this.deps.metrics.heartbeats.inc({ cell: cellId, outcome: 'alive' }, alive);
+    if (gone > 0) this.deps.metrics.heartbeats.inc({ cell: cellId, outcome: 'expired' }, gone);
     this.deps.metrics.pendingHeartbeats.set(this.sessions);
   }
 
@@ -299,7 +385,10 @@ export class HeartbeatBatcher {
     if (this.timer) clearTimeout(this.timer);
     const gone = new FencerError('SHUTTING_DOWN', 'the proxy is shutting down; reconnect to another');
     for (const q of this.queues.values()) {
-      for (const ws of [...q.pending.values(), ...(q.inFlight?.values() ?? [])]) for (const w of ws) w.done(gone);
+      for (const e of [...q.pending.values(), ...(q.inFlight?.values() ?? [])]) {
+        e.done(gone);
+        if (e.more) for (const w of e.more) w.done(gone);
+      }
     }
     this.queues.clear();
   }

@@ -9,7 +9,7 @@
 import { FencerError } from '@fencer/base';
 import type { ServerDuplexStream, ServiceError } from '@grpc/grpc-js';
 import { toServiceError, type lockservice } from '@fencer/protocol';
-import type { HeartbeatBatcher } from './heartbeat-batcher.js';
+import type { HeartbeatBatcher, HeartbeatDone } from './heartbeat-batcher.js';
 import { KEEPALIVE_STREAMS_MAX, STREAM_PENDING_MAX } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
 
@@ -54,6 +54,14 @@ export class KeepAliveStreams {
       finish();
       call.emit('error', toServiceError(e) as ServiceError);
     };
+    // One answer callback per stream, shared by its heartbeats: the answer is written as it came (it has the
+    // response's fields), so a heartbeat allocates nothing here.
+    const answer: HeartbeatDone = (a) => {
+      pending--;
+      if (!live) return;
+      if (a instanceof FencerError) return fail(a);
+      call.write(a);
+    };
     call.on('data', (req: lockservice.KeepAliveRequest) => {
       if (!live) return;
       if (pending >= this.pendingMax) {
@@ -65,12 +73,7 @@ export class KeepAliveStreams {
         );
       }
       pending++;
-      this.batcher.heartbeat(req.sessionId, (a) => {
-        pending--;
-        if (!live) return;
-        if (a instanceof FencerError) return fail(a);
-        call.write({ sessionId: a.sessionId, ttlMsRemaining: a.ttlMsRemaining, expired: a.expired });
-      });
+      this.batcher.heartbeat(req.sessionId, answer);
     });
     call.on('end', () => {
       finish();
