@@ -15,7 +15,7 @@
  *   addresses from `GET /v1/fleet`; auto-tenants is `POST /v1/tenants`.
  *   While the control plane is unreachable the last table keeps serving.
  */
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { FencerError } from '@fencer/base';
 import type { Logger } from 'pino';
 import { ROUTING_FILE_BYTES_MAX } from './limits.js';
@@ -61,6 +61,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 export class FileRoutingSource extends BaseSource implements RoutingSource {
   private writing: Promise<unknown> = Promise.resolve();
+  /** The file's stat as last looked at; a poll that finds it different reloads. */
+  private seen: Pick<Stats, 'ino' | 'size' | 'mtimeMs'> | undefined;
+  private poller: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly file: string,
@@ -87,9 +90,31 @@ export class FileRoutingSource extends BaseSource implements RoutingSource {
     return this.current;
   }
 
+  /**
+   * Stat is taken before the read, synchronously, so a write that lands
+   * after start() returns always differs from what was seen (fs.watchFile
+   * takes its first stat later, asynchronously, and missed such a write on
+   * a loaded machine). A file caught half-written fails to parse and is
+   * read again at the next poll, whose stat differs again.
+   */
   async start(): Promise<void> {
+    this.seen = statSync(this.file);
     this.current = this.read(); // a router must not start from a file it cannot read
-    watchFile(this.file, { interval: this.pollMs, persistent: false }, () => this.reload());
+    this.poller = setInterval(() => this.poll(), this.pollMs);
+    this.poller.unref();
+  }
+
+  private poll(): void {
+    let st: Stats;
+    try {
+      st = statSync(this.file);
+    } catch {
+      return; // gone for a moment (replaced by rename): the next poll looks again
+    }
+    const seen = this.seen;
+    if (seen && st.ino === seen.ino && st.size === seen.size && st.mtimeMs === seen.mtimeMs) return;
+    this.seen = st;
+    this.reload();
   }
 
   refresh(): Promise<RoutingTable> {
@@ -151,7 +176,7 @@ export class FileRoutingSource extends BaseSource implements RoutingSource {
   }
 
   close(): void {
-    unwatchFile(this.file);
+    clearInterval(this.poller);
   }
 }
 
