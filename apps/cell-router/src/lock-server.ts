@@ -18,7 +18,7 @@ export interface LockServer {
 }
 
 export async function startLockServer(handlers: lockservice.LockServiceServer, address: string): Promise<LockServer> {
-  const server = new TolerantServer({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  const server = new TolerantServer({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, 'grpc.enable_channelz': 0 });
   server.addService(lockservice.LockServiceService, handlers);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),

@@ -10,7 +10,12 @@
  *   replica's state;
  * - heartbeatWithoutConfirmation: the leader extends a lease at once,
  *   without the round that confirms it still leads, so a deposed leader
- *   that has not noticed yet acknowledges heartbeats (early-expiry catches it).
+ *   that has not noticed yet acknowledges heartbeats (early-expiry catches it);
+ * - readWithoutBarrier, grantBeforeCommit: the cell's own switches, the
+ *   ones chaos plants in real processes (tools/chaos --bug): every replica
+ *   answers reads from its applied state without a read barrier; the
+ *   leader answers GRANTED for a free lock as soon as it appends the
+ *   Acquire, before it commits.
  * The first two rewrite what the state machine reports the same way on
  * every replica, so the replicas still agree and only a lock-level checker
  * can tell.
@@ -18,8 +23,16 @@
 import type { LockCellTestHooks } from '@fencer/cell';
 import type { ApplyResult, LockEvent, LockStateMachine } from '@fencer/lock-fsm';
 
-export type PlantedBug = 'reuseToken' | 'doubleGrant' | 'staleLockRead' | 'heartbeatWithoutConfirmation';
-export const PLANTED_BUGS: readonly PlantedBug[] = ['reuseToken', 'doubleGrant', 'staleLockRead', 'heartbeatWithoutConfirmation'];
+export type PlantedBug =
+  'reuseToken' | 'doubleGrant' | 'staleLockRead' | 'heartbeatWithoutConfirmation' | 'readWithoutBarrier' | 'grantBeforeCommit';
+export const PLANTED_BUGS: readonly PlantedBug[] = [
+  'reuseToken',
+  'doubleGrant',
+  'staleLockRead',
+  'heartbeatWithoutConfirmation',
+  'readWithoutBarrier',
+  'grantBeforeCommit',
+];
 
 /** The cell's test hooks that put `bug` in; `mostLagging` finds the state a stale read answers from. */
 export function plantedHooks(bug: PlantedBug | null, mostLagging: () => LockStateMachine): Partial<LockCellTestHooks> {
@@ -33,6 +46,10 @@ export function plantedHooks(bug: PlantedBug | null, mostLagging: () => LockStat
       return { readState: mostLagging };
     case 'heartbeatWithoutConfirmation':
       return { heartbeatWithoutConfirmation: true };
+    case 'readWithoutBarrier':
+      return { readWithoutBarrier: true };
+    case 'grantBeforeCommit':
+      return { grantBeforeCommit: true };
   }
 }
 

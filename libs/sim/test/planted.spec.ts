@@ -5,7 +5,9 @@
  * Method: seeds of the CI sweep's options (all faults, 40 s) with one
  * planted bug (a state machine that reuses tokens, one that grants a busy
  * lock, a read answered from the most lagging replica, a leader that
- * extends leases without confirming it leads) until a safety checker fires;
+ * extends leases without confirming it leads, and the cell's own chaos
+ * switches: reads without the read barrier, a grant answered before it
+ * commits) until a safety checker fires;
  * it must be the expected one, and the same seed without the bug is clean.
  */
 import { describe, expect, it } from 'vitest';
@@ -27,6 +29,11 @@ const cases: readonly (readonly [PlantedBug, CheckerName, number])[] = [
   // A deposed leader that acknowledges heartbeats without confirming it leads: the lease the client
   // is told of outlives the session on the new leader.
   ['heartbeatWithoutConfirmation', 'early-expiry', 200],
+  // The cell's own switches, the ones chaos plants in real processes: a follower answers a read from its
+  // applied state (behind the leader's grants); a grant answered before its entry commits, and so possibly
+  // never applied at that token (fencing-token checks every acknowledged grant against the applied ones).
+  ['readWithoutBarrier', 'stale-read', 100],
+  ['grantBeforeCommit', 'fencing-token', 100],
 ];
 
 describe('planted lock bugs are caught by their checker', () => {
