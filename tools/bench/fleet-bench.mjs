@@ -3,10 +3,12 @@
 // local fleet (@fencer/fleet: 2 cells, 1 router, 2 proxies, 127.0.0.1, fsync on):
 //
 // - Router overhead: acquire+release cycles of one client, then of 64
-//   clients, straight to the cell leader and through the router, rounds
+//   clients, straight to the cell leader, through the router, and through
+//   a byte pipe process (the floor under any router), rounds
 //   alternating, after a warm-up of both paths (a fresh Node process runs its
 //   hot paths unoptimised for its first thousands of calls); p50/p99 of a
-//   cycle at 1 client, cycles/s at 64.
+//   cycle at 1 client, cycles/s at 64; CPU per call of the router and the
+//   leader.
 // - Heartbeats: N sessions (half per cell) heartbeat through the 2 proxies,
 //   each once per --interval-ms, spread evenly over it, on S KeepAlive
 //   streams (many sessions per stream, as the contract allows). After a
@@ -37,6 +39,7 @@
 //                                    [--warmup 5] [--hb-warmup 5] [--no-etcd] [--quick] [--no-write]
 //   npm run bench -- --fleet [the same flags]
 // --quick: 3 replicas, 2 s windows, 2,000 sessions, 8 streams, 1 round, 1 s warm-ups (a smoke run).
+import { fork } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import http2 from 'node:http2';
 import os from 'node:os';
@@ -48,7 +51,8 @@ import { limits } from '@fencer/cell-router';
 import { startTestFleet } from '@fencer/fleet/testing';
 import { pool, sleep } from './cell/common.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
 const args = process.argv.slice(2);
 const flag = (n) => args.includes(n);
 const option = (n, d) => (args.indexOf(n) >= 0 ? args[args.indexOf(n) + 1] : d);
@@ -115,35 +119,53 @@ async function cycles(address, sessionIds, clients, seconds, tag) {
   return { lat, perS: lat.length / seconds };
 }
 
+/**
+ * Three paths to cell-1's leader, rounds alternating their order: direct;
+ * through the router; and through ./router-hop/pipe.mjs, a process that
+ * pipes the bytes without reading them (the floor under any router: what
+ * one more process on the path costs here, in wakeups alone). CPU of the
+ * router and of the leader per call, from /proc, over each path's runs.
+ */
 async function routerOverhead(fleet, sessions) {
   const leader = await fleet.leaderOf('cell-1');
-  const direct = fleet.plan[0].replicas.find((r) => r.id === leader.nodeId).grpc;
-  const router = fleet.routerEndpoints[0];
-  for (const address of [router, direct]) {
-    await cycles(address, sessions, 64, opts.warmupS, `warm-many-${address === router ? 'r' : 'd'}`);
-    await cycles(address, sessions, 1, opts.warmupS / 2, `warm-one-${address === router ? 'r' : 'd'}`);
+  const replica = fleet.plan[0].replicas.find((r) => r.id === leader.nodeId);
+  const pipe = fork(path.join(here, 'router-hop/pipe.mjs'), [replica.grpc], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  try {
+    const paths = { direct: replica.grpc, router: fleet.routerEndpoints[0], pipe: await new Promise((r) => pipe.once('message', r)) };
+    const labels = Object.keys(paths);
+    for (const label of labels) {
+      await cycles(paths[label], sessions, 64, opts.warmupS, `warm-many-${label}`);
+      await cycles(paths[label], sessions, 1, opts.warmupS / 2, `warm-one-${label}`);
+    }
+    const blank = () => Object.fromEntries(labels.map((l) => [l, []]));
+    const out = { one: blank(), many: blank() };
+    const cpu = { one: blank(), many: blank() };
+    const measured = async (kind, label, clients, round) => {
+      const pids = [fleet.routers[0].pid, replica.pid];
+      const c0 = pids.map(cpuMs);
+      const r = await cycles(paths[label], sessions, clients, opts.seconds, `${kind}-${label}-${round}`);
+      const c1 = pids.map(cpuMs);
+      out[kind][label].push(r);
+      // µs per call (a cycle is two calls): the router's, the leader's.
+      cpu[kind][label].push(c1.map((c, i) => ((c - c0[i]) * 1000) / (2 * r.lat.length)));
+    };
+    for (let round = 0; round < opts.rounds; round++) {
+      const order = round % 2 === 0 ? labels : [...labels].reverse();
+      for (const label of order) await measured('one', label, 1, round);
+      for (const label of order) await measured('many', label, 64, round);
+    }
+    const med = (rs, f) => quantile(rs.map(f), 0.5);
+    const per = (f) => Object.fromEntries(labels.map((l) => [l, f(l)]));
+    return {
+      p50: per((l) => med(out.one[l], (r) => quantile(r.lat, 0.5))),
+      p99: per((l) => med(out.one[l], (r) => quantile(r.lat, 0.99))),
+      rate64: per((l) => med(out.many[l], (r) => r.perS)),
+      routerUs: { one: med(cpu.one.router, (c) => c[0]), many: med(cpu.many.router, (c) => c[0]) },
+      leaderUs: per((l) => ({ one: med(cpu.one[l], (c) => c[1]), many: med(cpu.many[l], (c) => c[1]) })),
+    };
+  } finally {
+    pipe.kill('SIGTERM');
   }
-  const out = { one: { direct: [], router: [] }, many: { direct: [], router: [] } };
-  for (let round = 0; round < opts.rounds; round++) {
-    const order =
-      round % 2 === 0
-        ? [
-            ['direct', direct],
-            ['router', router],
-          ]
-        : [
-            ['router', router],
-            ['direct', direct],
-          ];
-    for (const [label, address] of order) out.one[label].push(await cycles(address, sessions, 1, opts.seconds, `one-${label}-${round}`));
-    for (const [label, address] of order) out.many[label].push(await cycles(address, sessions, 64, opts.seconds, `many-${label}-${round}`));
-  }
-  const med = (rs, f) => quantile(rs.map(f), 0.5);
-  return {
-    p50: { direct: med(out.one.direct, (r) => quantile(r.lat, 0.5)), router: med(out.one.router, (r) => quantile(r.lat, 0.5)) },
-    p99: { direct: med(out.one.direct, (r) => quantile(r.lat, 0.99)), router: med(out.one.router, (r) => quantile(r.lat, 0.99)) },
-    rate64: { direct: med(out.many.direct, (r) => r.perS), router: med(out.many.router, (r) => r.perS) },
-  };
 }
 
 // ---------------------------------------------------------------- raw gRPC streams
@@ -517,7 +539,8 @@ const cpuLine = (m, noun) =>
 const keepAliveFigures = (m) =>
   `offered ${n0(m.offeredPerS)}/s, acknowledged ${n0(m.ackedPerS)}/s during the ${opts.seconds} s window and ${n0(m.answeredPerS)}/s over the window and its drain (all ${n0(m.answered)} of ${n0(m.sent)} answered ${(m.drainMs / 1000).toFixed(1)} s after it${m.expired ? `, ${n0(m.expired)} expired` : ''}${m.errors ? `, ${m.errors} stream errors` : ''}), ack latency p50 ${f1(m.p50)} ms p99 ${f1(m.p99)} ms`;
 const lines = [
-  `Router overhead (${opts.rounds} round(s) of ${opts.seconds} s after ${opts.warmupS} s of warm-up per path, medians): 1 client acquire+release p50 direct ${f1(o.p50.direct)} ms, through the router ${f1(o.p50.router)} ms (+${f1(o.p50.router - o.p50.direct)} ms, ${(o.p50.router / o.p50.direct).toFixed(2)}x); p99 ${f1(o.p99.direct)} / ${f1(o.p99.router)} ms. 64 clients: ${o.rate64.direct.toFixed(0)} cycles/s direct, ${o.rate64.router.toFixed(0)} through the router (${(o.rate64.router / o.rate64.direct).toFixed(2)}x).`,
+  `Router overhead (${opts.rounds} round(s) of ${opts.seconds} s after ${opts.warmupS} s of warm-up per path, medians): 1 client acquire+release p50 direct ${f1(o.p50.direct)} ms, through the router ${f1(o.p50.router)} ms (+${f1(o.p50.router - o.p50.direct)} ms, ${(o.p50.router / o.p50.direct).toFixed(2)}x), through a byte pipe ${f1(o.p50.pipe)} ms (+${f1(o.p50.pipe - o.p50.direct)} ms: the floor, what any one more process on the path costs here); p99 ${f1(o.p99.direct)} / ${f1(o.p99.router)} / ${f1(o.p99.pipe)} ms. 64 clients: ${o.rate64.direct.toFixed(0)} cycles/s direct, ${o.rate64.router.toFixed(0)} through the router (${(o.rate64.router / o.rate64.direct).toFixed(2)}x), ${o.rate64.pipe.toFixed(0)} through the pipe (${(o.rate64.pipe / o.rate64.direct).toFixed(2)}x).`,
+  `CPU per call (µs, 1 client / 64 clients): router ${o.routerUs.one.toFixed(0)} / ${o.routerUs.many.toFixed(0)}; cell-1's leader ${o.leaderUs.direct.one.toFixed(0)} / ${o.leaderUs.direct.many.toFixed(0)} for direct calls (gRPC), ${o.leaderUs.router.one.toFixed(0)} / ${o.leaderUs.router.many.toFixed(0)} for routed ones (the lane).`,
   `Heartbeats: ${opts.sessions.toLocaleString('en-US')} sessions (opened in ${hb.openS.toFixed(1)} s) on ${opts.streams} streams to 2 proxies, each every ${opts.intervalMs} ms: ${keepAliveFigures(hb)}; ${hb.batchesPerS.toFixed(1)} HeartbeatBatch calls/s at the leaders (bound: 2 proxies × 2 cells per ${proxyIntervalMs} ms = ${batchBoundPerS}/s); log entries written meanwhile ${hb.logEntries.join(' + ')}.`,
   `CPU per process, heartbeats (ms/s, and µs per heartbeat: the process's CPU over every heartbeat answered): ${cpuLine(hb, 'heartbeat')}.`,
   ...(etcd

@@ -3,7 +3,9 @@
  * configuration and an injected clock, randomness, logger and metrics. It
  * opens the WAL, composes libs/cell's LockCell with real timers, and serves:
  * - the client port (--listen): the lock service and the internal
- *   HeartbeatBatch, nothing else (peer traffic never reaches it);
+ *   HeartbeatBatch over gRPC, and beside them on the same port the routers'
+ *   lane (unary calls as TCP frames, @fencer/protocol lane.ts); nothing
+ *   else (peer traffic never reaches it);
  * - the peer port (--peer-listen): Raft messages, as TCP frames or, with
  *   --peer-transport grpc, the RaftTransport gRPC stream; a cell uses one
  *   of the two on every member; a batch for another cell, or from a sender
@@ -14,7 +16,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type Clock, NodeId, type Random, assert } from '@fencer/base';
 import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
-import { TolerantServer, adminpb, internalpb, lockservice, raftpb } from '@fencer/protocol';
+import { TolerantServer, adminpb, internalpb, listenMuxed, lockservice, raftpb } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
@@ -179,7 +181,11 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     await bind(peerServer, config.peerListen);
     closePeers = () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
   }
-  await bind(server, config.listen);
+  // gRPC and the routers' lane share the client port: each connection is sniffed (libs/protocol lane.ts).
+  const clientPort = await listenMuxed(server, config.listen, {
+    dispatch: service.lane,
+    onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),
+  });
   await bind(adminServer, config.adminListen);
   const metricsServer = await metrics.serve(config.metricsListen);
 
@@ -209,11 +215,16 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     node.cell.close();
     let graceTimer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.all([new Promise<void>((r) => server.tryShutdown(() => r())), new Promise<void>((r) => adminServer.tryShutdown(() => r()))]),
+      Promise.all([
+        new Promise<void>((r) => server.tryShutdown(() => r())),
+        new Promise<void>((r) => adminServer.tryShutdown(() => r())),
+        clientPort.close(),
+      ]),
       new Promise((r) => (graceTimer = setTimeout(r, 2_000))),
     ]);
     clearTimeout(graceTimer);
     server.forceShutdown();
+    clientPort.destroy();
     adminServer.forceShutdown();
     clearInterval(ticker);
     transport?.close();

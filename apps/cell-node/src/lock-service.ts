@@ -26,7 +26,7 @@ import {
   type WatchSink,
   lockToWire,
 } from '@fencer/cell';
-import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
+import { FORWARDED_KEY, type LaneDispatch, internalpb, lockservice, toServiceError } from '@fencer/protocol';
 
 import type { NodeMetrics } from './metrics.js';
 import type { CellNode } from './node.js';
@@ -72,36 +72,62 @@ export class LockServiceImpl {
     private readonly metrics: NodeMetrics,
   ) {}
 
-  /** One unary call through the cell: errors become the contract's status with `lock-reason` (and `leader-hint`). */
+  /**
+   * One unary call through the cell, whatever carried it: counted in flight
+   * until answered or cancelled, and in fencer_rpcs_total by its status.
+   * Returns how to cancel it (a held Acquire withdraws its wait).
+   */
+  private serve<M extends CellMethod>(
+    method: M,
+    request: RequestOf<M>,
+    ctx: CallContext,
+    done: (outcome: Result<ResponseOf<M>, FencerError>) => void,
+  ): () => void {
+    this.callsInFlight++;
+    let inFlight = true;
+    const finished = (): void => {
+      if (!inFlight) return;
+      inFlight = false;
+      this.callsInFlight--;
+    };
+    const answer = (outcome: Result<ResponseOf<M>, FencerError>): void => {
+      if (!inFlight) return;
+      finished();
+      this.metrics.rpcs.inc({ method, code: outcome.ok ? 'OK' : (status[toServiceError(outcome.error).code] ?? 'UNKNOWN') });
+      done(outcome);
+    };
+    try {
+      const cancel = this.node.cell.call(method, request, ctx, answer);
+      return () => {
+        finished();
+        cancel();
+      };
+    } catch (e) {
+      this.node.env.logger.error({ method, err: (e as Error)?.stack ?? String(e) }, 'unexpected error in a handler');
+      answer({ ok: false, error: new FencerError('INTERNAL', `internal error: ${(e as Error)?.message ?? e}`) });
+      return () => {};
+    }
+  }
+
+  /** One unary gRPC call: errors become the contract's status with `lock-reason` (and `leader-hint`). */
   private unary<M extends CellMethod>(method: M) {
     return (call: ServerUnaryCall<RequestOf<M>, ResponseOf<M>>, callback: sendUnaryData<ResponseOf<M>>): void => {
-      this.callsInFlight++;
-      let inFlight = true;
-      const finished = (): void => {
-        if (!inFlight) return;
-        inFlight = false;
-        this.callsInFlight--;
-      };
-      const answer = (outcome: Result<ResponseOf<M>, FencerError>): void => {
-        if (!inFlight) return;
-        finished();
-        this.metrics.rpcs.inc({ method, code: outcome.ok ? 'OK' : (status[toServiceError(outcome.error).code] ?? 'UNKNOWN') });
+      const cancel = this.serve(method, call.request, contextOf(call), (outcome) => {
         if (outcome.ok) callback(null, outcome.value);
         else callback(toServiceError(outcome.error) as ServiceError);
-      };
-      try {
-        const cancel = this.node.cell.call(method, call.request, contextOf(call), answer);
-        // A call the client gives up on is not answered; a held Acquire withdraws its wait.
-        call.on('cancelled', () => {
-          finished();
-          cancel();
-        });
-      } catch (e) {
-        this.node.env.logger.error({ method, err: (e as Error)?.stack ?? String(e) }, 'unexpected error in a handler');
-        answer({ ok: false, error: new FencerError('INTERNAL', `internal error: ${(e as Error)?.message ?? e}`) });
-      }
+      });
+      // A call the client gives up on is not answered.
+      call.on('cancelled', cancel);
     };
   }
+
+  /**
+   * A unary call that came by the lane (a router's): served as a forwarded
+   * call, so a follower answers NOT_LEADER with a leader-hint and the router
+   * goes to the leader itself from then on.
+   */
+  lane: LaneDispatch = (method, request, answer) =>
+    this.serve(method, request as RequestOf<typeof method>, { forwarded: true }, answer as (o: Result<unknown, FencerError>) => void);
 
   openSession = this.unary('openSession');
   closeSession = this.unary('closeSession');

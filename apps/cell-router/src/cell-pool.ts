@@ -1,11 +1,12 @@
 /**
  * The cells behind a router or proxy: each cell's replica addresses (from
  * the routing table), its last known leader (followed through the
- * `leader-hint` of NOT_LEADER answers), one gRPC channel per address, and
- * the count of calls in flight towards it.
+ * `leader-hint` of NOT_LEADER answers), one gRPC channel and one lane
+ * (@fencer/protocol LaneClient, for unary calls) per address, and the count
+ * of calls in flight towards it.
  */
 import { credentials } from '@grpc/grpc-js';
-import { internalpb, lockservice } from '@fencer/protocol';
+import { LaneClient, internalpb, lockservice } from '@fencer/protocol';
 import type { RoutingTable } from './routing.js';
 
 export type LockStub = InstanceType<typeof lockservice.LockServiceClient>;
@@ -56,6 +57,7 @@ export class CellPool {
   private readonly cells = new Map<string, CellState>();
   private readonly lockStubs = new Map<string, LockStub>();
   private readonly internalStubs = new Map<string, InternalStub>();
+  private readonly lanes = new Map<string, LaneClient>();
 
   /** Follows a new routing table: new cells appear, changed replica lists replace the old ones, a leader not listed any more is forgotten. */
   update(table: RoutingTable): void {
@@ -97,7 +99,18 @@ export class CellPool {
     return s;
   }
 
+  lane(address: string): LaneClient {
+    let l = this.lanes.get(address);
+    if (!l) {
+      l = new LaneClient(address);
+      this.lanes.set(address, l);
+    }
+    return l;
+  }
+
   close(): void {
+    for (const l of this.lanes.values()) l.close();
+    this.lanes.clear();
     for (const s of this.lockStubs.values()) s.close();
     for (const s of this.internalStubs.values()) s.close();
     this.lockStubs.clear();

@@ -6,6 +6,7 @@ export class RouterMetrics {
   readonly calls: Counter<'cell' | 'method' | 'code'>;
   readonly callSeconds: Histogram<'cell' | 'method'>;
   readonly retries: Counter<'cell' | 'method' | 'reason'>;
+  readonly upstreamCalls: Counter<'transport'>;
   readonly inFlight: Gauge<'cell'>;
   readonly watches: Gauge;
   readonly routingVersion: Gauge;
@@ -38,6 +39,12 @@ export class RouterMetrics {
       name: 'fencer_router_retries_total',
       help: 'Attempts retried, by reason',
       labelNames: ['cell', 'method', 'reason'],
+      registers: r,
+    });
+    this.upstreamCalls = new Counter({
+      name: 'fencer_router_upstream_calls_total',
+      help: 'Unary attempts sent to a replica, by transport: lane (TCP frames) or grpc (a node without the lane)',
+      labelNames: ['transport'],
       registers: r,
     });
     this.inFlight = new Gauge({

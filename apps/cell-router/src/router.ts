@@ -185,7 +185,14 @@ export function buildRouter(deps: RouterDeps): Router {
     return cell!;
   }
 
-  /** One attempt of a unary call on one replica; cancelled with the client's call. */
+  /**
+   * One attempt of a unary call on one replica, cancelled with the client's
+   * call: by the node's lane (cheaper than a gRPC hop on both sides), or by
+   * gRPC where the node speaks no lane. Either way the replica serves it as
+   * forwarded already: a follower answers NOT_LEADER with a leader-hint
+   * instead of forwarding the call itself, and the router calls the leader
+   * directly from then on, saving a hop on every call.
+   */
   function attempt<Res>(
     target: string,
     method: Method,
@@ -193,14 +200,44 @@ export function buildRouter(deps: RouterDeps): Router {
     deadlineMs: number,
     onCancel: (cancel: () => void) => void,
   ): Promise<Res> {
+    const lane = pool.lane(target);
+    if (lane.available) {
+      return new Promise((resolve, reject) => {
+        const cancel = lane.call(method, req, deadlineMs, (r) => {
+          if (r.ok) {
+            metrics.upstreamCalls.inc({ transport: 'lane' });
+            resolve(r.value as Res);
+          } else if ('error' in r) {
+            metrics.upstreamCalls.inc({ transport: 'lane' });
+            reject(r.error);
+          } else {
+            grpcAttempt<Res>(target, method, req, deadlineMs, onCancel).then(resolve, reject);
+          }
+        });
+        // A cancelled lane call is never answered: settle the attempt here, as grpc-js does with CANCELLED.
+        onCancel(() => {
+          cancel();
+          reject(new FencerError('CANCELLED', 'the client cancelled the call'));
+        });
+      });
+    }
+    return grpcAttempt(target, method, req, deadlineMs, onCancel);
+  }
+
+  function grpcAttempt<Res>(
+    target: string,
+    method: Method,
+    req: unknown,
+    deadlineMs: number,
+    onCancel: (cancel: () => void) => void,
+  ): Promise<Res> {
     const stub = pool.lockStub(target) as unknown as Record<string, (...args: unknown[]) => { cancel(): void }>;
-    // Marked as forwarded already, a follower answers NOT_LEADER with a leader-hint instead of forwarding the
-    // call itself: the router then calls the leader directly, from this call on, saving a hop on every call.
     const md = new Metadata();
     md.set(FORWARDED_KEY, routerId);
+    metrics.upstreamCalls.inc({ transport: 'grpc' });
     return new Promise((resolve, reject) => {
       const c = stub[method]!.call(stub, req, md, { deadline: deadlineMs }, (err: ServiceError | null, res: Res) =>
-        err ? reject(err) : resolve(res),
+        err ? reject(fromServiceError(err)) : resolve(res),
       );
       onCancel(() => c.cancel());
     });
@@ -240,7 +277,7 @@ export function buildRouter(deps: RouterDeps): Router {
             return await attempt<Res>(target, method, call.request, deadlineMs, (c) => (cancelUpstream = c));
           } catch (e) {
             if (cancelled) fail('CANCELLED', 'the client cancelled the call');
-            const fe = fromServiceError(e as ServiceError);
+            const fe = e instanceof FencerError ? e : fromServiceError(e as ServiceError);
             let retry = false;
             let followHint = false;
             if (RETRY_CODES.has(fe.code)) {

@@ -50,4 +50,12 @@ describe('the fleet behind the router', () => {
     expect(routing.routes.length).toBeGreaterThan(4);
     expect([...cells].sort()).toEqual(['cell-1', 'cell-2']);
   });
+
+  it('reached the cell nodes by the lane for every unary call: none went by gRPC', async () => {
+    const text = await fetch(fleet.routers[0]!.metrics).then((r) => r.text());
+    const count = (transport: string): number =>
+      Number(new RegExp(`fencer_router_upstream_calls_total\\{transport="${transport}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    expect(count('lane')).toBeGreaterThan(100);
+    expect(count('grpc')).toBe(0);
+  });
 });

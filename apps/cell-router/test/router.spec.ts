@@ -8,11 +8,17 @@
  * Method: an in-process router (buildRouter) on 127.0.0.1:0 with a static
  * routing table in front of the client library's fake LockService
  * (@fencer/client/testing), which holds waiting Acquires open and can play
- * a follower that answers NOT_LEADER.
+ * a follower that answers NOT_LEADER. It speaks gRPC only, so these calls
+ * take the router's gRPC path; the lane cases put the router in front of a
+ * muxed port (@fencer/protocol listenMuxed) whose lane calls the test holds
+ * and answers, as a cell node's would be.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { credentials } from '@grpc/grpc-js';
 import { pino } from 'pino';
+import { FencerError } from '@fencer/base';
 import { FakeLockService } from '@fencer/client/testing';
+import { type LaneMethod, type LaneOutcome, type MuxedPort, TolerantServer, listenMuxed, lockservice } from '@fencer/protocol';
 import { TestClient, errorOf, eventually } from '@fencer/fleet/contract';
 import { buildRouter, StaticRoutingSource, type Router } from '../src/index.js';
 
@@ -115,6 +121,111 @@ describe('cell router', () => {
       expect(e.leaderHint).toBeUndefined();
     } finally {
       await follower.stop();
+    }
+  });
+});
+
+interface HeldCall {
+  readonly method: LaneMethod;
+  readonly answer: (o: LaneOutcome) => void;
+  cancelled: boolean;
+}
+
+/** A cell node's client port in miniature: its lane calls are held for the test, its gRPC serves nothing. */
+async function laneNode(): Promise<{ address: string; held: HeldCall[]; close(): void }> {
+  const held: HeldCall[] = [];
+  const server = new TolerantServer();
+  server.addService(lockservice.LockServiceService, {} as lockservice.LockServiceServer);
+  const port: MuxedPort = await listenMuxed(server, '127.0.0.1:0', {
+    dispatch: (method, _request, answer) => {
+      const h: HeldCall = { method, answer, cancelled: false };
+      held.push(h);
+      return () => (h.cancelled = true);
+    },
+  });
+  return {
+    address: port.address,
+    held,
+    close: () => {
+      port.destroy();
+      server.forceShutdown();
+    },
+  };
+}
+
+const upstream = async (transport: string): Promise<number> =>
+  (await router!.metrics.upstreamCalls.get()).values.find((v) => v.labels.transport === transport)?.value ?? 0;
+
+describe('cell router over the lane', () => {
+  it('sends unary calls to a node by the lane, not gRPC, and passes its answers and errors on', async () => {
+    const n = await laneNode();
+    try {
+      const at = await start([n.address]);
+      const opened = client!.once(at, 'openSession', { clientId: 'c', ttlMs: 10_000, namespace: 'ns' });
+      await eventually(() => n.held[0], 5_000, 'the call at the node');
+      n.held[0]!.answer({ ok: true, value: { sessionId: 'ns:abc', ttlMs: 10_000 } });
+      expect(await opened).toMatchObject({ sessionId: 'ns:abc' });
+      const failed = errorOf(client!.call('getLock', { name: '/ls/ns/x' }));
+      await eventually(() => n.held[1], 5_000, 'the second call at the node');
+      n.held[1]!.answer({ ok: false, error: new FencerError('NAMESPACE_FORBIDDEN', 'not yours', n.address) });
+      const e = await failed;
+      expect([e.code, e.message, e.leaderHint]).toEqual(['NAMESPACE_FORBIDDEN', 'not yours', undefined]);
+      expect(await upstream('lane')).toBe(2);
+      expect(await upstream('grpc')).toBe(0);
+    } finally {
+      n.close();
+    }
+  });
+
+  it("cancels the node's call at the caller's deadline and frees the cell's slot", async () => {
+    const n = await laneNode();
+    try {
+      const at = await start([n.address]);
+      const e = await errorOf(
+        client!.once(at, 'acquire', { sessionId: 'ns:1', name: '/ls/ns/y', mode: 1, waitMs: 20_000, requestId: 'd', lockDelayMs: 0 }, 700),
+      );
+      expect(e.code).toBe('DEADLINE_EXCEEDED');
+      await eventually(() => (n.held[0]?.cancelled ? true : undefined), 5_000, "the node's call to be cancelled");
+      await eventually(() => (router!.pool.cell('cell-1')!.inFlight === 0 ? true : undefined), 5_000, 'the slot to be freed');
+    } finally {
+      n.close();
+    }
+  });
+
+  it("a client that cancels its call cancels the node's call and frees the cell's slot", async () => {
+    const n = await laneNode();
+    const g = new lockservice.LockServiceClient(await start([n.address]), credentials.createInsecure());
+    try {
+      const call = g.acquire(
+        { sessionId: 'ns:1', name: '/ls/ns/c', mode: 1, waitMs: 20_000, requestId: 'c', lockDelayMs: 0 },
+        { deadline: Date.now() + 30_000 },
+        () => {},
+      );
+      await eventually(() => n.held[0], 5_000, 'the call at the node');
+      expect(router!.pool.cell('cell-1')!.inFlight).toBe(1);
+      call.cancel();
+      await eventually(() => (n.held[0]!.cancelled ? true : undefined), 5_000, "the node's call to be cancelled");
+      await eventually(() => (router!.pool.cell('cell-1')!.inFlight === 0 ? true : undefined), 5_000, 'the slot to be freed');
+    } finally {
+      g.close();
+      n.close();
+    }
+  });
+
+  it('a lost lane connection is retried on another replica inside the deadline', async () => {
+    const [first, second] = [await laneNode(), await laneNode()];
+    try {
+      await start([first.address, second.address]);
+      const pending = client!.call('getLock', { name: '/ls/ns/z' });
+      await eventually(() => first.held[0], 5_000, 'the call at the first replica');
+      first.close();
+      await eventually(() => second.held[0], 10_000, 'the retry at the second replica');
+      second.held[0]!.answer({ ok: true, value: { lock: undefined, revision: 3 } });
+      expect(await pending).toMatchObject({ revision: 3 });
+      expect(client!.retries, 'the router retried, not the client').toBe(0);
+    } finally {
+      first.close();
+      second.close();
     }
   });
 });

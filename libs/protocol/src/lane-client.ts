@@ -1,0 +1,193 @@
+/**
+ * A caller's end of the lane (see lane.ts) to one node: one TCP connection,
+ * opened on first use, many calls in flight on it, each with its own
+ * deadline (on expiry the node is told CANCEL and the call fails
+ * DEADLINE_EXCEEDED). A lost connection fails every call on it with
+ * NO_LEADER; the next call dials again. A node that does not answer the
+ * handshake with LANE_MAGIC speaks no lane: its calls come back
+ * `unsupported` (the caller then uses gRPC), and the lane is tried again
+ * after UNSUPPORTED_RETRY_MS (a node upgraded in place gains it).
+ */
+import net from 'node:net';
+import { FencerError } from '@fencer/base';
+import { LockServiceService } from './gen/lockservice/v1/lockservice.js';
+import { FrameReader, FrameType, LANE_MAGIC, LANE_METHODS, type LaneMethod, encodeFrame, errorOfPayload } from './lane.js';
+
+export const UNSUPPORTED_RETRY_MS = 60_000;
+const CONNECT_TIMEOUT_MS = 2_000;
+
+export type LaneResult = { ok: true; value: unknown } | { ok: false; error: FencerError } | { ok: false; unsupported: true };
+
+interface Pending {
+  readonly method: LaneMethod;
+  readonly done: (r: LaneResult) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+const METHOD_INDEX = new Map<LaneMethod, number>(LANE_METHODS.map((m, i) => [m, i]));
+
+export class LaneClient {
+  private socket: net.Socket | undefined;
+  private ready = false;
+  private handshake: Buffer = Buffer.alloc(0);
+  private reader = new FrameReader();
+  private readonly pending = new Map<number, Pending>();
+  /** CALL frames waiting for the handshake. */
+  private queued: Buffer[] = [];
+  private nextId = 1;
+  private unsupportedUntil = 0;
+  private closed = false;
+
+  constructor(readonly address: string) {}
+
+  /** False while the node is known to speak no lane. */
+  get available(): boolean {
+    return !this.closed && Date.now() >= this.unsupportedUntil;
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** One call; `done` is called exactly once unless the returned cancel runs first. */
+  call(method: LaneMethod, request: unknown, deadlineMs: number, done: (r: LaneResult) => void): () => void {
+    if (!this.available) {
+      done({ ok: false, unsupported: true });
+      return () => {};
+    }
+    const id = this.nextId;
+    this.nextId = this.nextId >= 0xffff_fffe ? 1 : this.nextId + 1;
+    const bytes = (LockServiceService[method].requestSerialize as (v: unknown) => Buffer)(request);
+    const frame = encodeFrame(FrameType.CALL, id, bytes, METHOD_INDEX.get(method)!);
+    const timer = setTimeout(
+      () => {
+        if (!this.pending.delete(id)) return;
+        this.send(encodeFrame(FrameType.CANCEL, id, Buffer.alloc(0)));
+        done({ ok: false, error: new FencerError('DEADLINE_EXCEEDED', `${method} at ${this.address}: deadline exceeded`) });
+      },
+      Math.max(0, deadlineMs - Date.now()),
+    );
+    this.pending.set(id, { method, done, timer });
+    this.send(frame);
+    return () => {
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      this.send(encodeFrame(FrameType.CANCEL, id, Buffer.alloc(0)));
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.socket?.destroy();
+    this.failAll(() => ({ ok: false, error: new FencerError('CANCELLED', 'the router is shutting down') }));
+  }
+
+  private send(frame: Buffer): void {
+    if (this.ready) {
+      this.socket!.write(frame);
+      return;
+    }
+    this.queued.push(frame);
+    if (!this.socket) this.dial();
+  }
+
+  private dial(): void {
+    const at = this.address.lastIndexOf(':');
+    const host = this.address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+    const socket = net.connect({ host, port: Number(this.address.slice(at + 1)), noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+    this.socket = socket;
+    this.ready = false;
+    this.handshake = Buffer.alloc(0);
+    this.reader = new FrameReader();
+    socket.write(LANE_MAGIC);
+    socket.on('timeout', () => {
+      if (!this.ready) socket.destroy(new Error(`no lane handshake within ${CONNECT_TIMEOUT_MS} ms`));
+    });
+    socket.on('data', (d: Buffer) => {
+      if (this.socket !== socket) return;
+      if (!this.ready) {
+        this.handshake = Buffer.concat([this.handshake, d]);
+        const n = Math.min(this.handshake.length, LANE_MAGIC.length);
+        if (!this.handshake.subarray(0, n).equals(LANE_MAGIC.subarray(0, n))) return this.unsupported(socket);
+        if (this.handshake.length < LANE_MAGIC.length) return;
+        this.ready = true;
+        socket.setTimeout(0);
+        d = this.handshake.subarray(LANE_MAGIC.length);
+        for (const f of this.queued) socket.write(f);
+        this.queued = [];
+        if (d.length === 0) return;
+      }
+      this.receive(socket, d);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.ready = false;
+      this.queued = [];
+      this.failAll(
+        (p) =>
+          ({
+            ok: false,
+            error: new FencerError('NO_LEADER', `${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
+          }) as const,
+      );
+    });
+  }
+
+  private receive(socket: net.Socket, d: Buffer): void {
+    let frames;
+    try {
+      frames = this.reader.push(d);
+    } catch {
+      socket.destroy();
+      return;
+    }
+    for (const f of frames) {
+      const p = this.pending.get(f.id);
+      if (!p) continue; // cancelled or timed out already
+      this.pending.delete(f.id);
+      clearTimeout(p.timer);
+      if (f.type === FrameType.OK) {
+        let value: unknown;
+        try {
+          value = LockServiceService[p.method].responseDeserialize(Buffer.from(f.payload));
+        } catch (e) {
+          p.done({
+            ok: false,
+            error: new FencerError('INTERNAL', `${p.method} at ${this.address}: undecodable answer (${(e as Error).message})`),
+          });
+          continue;
+        }
+        p.done({ ok: true, value });
+      } else if (f.type === FrameType.ERROR) {
+        p.done({ ok: false, error: errorOfPayload(f.payload) });
+      } else {
+        p.done({ ok: false, error: new FencerError('INTERNAL', `${p.method} at ${this.address}: the node sent frame type ${f.type}`) });
+        socket.destroy();
+        return;
+      }
+    }
+  }
+
+  /** The node answered the handshake with something else: it speaks no lane. Its calls go to gRPC. */
+  private unsupported(socket: net.Socket): void {
+    this.unsupportedUntil = Date.now() + UNSUPPORTED_RETRY_MS;
+    this.socket = undefined;
+    this.ready = false;
+    this.queued = [];
+    socket.destroy();
+    this.failAll(() => ({ ok: false, unsupported: true }) as const);
+  }
+
+  private failAll(result: (p: Pending) => LaneResult): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) {
+      clearTimeout(p.timer);
+      p.done(result(p));
+    }
+  }
+}
