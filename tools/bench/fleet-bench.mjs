@@ -510,7 +510,7 @@ try {
   const router = fleet.routerEndpoints[0];
   const sessions = [];
   for (let i = 0; i < 64; i++)
-    sessions.push((await call(router, 'openSession', { clientId: 'bench', ttlMs: 120_000, namespace: 'bench' })).sessionId);
+    sessions.push((await call(router, 'openSession', { clientId: 'bench', ttlMs: 600_000, namespace: 'bench' })).sessionId);
   const overhead = await routerOverhead(fleet, sessions);
   // Closed now, so that no expiry is logged while the heartbeats are measured.
   await Promise.all(sessions.map((sessionId) => call(router, 'closeSession', { sessionId })));
