@@ -8,6 +8,8 @@ export class RouterMetrics {
   readonly retries: Counter<'cell' | 'method' | 'reason'>;
   readonly upstreamCalls: Counter<'transport'>;
   readonly inFlight: Gauge<'cell'>;
+  /** The cells whose calls in flight fencer_router_in_flight shows (the router's pool). */
+  inFlightSource: (() => Iterable<{ id: string; inFlight: number }>) | undefined;
   readonly watches: Gauge;
   readonly routingVersion: Gauge;
   readonly tenantsCreated: Counter;
@@ -47,11 +49,16 @@ export class RouterMetrics {
       labelNames: ['transport'],
       registers: r,
     });
+    const inFlightOf = (): Iterable<{ id: string; inFlight: number }> => this.inFlightSource?.() ?? [];
     this.inFlight = new Gauge({
       name: 'fencer_router_in_flight',
       help: 'Calls and watches open towards a cell',
       labelNames: ['cell'],
       registers: r,
+      // Read from the cells at scrape time: nothing to update per call.
+      collect() {
+        for (const c of inFlightOf()) this.set({ cell: c.id }, c.inFlight);
+      },
     });
     this.watches = new Gauge({ name: 'fencer_router_watches', help: 'Watch streams proxied now', registers: r });
     this.routingVersion = new Gauge({ name: 'fencer_routing_version', help: 'Version of the routing table in force', registers: r });

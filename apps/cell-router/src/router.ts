@@ -144,6 +144,7 @@ export function buildRouter(deps: RouterDeps): Router {
   const { source, logger } = deps;
   const metrics = deps.metrics ?? new RouterMetrics();
   const pool = new CellPool();
+  metrics.inFlightSource = () => pool.all();
   const inFlightMax = deps.cellCallsInFlightMax ?? CELL_CALLS_IN_FLIGHT_MAX;
   const routerId = deps.id ?? `router-${process.pid}`;
   const batcher = new HeartbeatBatcher({
@@ -249,11 +250,15 @@ export function buildRouter(deps: RouterDeps): Router {
       let cellId = '';
       let cancelUpstream: (() => void) | undefined;
       let cancelled = false;
+      let answered = false;
+      // grpc-js says 'cancelled' after every answer too: only a call still running has anything to cancel.
       call.on('cancelled', () => {
+        if (answered) return;
         cancelled = true;
         cancelUpstream?.();
       });
       const answer = (err: Partial<ServiceError> | null, res?: Res): void => {
+        answered = true;
         metrics.calls.inc({ cell: cellId, method, code: err ? (status[err.code ?? status.UNKNOWN] ?? 'UNKNOWN') : 'OK' });
         metrics.callSeconds.observe({ cell: cellId, method }, (performance.now() - started) / 1000);
         if (err) callback(err as ServiceError);
@@ -272,7 +277,6 @@ export function buildRouter(deps: RouterDeps): Router {
             fail('TOO_MANY_REQUESTS', `cell ${cell.id} has ${inFlightMax} calls in flight from this router; retry with backoff`);
           const target = cell.target();
           cell.inFlight++;
-          metrics.inFlight.set({ cell: cell.id }, cell.inFlight);
           try {
             return await attempt<Res>(target, method, call.request, deadlineMs, (c) => (cancelUpstream = c));
           } catch (e) {
@@ -301,7 +305,6 @@ export function buildRouter(deps: RouterDeps): Router {
             if (pauseMs > 0) await sleep(pauseMs);
           } finally {
             cell.inFlight--;
-            metrics.inFlight.set({ cell: cell.id }, cell.inFlight);
           }
         }
       };
@@ -326,7 +329,6 @@ export function buildRouter(deps: RouterDeps): Router {
       metrics.watches.set(watches);
       if (cell) {
         cell.inFlight--;
-        metrics.inFlight.set({ cell: cell.id }, cell.inFlight);
       }
       const u = upstream;
       upstream = undefined;
@@ -355,7 +357,6 @@ export function buildRouter(deps: RouterDeps): Router {
           fail('TOO_MANY_REQUESTS', `cell ${c.id} has ${inFlightMax} calls in flight from this router; retry with backoff`);
         cell = c;
         cell.inFlight++;
-        metrics.inFlight.set({ cell: cell.id }, cell.inFlight);
       }
       const target = c.target();
       const u = pool.lockStub(target).watch({ name: req.name, prefix: req.prefix, sinceRevision: lastRevision });

@@ -62,6 +62,7 @@ describe('cell router', () => {
     const e = await errorOf(client!.once(at, 'getLock', { name: '/ls/ns/x' }));
     expect(e.code).toBe('TOO_MANY_REQUESTS');
     expect(e.message).toMatch(/cell-1.*in flight/);
+    expect(await router!.metrics.registry.metrics()).toMatch(/fencer_router_in_flight\{cell="cell-1"\} 1\n/);
     // The router's one slot is taken: release straight at the cell.
     const direct = new TestClient([fake.address]);
     await direct.call('release', { sessionId: a, name: '/ls/ns/x', token: g.token });

@@ -11,7 +11,7 @@
 import net from 'node:net';
 import { FencerError } from '@fencer/base';
 import { LockServiceService } from './gen/lockservice/v1/lockservice.js';
-import { FrameReader, FrameType, LANE_MAGIC, LANE_METHODS, type LaneMethod, encodeFrame, errorOfPayload } from './lane.js';
+import { FrameReader, FrameType, LANE_MAGIC, LANE_METHODS, type LaneMethod, encodeFrame, errorOfPayload, writeCoalesced } from './lane.js';
 
 export const UNSUPPORTED_RETRY_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -86,7 +86,7 @@ export class LaneClient {
 
   private send(frame: Buffer): void {
     if (this.ready) {
-      this.socket!.write(frame);
+      writeCoalesced(this.socket!, frame);
       return;
     }
     this.queued.push(frame);
