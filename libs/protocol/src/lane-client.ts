@@ -15,6 +15,7 @@ import { FrameReader, FrameType, LANE_MAGIC, LANE_METHODS, type LaneMethod, enco
 
 export const UNSUPPORTED_RETRY_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 2_000;
+const TIMER_MAX_MS = 2 ** 31 - 1;
 
 export type LaneResult = { ok: true; value: unknown } | { ok: false; error: FencerError } | { ok: false; unsupported: true };
 
@@ -65,7 +66,8 @@ export class LaneClient {
         this.send(encodeFrame(FrameType.CANCEL, id, Buffer.alloc(0)));
         done({ ok: false, error: new FencerError('DEADLINE_EXCEEDED', `${method} at ${this.address}: deadline exceeded`) });
       },
-      Math.max(0, deadlineMs - Date.now()),
+      // setTimeout fires at once past 2^31-1 ms; a deadline weeks away waits that long instead.
+      Math.min(TIMER_MAX_MS, Math.max(0, deadlineMs - Date.now())),
     );
     this.pending.set(id, { method, done, timer });
     this.send(frame);

@@ -153,6 +153,17 @@ describe('lane', () => {
     await expect.poll(() => h.cancelled, { timeout: 5_000 }).toBe(true);
   });
 
+  it('waits out a deadline beyond what one timer can hold instead of failing at once', async () => {
+    const n = await node();
+    const c = lane(n.port.address);
+    const pending = call(c, 'acquire', acquire, Date.now() + 40 * 24 * 3600 * 1000);
+    const h = await n.next();
+    // Answered after a full turn of the event loop: a timer that overflowed would have fired by now.
+    await new Promise((r) => setTimeout(r, 20));
+    h.answer({ ok: true, value: { status: 1, token: 1, holders: [], queuePosition: 0, revision: 1 } });
+    expect((await pending).ok).toBe(true);
+  });
+
   it("cancels the node's call when the caller cancels", async () => {
     const n = await node();
     const c = lane(n.port.address);
