@@ -3,7 +3,9 @@
  * opened on first use, many calls in flight on it, each with its own
  * deadline (on expiry the node is told CANCEL and the call fails
  * DEADLINE_EXCEEDED). A lost connection fails every call on it with
- * NO_LEADER; the next call dials again. A node that does not answer the
+ * NO_LEADER; the next call dials again, and so does one after a connection
+ * that went silent (a call's deadline passed with nothing received since it
+ * was sent, and a PING got no PONG). A node that does not answer the
  * handshake with LANE_MAGIC speaks no lane: its calls come back
  * `unsupported` (the caller then uses gRPC), and the lane is tried again
  * after UNSUPPORTED_RETRY_MS (a node upgraded in place gains it).
@@ -11,7 +13,17 @@
 import net from 'node:net';
 import { FencerError } from '@fencer/base';
 import { LockServiceService } from './gen/lockservice/v1/lockservice.js';
-import { FrameReader, FrameType, LANE_MAGIC, LANE_METHODS, type LaneMethod, encodeFrame, errorOfPayload, writeCoalesced } from './lane.js';
+import {
+  FrameReader,
+  FrameType,
+  LANE_MAGIC,
+  LANE_METHODS,
+  LANE_PROBE_TIMEOUT_MS,
+  type LaneMethod,
+  encodeFrame,
+  errorOfPayload,
+  writeCoalesced,
+} from './lane.js';
 
 export const UNSUPPORTED_RETRY_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -23,6 +35,8 @@ interface Pending {
   readonly method: LaneMethod;
   readonly done: (r: LaneResult) => void;
   readonly timer: NodeJS.Timeout;
+  /** performance.now() when it was handed to the socket. */
+  readonly sentAt: number;
 }
 
 const METHOD_INDEX = new Map<LaneMethod, number>(LANE_METHODS.map((m, i) => [m, i]));
@@ -36,6 +50,11 @@ export class LaneClient {
   /** CALL frames waiting for the handshake. */
   private queued: Buffer[] = [];
   private nextId = 1;
+  /** performance.now() when the connection last brought anything. */
+  private lastReceivedAt = 0;
+  private probeTimer: NodeJS.Timeout | undefined;
+  /** PINGs the node answered (a silent spell that was only a slow call). */
+  probesAnswered = 0;
   private unsupportedUntil = 0;
   private closed = false;
 
@@ -60,16 +79,18 @@ export class LaneClient {
     this.nextId = this.nextId >= 0xffff_fffe ? 1 : this.nextId + 1;
     const bytes = (LockServiceService[method].requestSerialize as (v: unknown) => Buffer)(request);
     const frame = encodeFrame(FrameType.CALL, id, bytes, METHOD_INDEX.get(method)!);
+    const sentAt = performance.now();
     const timer = setTimeout(
       () => {
         if (!this.pending.delete(id)) return;
         this.send(encodeFrame(FrameType.CANCEL, id, Buffer.alloc(0)));
+        if (this.lastReceivedAt < sentAt) this.probe();
         done({ ok: false, error: new FencerError('DEADLINE_EXCEEDED', `${method} at ${this.address}: deadline exceeded`) });
       },
       // setTimeout fires at once past 2^31-1 ms; a deadline weeks away waits that long instead.
       Math.min(TIMER_MAX_MS, Math.max(0, deadlineMs - Date.now())),
     );
-    this.pending.set(id, { method, done, timer });
+    this.pending.set(id, { method, done, timer, sentAt });
     this.send(frame);
     return () => {
       const p = this.pending.get(id);
@@ -82,11 +103,14 @@ export class LaneClient {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.probeTimer);
     this.socket?.destroy();
     this.failAll(() => ({ ok: false, error: new FencerError('CANCELLED', 'the router is shutting down') }));
   }
 
   private send(frame: Buffer): void {
+    // A socket destroyed here says 'close' only later: it is gone already.
+    if (this.socket?.destroyed) this.lost(this.socket);
     if (this.ready) {
       writeCoalesced(this.socket!, frame);
       return;
@@ -124,22 +148,46 @@ export class LaneClient {
       this.receive(socket, d);
     });
     socket.on('error', () => {});
-    socket.on('close', () => {
-      if (this.socket !== socket) return;
-      this.socket = undefined;
-      this.ready = false;
-      this.queued = [];
-      this.failAll(
-        (p) =>
-          ({
-            ok: false,
-            error: new FencerError('NO_LEADER', `${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
-          }) as const,
-      );
-    });
+    socket.on('close', () => this.lost(socket));
+  }
+
+  /** The connection is gone (closed, or destroyed and about to say so): its calls fail, the next call dials. */
+  private lost(socket: net.Socket): void {
+    if (this.socket !== socket) return;
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
+    this.socket = undefined;
+    this.ready = false;
+    this.queued = [];
+    this.failAll(
+      (p) =>
+        ({
+          ok: false,
+          error: new FencerError('NO_LEADER', `${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
+        }) as const,
+    );
+  }
+
+  /**
+   * A call reached its deadline and the node sent nothing since it was sent:
+   * ask it (PING). Nothing back within LANE_PROBE_TIMEOUT_MS and the
+   * connection is dropped (its calls fail NO_LEADER; the next call dials).
+   */
+  private probe(): void {
+    const socket = this.socket;
+    if (!socket || !this.ready || this.probeTimer) return;
+    const askedAt = performance.now();
+    this.send(encodeFrame(FrameType.PING, 0, Buffer.alloc(0)));
+    this.probeTimer = setTimeout(() => {
+      this.probeTimer = undefined;
+      if (this.socket === socket && this.lastReceivedAt < askedAt)
+        socket.destroy(new Error(`the node at ${this.address} answered no PING within ${LANE_PROBE_TIMEOUT_MS} ms`));
+    }, LANE_PROBE_TIMEOUT_MS);
   }
 
   private receive(socket: net.Socket, d: Buffer): void {
+    // Frames only: a call queued before the handshake counts as sent when the handshake let it go.
+    this.lastReceivedAt = performance.now();
     let frames;
     try {
       frames = this.reader.push(d);
@@ -148,6 +196,10 @@ export class LaneClient {
       return;
     }
     for (const f of frames) {
+      if (f.type === FrameType.PONG) {
+        this.probesAnswered++;
+        continue;
+      }
       const p = this.pending.get(f.id);
       if (!p) continue; // cancelled or timed out already
       this.pending.delete(f.id);

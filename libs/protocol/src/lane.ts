@@ -19,7 +19,12 @@
  *   protobuf bytes;
  * - CANCEL (caller): empty; the caller gave up (deadline, its client left);
  * - OK (node): the response's protobuf bytes;
- * - ERROR (node): JSON {code, message, leaderHint?}, a FencerError.
+ * - ERROR (node): JSON {code, message, leaderHint?}, a FencerError;
+ * - PING (caller) and PONG (node, at once, same id): a caller whose call
+ *   reached its deadline with nothing at all received since it was sent
+ *   asks whether the node is still there; no answer within
+ *   LANE_PROBE_TIMEOUT_MS and it drops the connection (a silently cut link
+ *   would otherwise hold every later call to its deadline).
  * A frame over LANE_FRAME_MAX, an unknown frame type or a call id reused
  * while in flight is a broken peer: the connection is closed. An unknown
  * method or undecodable request bytes is that call's INVALID_ARGUMENT. A
@@ -39,11 +44,13 @@ export type LaneMethod = (typeof LANE_METHODS)[number];
 export const LANE_FRAME_MAX = 4 * 1024 * 1024;
 /** Calls one lane connection may have in flight at a node; beyond, TOO_MANY_REQUESTS. */
 export const LANE_CALLS_MAX = 10_000;
+/** How long a caller waits for PONG before it drops a connection that went silent. */
+export const LANE_PROBE_TIMEOUT_MS = 1_000;
 /** How long a new connection on a muxed port may take to show which protocol it speaks. */
 export const SNIFF_TIMEOUT_MS = 10_000;
 
 const HEADER = 9;
-export const FrameType = { CALL: 1, CANCEL: 2, OK: 3, ERROR: 4 } as const;
+export const FrameType = { CALL: 1, CANCEL: 2, OK: 3, ERROR: 4, PING: 5, PONG: 6 } as const;
 const TYPES = new Set<number>(Object.values(FrameType));
 const CODES = new Set<string>(ERROR_CODES);
 
@@ -183,6 +190,8 @@ export class LaneConnection {
         this.calls.delete(f.id);
         cancel?.();
         this.maybeEnd();
+      } else if (f.type === FrameType.PING) {
+        this.write(encodeFrame(FrameType.PONG, f.id, Buffer.alloc(0)));
       } else if (f.type === FrameType.CALL) {
         if (this.calls.has(f.id)) {
           this.onProtocolError(`call id ${f.id} reused while in flight`);

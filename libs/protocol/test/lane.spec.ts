@@ -164,6 +164,44 @@ describe('lane', () => {
     expect((await pending).ok).toBe(true);
   });
 
+  it('drops a connection that went silent (a PING unanswered) and dials a new one for the next call', async () => {
+    // A node that answers the handshake, then swallows everything, as a cut link does.
+    const sockets: net.Socket[] = [];
+    const closed: Promise<void>[] = [];
+    const hole = net.createServer((s) => {
+      sockets.push(s);
+      closed.push(new Promise((r) => s.on('close', () => r())));
+      s.once('data', () => s.write(LANE_MAGIC));
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => hole.listen(0, '127.0.0.1', () => r()));
+    cleanup.push(() => {
+      for (const s of sockets) s.destroy();
+      hole.close();
+    });
+    const c = lane(`127.0.0.1:${(hole.address() as net.AddressInfo).port}`);
+    const r = await call(c, 'getLock', { name: '/ls/ns/x' }, Date.now() + 200);
+    expect((r as { error: FencerError }).error.code).toBe('DEADLINE_EXCEEDED');
+    await closed[0];
+    const next = call(c, 'getLock', { name: '/ls/ns/x' }, Date.now() + 200);
+    await expect.poll(() => sockets.length, { timeout: 5_000 }).toBe(2);
+    expect((await next).ok).toBe(false);
+  });
+
+  it('keeps a connection whose node answers the PING after a call outlived its deadline', async () => {
+    const n = await node();
+    const c = lane(n.port.address);
+    const r = await call(c, 'acquire', { ...acquire, waitMs: 60_000 }, Date.now() + 200);
+    expect((r as { error: FencerError }).error.code).toBe('DEADLINE_EXCEEDED');
+    await expect.poll(() => c.probesAnswered, { timeout: 5_000 }).toBe(1);
+    const next = call(c, 'getLock', { name: '/ls/ns/after' });
+    let h = await n.next();
+    if (h.method === 'acquire') h = await n.next();
+    h.answer({ ok: true, value: { revision: 5 } });
+    expect(await next).toMatchObject({ ok: true, value: { revision: 5 } });
+    expect(n.port.laneConnections).toBe(1);
+  });
+
   it("cancels the node's call when the caller cancels", async () => {
     const n = await node();
     const c = lane(n.port.address);
