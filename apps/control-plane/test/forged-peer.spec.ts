@@ -327,9 +327,11 @@ describe("forged and malformed Raft messages to every control-plane instance's p
         expect(alive(i), `${i.id} (pid ${i.child?.pid}) still running`).toBe(true);
         expect(await viewOf(i), `${i.id}'s leader and term`).toEqual(before);
       }
+      const counts: string[] = [];
       for (const i of instances) {
         const base = refusedBefore.get(i.id)!;
         const now = refusalsIn(await metricsOf(i));
+        counts.push(`${i.id} ${JSON.stringify(Object.fromEntries([...now].map(([r, n]) => [r, n - (base.get(r) ?? 0)])))}`);
         for (const [reason, n] of expected.get(i.id)!) {
           const counted = (now.get(reason) ?? 0) - (base.get(reason) ?? 0);
           // Garbage may add frame-level refusals of its own; nothing but the forgeries names a sender or a group.
@@ -345,7 +347,7 @@ describe("forged and malformed Raft messages to every control-plane instance's p
       }
       expect(await agreedView(5_000)).toEqual(before);
       console.log(
-        `forged-peer: ${sent} connections to ${instances.length} peer ports; leader ${before.leader} at term ${before.term} throughout`,
+        `forged-peer: ${sent} connections to ${instances.length} peer ports; leader ${before.leader} at term ${before.term} throughout; refused: ${counts.join(', ')}`,
       );
     },
   );
