@@ -4,3 +4,4 @@
  */
 export { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
 export type { PeerTransportOptions, RaftPeerTransport } from './peer-transport.js';
+export { type PeerIntake, StreamRefusal, admitsSender } from './peer-codec.js';

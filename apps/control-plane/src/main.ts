@@ -20,6 +20,7 @@ import { GrpcCellDirectory } from './cells.js';
 import { parseConfig, type ControlPlaneConfig } from './config.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import { loadOrCreateAdminToken } from './auth.js';
+import { metaPeerChecks } from './peer-intake.js';
 
 /** The peer transport checks every batch's group id: the meta group's is this, never a cell's. */
 const META_GROUP_ID = 'fencer-meta';
@@ -89,7 +90,10 @@ const group = new MetaGroup(
   },
 );
 for (const [id, address] of config.peers) if (id !== config.id) transport.setPeer(id, address);
-const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), logger);
+// The peer port takes Raft messages only from the meta group's members and the leader it follows (peer-intake.ts).
+const peerChecks = metaPeerChecks(group, config.peers, (reason) => metrics.peerRefused(reason));
+const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), logger, peerChecks);
+metrics.watchTerm(() => group.replica.status().term);
 await peerServer.listen(config.peerListen).catch((err: unknown) => die(`cannot listen for peers on ${config.peerListen}`, err));
 
 const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);

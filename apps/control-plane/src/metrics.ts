@@ -42,6 +42,17 @@ export class ControlPlaneMetrics implements AppMetrics {
     labelNames: ['name'] as const,
     registers: [this.registry],
   });
+  /**
+   * Peer messages refused, by reason, under the cell nodes' name and labels: by the Raft core (libs/raft
+   * message-check.ts) or at the peer port (@fencer/cell-node StreamRefusal: other-cell, undecodable,
+   * frame-too-large, not-member, unknown-type). A rising count is a bug or a hostile peer.
+   */
+  private readonly raftMessagesRefused = new Counter({
+    name: 'fencer_raft_messages_refused_total',
+    help: 'Raft messages refused unprocessed, by the core or the peer transport, by reason (malformed, wrong-to, bad-term, other-cell, undecodable, not-member, ...)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -49,9 +60,29 @@ export class ControlPlaneMetrics implements AppMetrics {
 
   /** The replica's tiny Metrics interface, written through to prom-client. */
   readonly replica: Metrics = {
-    inc: (name, by = 1) => this.replicaCounters.inc({ name }, by),
+    inc: (name, by = 1, labels) => {
+      if (name === 'replica_messages_dropped_total') this.raftMessagesRefused.inc({ reason: labels?.['reason'] ?? 'unknown' }, by);
+      else this.replicaCounters.inc({ name }, by);
+    },
     observe: (name, value) => this.replicaObservations.observe({ name }, value),
   };
+
+  /** Counts a message the peer port refused before the core saw it (the peer server's onRefused). */
+  peerRefused(reason: string): void {
+    this.raftMessagesRefused.inc({ reason });
+  }
+
+  /** The meta group's Raft term, read at scrape time: an election, real or forced by a forged message, moves it. */
+  watchTerm(term: () => number): void {
+    new Gauge({
+      name: 'fencer_cp_raft_term',
+      help: "The meta group's current Raft term on this instance",
+      registers: [this.registry],
+      collect() {
+        this.set(term());
+      },
+    });
+  }
 
   serve(address: string): Promise<Server> {
     const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
