@@ -16,7 +16,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type Clock, NodeId, type Random, assert } from '@fencer/base';
 import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
-import { TolerantServer, adminpb, internalpb, listenMuxed, lockservice, raftpb } from '@fencer/protocol';
+import { TolerantServer, adminpb, internalpb, listenMuxed, lockservice } from '@fencer/protocol';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
@@ -26,7 +26,13 @@ import type { Logger } from './logger.js';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder } from './forwarder.js';
-import { PeerTransport, type PeerTransportOptions, type RaftPeerTransport, raftTransportHandlers } from './peer-transport.js';
+import {
+  PeerTransport,
+  type PeerTransportOptions,
+  type RaftPeerTransport,
+  raftTransportHandlers,
+  raftTransportService,
+} from './peer-transport.js';
 import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
 import { type PeerIntake, admitsSender } from './peer-codec.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
@@ -175,7 +181,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   } else {
     const peerServer = new Server(grpcOptions(config));
     peerServer.addService(
-      raftpb.RaftTransportService,
+      raftTransportService,
       raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...peerChecks }, logger),
     );
     await bind(peerServer, config.peerListen);

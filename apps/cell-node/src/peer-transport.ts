@@ -12,7 +12,7 @@ import { credentials, type ClientDuplexStream, type ServerDuplexStream, status, 
 import type { NodeId } from '@fencer/base';
 import type { Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
-import { type PeerIntake, messageToWire, takeBatch } from './peer-codec.js';
+import { type PeerIntake, StreamRefusal, messageToWire, takeBatch } from './peer-codec.js';
 import type { Logger } from './logger.js';
 
 export interface PeerTransportOptions {
@@ -205,22 +205,86 @@ export class PeerTransport extends LinkedPeerTransport {
   }
 }
 
-/** The server half: decodes batches from peers of this cell and hands each message on (peer-codec.ts takeBatch). */
+/** A message of a Send call whose bytes are not a RaftBatch: the decoder's complaint, for the handler to refuse. */
+const UNDECODABLE = Symbol('undecodable');
+interface UndecodableBatch {
+  readonly [UNDECODABLE]: string;
+}
+
+/**
+ * RaftTransport as the peer port serves it: the generated definition, except
+ * that bytes which do not decode reach the handler as a marked value. Left to
+ * grpc-js, its deserializer would throw and end the call with INTERNAL,
+ * uncounted; the handler instead counts the refusal (undecodable) and answers
+ * INVALID_ARGUMENT, as the TCP transport counts it and closes.
+ */
+export const raftTransportService: raftpb.RaftTransportService = {
+  send: {
+    ...raftpb.RaftTransportService.send,
+    requestDeserialize: (bytes: Buffer): raftpb.RaftBatch => {
+      try {
+        return raftpb.RaftTransportService.send.requestDeserialize(bytes);
+      } catch (err) {
+        const marked: UndecodableBatch = { [UNDECODABLE]: (err as Error).message };
+        return marked as unknown as raftpb.RaftBatch;
+      }
+    },
+  },
+};
+
+/** The status a refused Send call ends with, by refusal; a person reading it on the sending side knows what to fix. */
+const refusalStatus: Partial<Record<StreamRefusal, status>> = {
+  [StreamRefusal.Undecodable]: status.INVALID_ARGUMENT,
+  [StreamRefusal.OtherCell]: status.FAILED_PRECONDITION,
+  [StreamRefusal.NotMember]: status.PERMISSION_DENIED,
+};
+
+/**
+ * The server half: decodes batches from peers of this cell and hands each
+ * message on (peer-codec.ts takeBatch). A refused batch ends the call with a
+ * status (refusalStatus), and nothing the call carries after it is taken.
+ * Serve it with `raftTransportService`, whose undecodable messages it refuses.
+ */
 export function raftTransportHandlers(intake: PeerIntake, logger: Logger): raftpb.RaftTransportServer {
   return {
     send(call: ServerDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>) {
       let batches = 0;
-      call.on('data', (batch: raftpb.RaftBatch) => {
-        const refused = takeBatch(batch, intake);
-        if (refused !== undefined) {
-          logger.warn({ peer: call.getPeer(), reason: refused }, 'closing a peer stream');
-          call.destroy(new Error(refused));
+      let refused = false;
+      // takeBatch says why in words; the last reason it counted picks the status.
+      let lastRefusal: StreamRefusal | undefined;
+      const callIntake: PeerIntake = {
+        ...intake,
+        onRefused: (reason) => {
+          lastRefusal = reason;
+          intake.onRefused?.(reason);
+        },
+      };
+      const refuse = (reason: StreamRefusal, details: string): void => {
+        refused = true;
+        logger.warn({ peer: call.getPeer(), reason: details }, 'closing a peer stream');
+        // grpc-js ends a server stream with the status of an emitted error; destroy() would end it with none,
+        // leaving the call open until the sender gives up.
+        call.emit('error', { code: refusalStatus[reason] ?? status.INVALID_ARGUMENT, details });
+      };
+      call.on('data', (batch: raftpb.RaftBatch | UndecodableBatch) => {
+        if (refused) return;
+        if (UNDECODABLE in batch) {
+          intake.onRefused?.(StreamRefusal.Undecodable);
+          refuse(StreamRefusal.Undecodable, `a message is not a RaftBatch: ${batch[UNDECODABLE]}`);
+          return;
+        }
+        lastRefusal = undefined;
+        const why = takeBatch(batch, callIntake);
+        if (why !== undefined) {
+          refuse(lastRefusal ?? StreamRefusal.Undecodable, why);
           return;
         }
         batches++;
         if (batches % 1024 === 0) call.write({ batches });
       });
-      call.on('end', () => call.end());
+      call.on('end', () => {
+        if (!refused) call.end();
+      });
       call.on('error', () => {});
     },
   };

@@ -6,14 +6,22 @@
  * service on the gRPC ports) make no replica exit, leave every replica's
  * term where it was, are counted by reason in
  * fencer_raft_messages_refused_total, and a client working through it all
- * sees no error.
- * Method: three cell-node processes on 127.0.0.1 (tools/fleet/test-cell).
+ * sees no error; on either peer transport (--peer-transport tcp, the
+ * default, and grpc).
+ * Method: for each transport, three cell-node processes on 127.0.0.1
+ * (tools/fleet/test-cell), one cell after the other.
  * Each process's listening ports are read from the kernel (/proc/<pid>/fd
  * and /proc/net/tcp) and must be exactly the four its command line names
  * (--listen, --admin-listen, --metrics-listen, --peer-listen), so a socket
  * added later cannot escape the barrage. Every payload goes to every port
  * of every replica on its own connection, which the test half-closes and
- * waits to see closed. Garbage comes from a seeded generator (SEED below).
+ * waits to see closed. On a gRPC peer port the forged batches travel
+ * instead as messages of RaftTransport.Send, one call each, through a
+ * grpc-js client built from the generated definitions, and each call must
+ * end with the status the refusal calls for (never INTERNAL or UNKNOWN, and
+ * never left open); the same batches also arrive there as raw TCP frames,
+ * which are garbage to HTTP/2. Garbage comes from a seeded generator (SEED
+ * below).
  * A client loop (acquire and release through every replica, no retries)
  * and a KeepAlive stream run from before the barrage until after it. The
  * refusals are awaited in each replica's metrics before the terms are read.
@@ -36,18 +44,11 @@ const { MessageType: T } = raftpb;
 /** A node id no configuration names. */
 const INTRUDER = 'intruder-9';
 const TERM_NEAR_2_53 = 2 ** 53 - 1;
-
-let cell: Cell;
-
-beforeAll(async () => {
-  // A 2 s election timeout (sessions must then live at least twice its 4 s upper bound): a replica starved of CPU on a
-  // shared machine must not start an election of its own, which would move the term as a forgery would. A forged
-  // message that a replica acted on moves its term at once, whatever the timeout.
-  cell = await startCell({ replicas: 3, extraArgs: ['--election-ticks', '20', '--ttl-min-ms', '8000'] });
-});
-afterAll(async () => {
-  await cell?.stop();
-});
+/** A field with wire type 7 (invalid) right away: no protobuf decoder takes it. */
+const NOT_A_BATCH = Buffer.from([0x0f, 1, 2, 3, 4, 5, 6, 7]);
+const SEND_PATH = '/fencer.raft.v1.RaftTransport/Send';
+/** The largest request a cell node takes over gRPC (its --grpc-message-bytes-max default). */
+const GRPC_MESSAGE_BYTES_MAX = 4 * 1024 * 1024;
 
 type PortKind = 'lock' | 'admin' | 'metrics' | 'peer';
 interface Target {
@@ -97,7 +98,7 @@ function listeningPorts(pid: number): number[] {
   return [...ports].sort((x, y) => x - y);
 }
 
-function targets(): Target[] {
+function targets(cell: Cell): Target[] {
   return cell.replicas.map((r) => {
     const pid = cell.children.get(r.id)!.pid!;
     return {
@@ -135,8 +136,11 @@ function sendRaw(port: number, bytes: Uint8Array, limitMs = 15_000): Promise<voi
   });
 }
 
-/** An HTTP/2 request with a gRPC-framed body of `body` bytes; resolves with its grpc-status (or the HTTP/2 error). */
-function http2Call(port: number, path: string, body: Uint8Array): Promise<string> {
+/**
+ * An HTTP/2 request with a gRPC-framed body of `body` bytes, whose length prefix says `declaredBytes`; resolves with its
+ * grpc-status (or the HTTP/2 error).
+ */
+function http2Call(port: number, path: string, body: Uint8Array, declaredBytes = body.length): Promise<string> {
   return new Promise((resolve) => {
     const session = http2.connect(`http://127.0.0.1:${port}`);
     session.on('error', (e) => resolve(`session error: ${e.message}`));
@@ -154,7 +158,7 @@ function http2Call(port: number, path: string, body: Uint8Array): Promise<string
       resolve(grpcStatus ?? 'no grpc-status');
     });
     const frame = Buffer.alloc(5 + body.length);
-    frame.writeUInt32BE(body.length, 1);
+    frame.writeUInt32BE(declaredBytes, 1);
     frame.set(body, 5);
     req.end(frame);
   });
@@ -169,6 +173,35 @@ function raftServiceCall(port: number, cellId: string, to: string): Promise<numb
     stream.on('data', () => {});
     stream.on('end', () => resolve(status.OK));
     stream.write({ cellId, messages: [wire({ type: T.MESSAGE_TYPE_HEARTBEAT, from: INTRUDER, to, term: 1_000 })] });
+    stream.end();
+  }).finally(() => client.close());
+}
+
+interface CallEnd {
+  /** The call's status code, or undefined when none came within the limit. */
+  readonly code: status | undefined;
+  readonly details: string;
+}
+
+/**
+ * One RaftTransport.Send call on a gRPC peer port carrying `batch`, half-closed at once: how it ended. A call the
+ * server leaves open is cancelled after `limitMs` and reported without a code.
+ */
+function peerStreamCall(port: number, batch: raftpb.RaftBatch, limitMs = 10_000): Promise<CallEnd> {
+  const client = new raftpb.RaftTransportClient(`127.0.0.1:${port}`, credentials.createInsecure());
+  return new Promise<CallEnd>((resolve) => {
+    const stream = client.send();
+    const timer = setTimeout(() => {
+      resolve({ code: undefined, details: `no status ${limitMs} ms after the test's half-close` });
+      stream.cancel();
+    }, limitMs);
+    stream.on('data', () => {});
+    stream.on('error', () => {}); // the status below says it all
+    stream.on('status', (s: { code: status; details: string }) => {
+      clearTimeout(timer);
+      resolve({ code: s.code, details: s.details });
+    });
+    stream.write(batch);
     stream.end();
   }).finally(() => client.close());
 }
@@ -195,6 +228,9 @@ function prefixed(length: number, body: Uint8Array): Buffer {
 
 interface Forgery {
   readonly what: string;
+  /** The forged batch; absent for a forgery of the TCP framing itself. */
+  readonly batch?: raftpb.RaftBatch;
+  /** The forgery as bytes on a TCP peer connection. */
   readonly bytes: Buffer;
   /** The refusal reason the receiving replica's peer port must count for it, at least `count` times. */
   readonly reason: string;
@@ -209,49 +245,52 @@ interface Forgery {
 function forgedFrames(self: string, member: string, third: string, cellId: string, term: number, random: SeededRandom): Forgery[] {
   const higher = term + 1;
   const kinds = [T.MESSAGE_TYPE_HEARTBEAT, T.MESSAGE_TYPE_APPEND_ENTRIES, T.MESSAGE_TYPE_REQUEST_VOTE, T.MESSAGE_TYPE_TIMEOUT_NOW];
-  const batch = (messages: raftpb.RaftMessage[], cell = cellId): Buffer => encodeFrame({ cellId: cell, messages });
+  const batch = (messages: raftpb.RaftMessage[], cell = cellId): Pick<Forgery, 'batch' | 'bytes'> => {
+    const b: raftpb.RaftBatch = { cellId: cell, messages };
+    return { batch: b, bytes: encodeFrame(b) };
+  };
   const each = (f: (type: raftpb.MessageType) => raftpb.RaftMessage): raftpb.RaftMessage[] => kinds.map(f);
   const garbageEntry = { term: higher, index: 1, type: 9, data: new Uint8Array([1, 2, 3]) };
   return [
     {
       what: 'wrong to (another member), higher term',
-      bytes: batch(each((type) => wire({ type, from: member, to: third, term: higher }))),
+      ...batch(each((type) => wire({ type, from: member, to: third, term: higher }))),
       reason: 'wrong-to',
       count: kinds.length,
     },
     {
       what: 'wrong to (nobody), higher term',
-      bytes: batch(each((type) => wire({ type, from: member, to: 'nobody', term: higher }))),
+      ...batch(each((type) => wire({ type, from: member, to: 'nobody', term: higher }))),
       reason: 'wrong-to',
       count: kinds.length,
     },
     {
       what: 'from equal to the receiver, higher term',
-      bytes: batch(each((type) => wire({ type, from: self, to: self, term: higher }))),
+      ...batch(each((type) => wire({ type, from: self, to: self, term: higher }))),
       reason: 'from-self',
       count: kinds.length,
     },
     {
       what: 'a non-member from, higher term by 1',
-      bytes: batch(each((type) => wire({ type, from: INTRUDER, to: self, term: higher, index: 0, logTerm: 0, commit: 0 }))),
+      ...batch(each((type) => wire({ type, from: INTRUDER, to: self, term: higher, index: 0, logTerm: 0, commit: 0 }))),
       reason: 'not-member',
       count: 1,
     },
     {
       what: 'a non-member from, a term near 2^53',
-      bytes: batch(each((type) => wire({ type, from: INTRUDER, to: self, term: TERM_NEAR_2_53 }))),
+      ...batch(each((type) => wire({ type, from: INTRUDER, to: self, term: TERM_NEAR_2_53 }))),
       reason: 'not-member',
       count: 1,
     },
     {
       what: 'a member from, a term near 2^53',
-      bytes: batch(each((type) => wire({ type, from: member, to: self, term: TERM_NEAR_2_53 }))),
+      ...batch(each((type) => wire({ type, from: member, to: self, term: TERM_NEAR_2_53 }))),
       reason: 'bad-term',
       count: kinds.length,
     },
     {
       what: "a member from, higher term, an entry of a type the log doesn't know",
-      bytes: batch([
+      ...batch([
         wire({ type: T.MESSAGE_TYPE_APPEND_ENTRIES, from: member, to: self, term: higher, index: 0, logTerm: 0, entries: [garbageEntry] }),
       ]),
       reason: 'bad-entries',
@@ -259,13 +298,13 @@ function forgedFrames(self: string, member: string, third: string, cellId: strin
     },
     {
       what: 'a member from, higher term, a message type this node does not know',
-      bytes: batch([wire({ type: 99 as raftpb.MessageType, from: member, to: self, term: higher })]),
+      ...batch([wire({ type: 99 as raftpb.MessageType, from: member, to: self, term: higher })]),
       reason: 'unknown-type',
       count: 1,
     },
     {
       what: "another cell's batch, higher term",
-      bytes: batch(
+      ...batch(
         each((type) => wire({ type, from: member, to: self, term: higher })),
         `${cellId}-other`,
       ),
@@ -281,8 +320,7 @@ function forgedFrames(self: string, member: string, third: string, cellId: strin
     },
     {
       what: 'a frame whose payload is not a RaftBatch',
-      // A field with wire type 7 (invalid) right away: no decoder takes it.
-      bytes: prefixed(8, Buffer.from([0x0f, 1, 2, 3, 4, 5, 6, 7])),
+      bytes: prefixed(NOT_A_BATCH.length, NOT_A_BATCH),
       reason: 'undecodable',
       count: 1,
     },
@@ -296,6 +334,7 @@ function garbage(random: SeededRandom): { what: string; bytes: Buffer }[] {
   return [
     ...sizes.map((n) => ({ what: `${n} random bytes`, bytes: randomBytes(random, n) })),
     { what: 'a frame cut short', bytes: prefixed(1_000, randomBytes(random, 100)) },
+    { what: 'a truncated HTTP/2 preface', bytes: preface.subarray(0, 11) },
     { what: 'an HTTP/2 preface and random frames', bytes: Buffer.concat([preface, randomBytes(random, 2048)]) },
     {
       what: 'an HTTP/2 preface and a frame with a huge length',
@@ -324,7 +363,7 @@ function alive(pid: number): boolean {
 }
 
 /** Acquire and release through every replica in turn, no retries: every error is recorded. */
-function clientLoop(ns: string, sessionId: string, stop: () => boolean) {
+function clientLoop(cell: Cell, ns: string, sessionId: string, stop: () => boolean) {
   const errors: string[] = [];
   let rounds = 0;
   const roundsMax = 5_000;
@@ -354,7 +393,7 @@ function clientLoop(ns: string, sessionId: string, stop: () => boolean) {
 }
 
 /** One KeepAlive stream to `address`, heartbeating every intervalMs; errors and expiries are recorded. */
-function keepAliveStream(address: string, sessionId: string, intervalMs: number) {
+function keepAliveStream(cell: Cell, address: string, sessionId: string, intervalMs: number) {
   const errors: string[] = [];
   const expired: string[] = [];
   let acks = 0;
@@ -380,96 +419,158 @@ function keepAliveStream(address: string, sessionId: string, intervalMs: number)
   };
 }
 
+// ------------------------------------------------------------ the gRPC peer port
+
+/**
+ * How a Send call carrying a forged batch must end, by the refusal it is counted under: a batch refused whole ends the
+ * call with a status saying why; one whose messages reach the core (which drops them) leaves the call to end OK.
+ */
+const STREAM_REFUSED: Readonly<Record<string, status>> = {
+  'other-cell': status.FAILED_PRECONDITION,
+  'not-member': status.PERMISSION_DENIED,
+};
+
+/**
+ * The forgeries on a gRPC peer port of replica `t`: each forged batch on its own RaftTransport.Send call, then gRPC's
+ * own framing forged (a message that is not a RaftBatch, length prefixes over the message limit). Returns the refusal
+ * reasons the replica must count for them; fails at the first call that ends otherwise than it must.
+ */
+async function barrageGrpcPeer(t: Target, frames: readonly Forgery[], random: SeededRandom): Promise<Map<string, number>> {
+  const want = new Map<string, number>();
+  const count = (reason: string, n: number): void => void want.set(reason, (want.get(reason) ?? 0) + n);
+  for (const f of frames) {
+    if (f.batch === undefined) continue; // a forgery of the TCP framing: its gRPC counterparts follow
+    const end = await peerStreamCall(t.ports.peer, f.batch);
+    const code = STREAM_REFUSED[f.reason] ?? status.OK;
+    expect(end.code === undefined ? end.details : status[end.code], `${t.id} gRPC peer port, ${f.what}: ${end.details}`).toBe(status[code]);
+    count(f.reason, f.count);
+  }
+  const undecodable = await http2Call(t.ports.peer, SEND_PATH, NOT_A_BATCH);
+  expect(undecodable, `${t.id} gRPC peer port, a message that is not a RaftBatch`).toBe(String(status.INVALID_ARGUMENT));
+  count('undecodable', 1);
+  for (const declared of [0xffff_ffff, GRPC_MESSAGE_BYTES_MAX + 1]) {
+    const h2 = await http2Call(t.ports.peer, SEND_PATH, randomBytes(random, 16), declared);
+    expect(h2, `${t.id} gRPC peer port, a length prefix of ${declared}`).toBe(String(status.RESOURCE_EXHAUSTED));
+  }
+  return want;
+}
+
 // ------------------------------------------------------------ the test
 
-describe('forged and malformed Raft messages to every port of a running cell', () => {
-  it('no replica exits, no term moves, each refusal is counted, and the client sees no error', { timeout: 240_000 }, async () => {
-    const all = targets();
-    // Every port each process listens on is one its command line names, and each of those is listened on.
-    for (const t of all) expect(listeningPorts(t.pid), t.id).toEqual(Object.values(t.ports).sort((x, y) => x - y));
+describe.each(['tcp', 'grpc'] as const)(
+  'forged and malformed Raft messages to every port of a cell on --peer-transport %s',
+  (transport) => {
+    let cell: Cell;
+    beforeAll(async () => {
+      // A 2 s election timeout (sessions must then live at least twice its 4 s upper bound): a replica starved of CPU on
+      // a shared machine must not start an election of its own, which would move the term as a forgery would. A forged
+      // message that a replica acted on moves its term at once, whatever the timeout.
+      cell = await startCell({
+        replicas: 3,
+        extraArgs: ['--election-ticks', '20', '--ttl-min-ms', '8000', '--peer-transport', transport],
+      });
+    });
+    afterAll(async () => {
+      await cell?.stop();
+    });
 
-    const leader = await cell.leader();
-    const before = new Map<string, number>();
-    for (const t of all) before.set(t.id, (await cell.statusOf(t.id))!.term);
-    expect(new Set(before.values())).toEqual(new Set([leader.term]));
-    const refusedBefore = new Map<string, Map<string, number>>();
-    for (const r of cell.replicas) refusedBefore.set(r.id, await refusals(r.metrics));
+    it('no replica exits, no term moves, each refusal is counted, and the client sees no error', { timeout: 240_000 }, async () => {
+      const all = targets(cell);
+      // Every port each process listens on is one its command line names, and each of those is listened on.
+      for (const t of all) expect(listeningPorts(t.pid), t.id).toEqual(Object.values(t.ports).sort((x, y) => x - y));
 
-    // The client: one session, KeepAlive to the leader, acquire/release through every replica.
-    const ns = `forged-${process.pid}`;
-    const session = await cell.client.openSession(ns, 10_000);
-    const leaderAddress = cell.replicas.find((r) => r.id === leader.nodeId)!.grpc;
-    const keepAlive = keepAliveStream(leaderAddress, session.sessionId, 200);
-    let barrageDone = false;
-    const loop = clientLoop(ns, session.sessionId, () => barrageDone);
-    await eventually(() => (loop.rounds() >= 3 && keepAlive.acks() >= 1 ? true : undefined), 20_000, 'the client working');
+      const leader = await cell.leader();
+      const before = new Map<string, number>();
+      for (const t of all) before.set(t.id, (await cell.statusOf(t.id))!.term);
+      expect(new Set(before.values())).toEqual(new Set([leader.term]));
+      const refusedBefore = new Map<string, Map<string, number>>();
+      for (const r of cell.replicas) refusedBefore.set(r.id, await refusals(r.metrics));
 
-    console.log(`forged-peer: seed ${SEED} (replay with FENCER_FORGED_SEED=${SEED})`);
-    const random = new SeededRandom(SEED);
-    const junk = garbage(random);
-    const expected = new Map<string, Map<string, number>>();
-    const raftCalls: string[] = [];
-    let sent = 0;
-    try {
-      for (const t of all) {
-        const [member, third] = all.filter((o) => o.id !== t.id).map((o) => o.id);
-        const frames = forgedFrames(t.id, member!, third!, t.cellId, leader.term, random);
-        const want = new Map<string, number>();
-        for (const f of frames) want.set(f.reason, (want.get(f.reason) ?? 0) + f.count);
-        expected.set(t.id, want);
-        for (const kind of Object.keys(t.ports) as PortKind[]) {
-          const port = t.ports[kind];
-          for (const p of [...frames, ...junk]) {
-            await sendRaw(port, p.bytes);
-            sent++;
+      // The client: one session, KeepAlive to the leader, acquire/release through every replica.
+      const ns = `forged-${process.pid}`;
+      const session = await cell.client.openSession(ns, 10_000);
+      const leaderAddress = cell.replicas.find((r) => r.id === leader.nodeId)!.grpc;
+      const keepAlive = keepAliveStream(cell, leaderAddress, session.sessionId, 200);
+      let barrageDone = false;
+      const loop = clientLoop(cell, ns, session.sessionId, () => barrageDone);
+      await eventually(() => (loop.rounds() >= 3 && keepAlive.acks() >= 1 ? true : undefined), 20_000, 'the client working');
+
+      console.log(`forged-peer: seed ${SEED} (replay with FENCER_FORGED_SEED=${SEED})`);
+      const random = new SeededRandom(SEED);
+      const junk = garbage(random);
+      const expected = new Map<string, Map<string, number>>();
+      const raftCalls: string[] = [];
+      let sent = 0;
+      let grpcPeerCalls = 0;
+      try {
+        for (const t of all) {
+          const [member, third] = all.filter((o) => o.id !== t.id).map((o) => o.id);
+          const frames = forgedFrames(t.id, member!, third!, t.cellId, leader.term, random);
+          if (transport === 'tcp') {
+            const want = new Map<string, number>();
+            for (const f of frames) want.set(f.reason, (want.get(f.reason) ?? 0) + f.count);
+            expected.set(t.id, want);
+          } else {
+            expected.set(t.id, await barrageGrpcPeer(t, frames, random));
+            grpcPeerCalls += frames.filter((f) => f.batch !== undefined).length + 3;
           }
-          if (kind === 'lock' || kind === 'admin') {
-            const code = await raftServiceCall(port, t.cellId, t.id);
-            raftCalls.push(`${t.id} ${kind}: ${status[code]}`);
-            expect(code, `${t.id} ${kind} port, Raft service`).toBe(status.UNIMPLEMENTED);
-            const h2 = await http2Call(port, '/fencer.raft.v1.RaftTransport/Send', frames[3]!.bytes);
-            expect(h2, `${t.id} ${kind} port, Raft path over HTTP/2`).toBe(String(status.UNIMPLEMENTED));
+          // Every port also gets the TCP frames and the garbage as raw bytes: on any port but a TCP peer port, frames
+          // are garbage too.
+          for (const kind of Object.keys(t.ports) as PortKind[]) {
+            const port = t.ports[kind];
+            for (const p of [...frames, ...junk]) {
+              await sendRaw(port, p.bytes);
+              sent++;
+            }
+            if (kind === 'lock' || kind === 'admin') {
+              const code = await raftServiceCall(port, t.cellId, t.id);
+              raftCalls.push(`${t.id} ${kind}: ${status[code]}`);
+              expect(code, `${t.id} ${kind} port, Raft service`).toBe(status.UNIMPLEMENTED);
+              const h2 = await http2Call(port, SEND_PATH, frames[3]!.bytes);
+              expect(h2, `${t.id} ${kind} port, Raft path over HTTP/2`).toBe(String(status.UNIMPLEMENTED));
+            }
           }
         }
+
+        // Wait for every refusal to be counted before reading the terms.
+        for (const r of cell.replicas) {
+          const want = expected.get(r.id)!;
+          const base = refusedBefore.get(r.id)!;
+          await eventually(
+            async () => {
+              const now = await refusals(r.metrics);
+              return [...want].every(([reason, n]) => (now.get(reason) ?? 0) - (base.get(reason) ?? 0) >= n) ? true : undefined;
+            },
+            20_000,
+            `${r.id} counting ${JSON.stringify([...want])}`,
+          );
+        }
+        // One more acquire/release round after the last refusal, then the client stops.
+        const roundsAtEnd = loop.rounds();
+        await eventually(() => (loop.rounds() > roundsAtEnd + 1 ? true : undefined), 20_000, 'a client round after the barrage');
+      } finally {
+        barrageDone = true;
+        await loop.done;
+        keepAlive.stop();
       }
 
-      // Wait for every refusal to be counted before reading the terms.
-      for (const r of cell.replicas) {
-        const want = expected.get(r.id)!;
-        const base = refusedBefore.get(r.id)!;
-        await eventually(
-          async () => {
-            const now = await refusals(r.metrics);
-            return [...want].every(([reason, n]) => (now.get(reason) ?? 0) - (base.get(reason) ?? 0) >= n) ? true : undefined;
-          },
-          20_000,
-          `${r.id} counting ${JSON.stringify([...want])}`,
-        );
+      for (const t of all) {
+        expect(alive(t.pid) && cell.children.get(t.id)!.exitCode === null, `${t.id} (pid ${t.pid}) still running`).toBe(true);
+        const st = await cell.statusOf(t.id, 5_000);
+        expect(st, `${t.id} answers admin Status`).toBeDefined();
+        expect(st!.term, `${t.id}'s term`).toBe(before.get(t.id));
+        expect(st!.leaderId, `${t.id}'s leader`).toBe(leader.nodeId);
       }
-      // One more acquire/release round after the last refusal, then the client stops.
-      const roundsAtEnd = loop.rounds();
-      await eventually(() => (loop.rounds() > roundsAtEnd + 1 ? true : undefined), 20_000, 'a client round after the barrage');
-    } finally {
-      barrageDone = true;
-      await loop.done;
-      keepAlive.stop();
-    }
-
-    for (const t of all) {
-      expect(alive(t.pid) && cell.children.get(t.id)!.exitCode === null, `${t.id} (pid ${t.pid}) still running`).toBe(true);
-      const st = await cell.statusOf(t.id, 5_000);
-      expect(st, `${t.id} answers admin Status`).toBeDefined();
-      expect(st!.term, `${t.id}'s term`).toBe(before.get(t.id));
-      expect(st!.leaderId, `${t.id}'s leader`).toBe(leader.nodeId);
-    }
-    expect(loop.errors).toEqual([]);
-    expect(keepAlive.errors).toEqual([]);
-    expect(keepAlive.expired).toEqual([]);
-    expect(loop.rounds()).toBeGreaterThan(0);
-    expect(keepAlive.acks()).toBeGreaterThan(1);
-    console.log(
-      `forged-peer: ${sent} connections to ${all.length * 4} ports, ${raftCalls.length} Raft service calls, ` +
-        `${loop.rounds()} client rounds, ${keepAlive.acks()} KeepAlive acks`,
-    );
-  });
-});
+      expect(loop.errors).toEqual([]);
+      expect(keepAlive.errors).toEqual([]);
+      expect(keepAlive.expired).toEqual([]);
+      expect(loop.rounds()).toBeGreaterThan(0);
+      expect(keepAlive.acks()).toBeGreaterThan(1);
+      console.log(
+        `forged-peer (${transport}): ${sent} connections to ${all.length * 4} ports, ${raftCalls.length} Raft service calls ` +
+          `on client and admin ports, ${grpcPeerCalls} calls on gRPC peer ports, ` +
+          `${loop.rounds()} client rounds, ${keepAlive.acks()} KeepAlive acks`,
+      );
+    });
+  },
+);
