@@ -2,8 +2,9 @@
 // Router-hop experiment (issue 19's router overhead, ninth session): what
 // one extra hop costs, three ways, in one run against a local cell of 3
 // (tools/fleet test fleet, fsync on): straight to the leader; through the
-// cell router (grpc-js on both sides); through a raw HTTP/2 relay that
-// pipes the gRPC bytes without decoding them (./relay.mjs, not the product).
+// cell router (grpc-js towards the client; since the tenth session the lane,
+// TCP frames, towards the node); through a raw HTTP/2 relay that pipes the
+// gRPC bytes without decoding them (./relay.mjs, not the product).
 // Prints, per path: acquire+release cycles/s with 64 clients, the relaying
 // process's CPU per call (from /proc), and the 1-client p50 of a cycle.
 // Needs the build (`npx nx run-many -t build`).
@@ -70,7 +71,7 @@ try {
   };
   const paths = [
     ['direct', direct, undefined],
-    ['router (grpc-js)', router, fleet.routers[0].pid],
+    ['router', router, fleet.routers[0].pid],
     ['raw HTTP/2 relay', relayAddress, relay.pid],
   ];
   for (const [, a] of paths) {
