@@ -135,12 +135,12 @@ export interface PeerIntake {
  * configuration) and the leader it follows. While it follows no leader (a
  * wiped disk, a restart, an election under way) it takes anyone: a replica
  * that missed a member's addition must still hear from that member once it
- * leads (§4.1), or it would never catch up. So a replica that follows a
+ * leads (§4.1), or it would never catch up. A learner, which never
+ * campaigns, stops following a leader it has not heard from for an election
+ * timeout all the same (the Raft core's rule for a node that cannot
+ * campaign), so it too takes whoever leads next. So a replica that follows a
  * leader refuses strangers; a forgery that reaches a replica between
- * leaders is authentication's to stop (mTLS). One gap stays: a learner does
- * not campaign, so one that missed the addition of the member that now
- * leads keeps its old leader and refuses the new one until restarted with
- * --peers naming it.
+ * leaders is authentication's to stop (mTLS).
  */
 export function admitsSender(from: string, view: { isKnown(id: string): boolean; readonly leader: string | null }): boolean {
   return view.leader === null || view.leader === from || view.isKnown(from);

@@ -419,12 +419,33 @@ export class Raft {
 
   private tickElection(): void {
     this.electionElapsed++;
-    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+    if (this.electionElapsed < this.randomizedElectionTimeout) return;
+    if (this.promotable()) {
       this.electionElapsed = 0;
       // §5.2: "If a follower receives no communication over a period of time
       // called the election timeout, then it assumes there is no viable leader".
       this.startCampaign(this.config.preVote ? 'pre-vote' : 'election');
+    } else if (!this.voters.has(this.id) && this.lead !== null) {
+      this.forgetLeader();
     }
+  }
+
+  /**
+   * A node that cannot campaign (a learner, or one outside the
+   * configuration) assumes the same as a follower after the same timeout,
+   * that there is no viable leader, but has no election to start: it only
+   * stops naming the old leader. Without this it would name a leader that
+   * left the cell forever, and whoever gates peers on the leader it follows
+   * (a cell node refuses strangers while it follows one) would refuse the
+   * member that leads now. Its term and log stay: the next leader's
+   * messages carry a higher term and make it follow that leader.
+   */
+  private forgetLeader(): void {
+    assert(
+      this.role === 'follower' && !this.voters.has(this.id),
+      `only a follower that cannot campaign forgets its leader, not a ${this.role}`,
+    );
+    this.lead = null;
   }
 
   private startCampaign(kind: CampaignKind): void {

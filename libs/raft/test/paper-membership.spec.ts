@@ -239,3 +239,74 @@ describe('§6 Cluster membership changes', () => {
     expect(h.node.status().role).toBe('leader');
   });
 });
+
+describe('Learners and removed servers without a leader', () => {
+  // A node that cannot campaign still needs §5.2's "assumes there is no viable
+  // leader": the member that leads next may be one it has never heard of.
+  const electionTicks = 10;
+  const heartbeat = (from: string, to: string, term: number) => msg(MessageType.Heartbeat, from, to, term, { commit: LogIndex(0) });
+
+  function following(id: string, voters: readonly string[], learners: readonly string[]) {
+    const h = newNode({ id, voters, learners, term: 1, electionTicks });
+    h.node.step(heartbeat('1', id, 1));
+    drain(h);
+    expect(h.node.status()).toMatchObject({ leader: '1', term: 1 });
+    return h;
+  }
+
+  it('a learner that hears nothing for a randomized election timeout forgets its leader, and nothing else', () => {
+    const h = following('4', three, ['4']);
+    // The randomized timeout lies in [electionTicks, 2 * electionTicks).
+    for (let i = 0; i < electionTicks - 1; i++) h.node.tick();
+    expect(h.node.status().leader).toBe('1');
+    const before = h.node.status();
+    for (let i = 0; i < electionTicks + 1; i++) h.node.tick();
+    const out = drain(h);
+    expect(h.node.status()).toMatchObject({ role: 'follower', leader: null, term: 1, commit: before.commit, lastIndex: before.lastIndex });
+    expect(out.softState).toEqual({ leader: null, role: 'follower' });
+    expect(out.messages).toEqual([]);
+    expect(out.hardStates).toEqual([]);
+  });
+
+  it('a message from its leader before the timeout keeps the leader', () => {
+    const h = following('4', three, ['4']);
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < electionTicks - 1; i++) h.node.tick();
+      h.node.step(heartbeat('1', '4', 1));
+      drain(h);
+    }
+    // 45 ticks in all, never electionTicks without a heartbeat.
+    expect(h.node.status()).toMatchObject({ leader: '1', term: 1 });
+  });
+
+  it('a server removed from the configuration forgets its leader too', () => {
+    const h = following('9', three, []);
+    for (let i = 0; i < 2 * electionTicks; i++) h.node.tick();
+    expect(h.node.status()).toMatchObject({ role: 'follower', leader: null, term: 1 });
+  });
+
+  it('a learner without a leader follows the next leader that reaches it, at a higher term', () => {
+    const h = following('4', three, ['4']);
+    for (let i = 0; i < 2 * electionTicks; i++) h.node.tick();
+    expect(h.node.status().leader).toBeNull();
+    // '5' joined and leads at term 3 while '4' heard nothing: not a member this learner knows.
+    const blank = { index: LogIndex(1), term: Term(3), type: EntryType.Normal, data: new Uint8Array(0) };
+    h.node.step(
+      msg(MessageType.AppendEntries, '5', '4', 3, { index: LogIndex(0), logTerm: Term(0), entries: [blank], commit: LogIndex(1) }),
+    );
+    const out = drain(h);
+    expect(h.node.status()).toMatchObject({ role: 'follower', leader: '5', term: 3, commit: 1 });
+    expect(ofType(out.messages, MessageType.AppendEntriesResponse).map((m) => [m.to, m.index, m.reject])).toEqual([['5', 1, undefined]]);
+    // It follows '5' now: '5' keeps it, '1' from the old term does not win it back.
+    for (let i = 0; i < electionTicks - 1; i++) h.node.tick();
+    h.node.step(heartbeat('5', '4', 3));
+    expect(h.node.step(heartbeat('1', '4', 1))).toBeNull();
+    expect(h.node.status()).toMatchObject({ leader: '5', term: 3 });
+  });
+
+  it('a voter still campaigns after the timeout instead (its leader goes with the election)', () => {
+    const h = following('2', three, ['4']);
+    for (let i = 0; i < 2 * electionTicks; i++) h.node.tick();
+    expect(h.node.status()).toMatchObject({ role: 'candidate', leader: null, term: 2 });
+  });
+});
