@@ -137,6 +137,8 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     onUnreachable: (peer) => node.replica.reportUnreachable(peer),
     onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
     onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
+    // The peer address the cell lists for this node, else --peer-listen unless it is a wildcard no peer can dial.
+    selfAddress: node.peerAddressOf(NodeId(config.id)) ?? (/^(0\.0\.0\.0|\[::\]):/.test(config.peerListen) ? undefined : config.peerListen),
   };
   transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
   // A member's peer address: --peer-dial's, else the member directory's, else its client port + --peer-port-offset.
@@ -169,9 +171,16 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     const conf = node.replica.conf;
     return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
   };
-  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused'> = {
+  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused' | 'onSenderAddress'> = {
     admits: (id) => admitsSender(id, { isKnown: known, leader: node.replica.leader }),
     onRefused: (reason) => metrics.replica.inc('replica_messages_dropped_total', 1, { reason }),
+    // A sender it took but cannot answer (it missed that member's addition): reach it where it says it is.
+    onSenderAddress: (id, address) => {
+      if (transport && !transport.hasPeer(NodeId(id))) {
+        logger.info({ peer: id, address }, 'learned the peer address of a member it had none for from its messages');
+        transport.setPeer(NodeId(id), config.peerDial.get(NodeId(id)) ?? address);
+      }
+    },
   };
   let closePeers: () => Promise<void>;
   if (config.peerTransport === 'tcp') {

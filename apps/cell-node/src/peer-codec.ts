@@ -127,6 +127,12 @@ export interface PeerIntake {
   readonly onMessage: (m: Message) => void;
   /** Counts a refusal (fencer_raft_messages_refused_total{reason}). */
   readonly onRefused?: (reason: StreamRefusal) => void;
+  /**
+   * A taken batch named its sender's address (RaftBatch.sender_address), all
+   * its messages from that one sender: the node may learn it for a sender it
+   * has no link to (a member whose addition it missed).
+   */
+  readonly onSenderAddress?: (from: string, address: string) => void;
 }
 
 /**
@@ -165,6 +171,9 @@ export function takeBatch(batch: raftpb.RaftBatch, intake: PeerIntake): string |
       }
     }
   }
+  const from = batch.messages[0]?.from;
+  if (intake.onSenderAddress && batch.senderAddress !== '' && from !== undefined && batch.messages.every((w) => w.from === from))
+    intake.onSenderAddress(from, batch.senderAddress);
   for (const w of batch.messages) {
     const m = messageFromWire(w);
     if (m) intake.onMessage(m);

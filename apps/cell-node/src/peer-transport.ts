@@ -26,11 +26,15 @@ export interface PeerTransportOptions {
   readonly onUnreachable: (peer: NodeId) => void;
   readonly onQueueDepth?: (peer: NodeId, depth: number) => void;
   readonly onDropped?: (peer: NodeId, count: number) => void;
+  /** This node's peer address as its cell lists it, sent in every batch (RaftBatch.sender_address). */
+  readonly selfAddress?: string;
 }
 
 /** What the cell node needs of a peer transport (gRPC streams here, TCP frames in tcp-peer-transport.ts). */
 export interface RaftPeerTransport {
   setPeer(id: NodeId, address: string): void;
+  /** Whether messages to `id` have a link (an address) already. */
+  hasPeer(id: NodeId): boolean;
   removePeer(id: NodeId): void;
   send(messages: readonly Message[]): void;
   close(): void;
@@ -112,7 +116,7 @@ export abstract class BatchingLink<C> {
     const messages = this.queue;
     this.queue = [];
     this.opts.onQueueDepth?.(this.peer, 0);
-    if (!this.write(connection, { cellId: this.opts.cellId, messages })) this.blocked = true;
+    if (!this.write(connection, { cellId: this.opts.cellId, messages, senderAddress: this.opts.selfAddress ?? '' })) this.blocked = true;
   }
 
   close(): void {
@@ -138,6 +142,10 @@ export class LinkedPeerTransport implements RaftPeerTransport {
     if (link && link.address === address) return;
     link?.close();
     this.links.set(id, this.makeLink(id, address));
+  }
+
+  hasPeer(id: NodeId): boolean {
+    return this.links.has(id);
   }
 
   removePeer(id: NodeId): void {

@@ -76,7 +76,7 @@ describe('buildCellNode', () => {
         const stream = raft.send();
         stream.on('error', (e: ServiceError) => resolve(e.code));
         stream.on('data', () => {});
-        stream.write({ cellId: config.cellId, messages: [] });
+        stream.write({ senderAddress: '', cellId: config.cellId, messages: [] });
       });
       raft.close();
       expect(code).toBe(status.UNIMPLEMENTED);

@@ -172,7 +172,7 @@ function raftServiceCall(port: number, cellId: string, to: string): Promise<numb
     stream.on('error', (e: ServiceError) => resolve(e.code));
     stream.on('data', () => {});
     stream.on('end', () => resolve(status.OK));
-    stream.write({ cellId, messages: [wire({ type: T.MESSAGE_TYPE_HEARTBEAT, from: INTRUDER, to, term: 1_000 })] });
+    stream.write({ senderAddress: '', cellId, messages: [wire({ type: T.MESSAGE_TYPE_HEARTBEAT, from: INTRUDER, to, term: 1_000 })] });
     stream.end();
   }).finally(() => client.close());
 }
@@ -246,7 +246,7 @@ function forgedFrames(self: string, member: string, third: string, cellId: strin
   const higher = term + 1;
   const kinds = [T.MESSAGE_TYPE_HEARTBEAT, T.MESSAGE_TYPE_APPEND_ENTRIES, T.MESSAGE_TYPE_REQUEST_VOTE, T.MESSAGE_TYPE_TIMEOUT_NOW];
   const batch = (messages: raftpb.RaftMessage[], cell = cellId): Pick<Forgery, 'batch' | 'bytes'> => {
-    const b: raftpb.RaftBatch = { cellId: cell, messages };
+    const b: raftpb.RaftBatch = { senderAddress: '', cellId: cell, messages };
     return { batch: b, bytes: encodeFrame(b) };
   };
   const each = (f: (type: raftpb.MessageType) => raftpb.RaftMessage): raftpb.RaftMessage[] => kinds.map(f);

@@ -58,7 +58,7 @@ describe('peer traffic only on the peer listener', () => {
         stream.on('error', (e: ServiceError) => resolve(e.code));
         stream.on('data', () => {});
         stream.on('end', () => resolve(status.OK));
-        stream.write({ cellId: 'cell-1', messages: [] });
+        stream.write({ senderAddress: '', cellId: 'cell-1', messages: [] });
       });
       client.close();
       expect(code, address).toBe(status.UNIMPLEMENTED);

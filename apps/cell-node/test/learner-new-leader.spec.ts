@@ -14,10 +14,10 @@
  * removed and locks are written. Then the relay is restored and the learner
  * SIGCONTed: within a bounded wait the same process must name D as its
  * leader at D's term (admin Status), which it can only learn from D's
- * messages. Catching up on D's log is not checked here: the learner has no
+ * messages, and apply D's log up to D's commit index. The learner has no
  * peer address for D (the member directory's entry for D is among what it
- * missed), so its answers do not reach D, and D never learns where the
- * learner's log ends.
+ * missed): it answers D at the peer address D's batches carry
+ * (RaftBatch.sender_address), or D would never learn where its log ends.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
@@ -167,7 +167,7 @@ afterAll(async () => {
 });
 
 describe('a learner away during a change of leader', () => {
-  it('follows the new leader, a member it never knew, once it is back, without a restart', async () => {
+  it('follows the new leader, a member it never knew, and catches up on its log, once it is back, without a restart', async () => {
     const { sessionId } = await cell.client.openSession('learner', 60_000);
     for (let i = 0; i < 5; i++) await cell.client.acquire({ sessionId, name: `/ls/learner/before-${i}` });
     const old = await cell.leader();
@@ -234,6 +234,16 @@ describe('a learner away during a change of leader', () => {
     );
     expect(back).toMatchObject({ role: 'follower', term: leaderNow.term });
     expect(back.term).toBeGreaterThan(joined.term);
+    // And it catches up on D's log: its answers reach D at the peer address D's batches carry (it had none for D).
+    const target = (await status(dPlan))!.commitIndex;
+    await eventually(
+      async () => {
+        const s = await status(learnerPlan);
+        return s && s.appliedIndex >= target ? s : undefined;
+      },
+      15_000,
+      `${learnerPlan.id} to apply ${dPlan.id}'s log up to ${target}`,
+    );
     // The same process, never restarted.
     expect([learner.exitCode, learner.signalCode]).toEqual([null, null]);
   }, 60_000);

@@ -77,21 +77,28 @@ describe('forged messages on the wire', () => {
   function intake(admits?: (id: string) => boolean) {
     const got: Message[] = [];
     const refused: StreamRefusal[] = [];
-    const options = { cellId: 'cell-1', onMessage: (m: Message) => got.push(m), onRefused: (r: StreamRefusal) => refused.push(r) };
+    const options = {
+      senderAddress: '',
+      cellId: 'cell-1',
+      onMessage: (m: Message) => got.push(m),
+      onRefused: (r: StreamRefusal) => refused.push(r),
+    };
     return { got, refused, options: admits ? { ...options, admits } : options };
   }
   const members = (id: string): boolean => id === 'a' || id === 'b';
 
   it("refuses another cell's batch whole, and counts it", () => {
     const { got, refused, options } = intake(members);
-    expect(takeBatch({ cellId: 'cell-2', messages: [heartbeat('a')] }, options)).toMatch(/belongs to cell cell-1, not cell-2/);
+    expect(takeBatch({ senderAddress: '', cellId: 'cell-2', messages: [heartbeat('a')] }, options)).toMatch(
+      /belongs to cell cell-1, not cell-2/,
+    );
     expect(got).toEqual([]);
     expect(refused).toEqual(['other-cell']);
   });
 
   it("refuses a batch carrying a non-member's message whole, whatever its term, and counts it", () => {
     const { got, refused, options } = intake(members);
-    const batch = { cellId: 'cell-1', messages: [heartbeat('a'), heartbeat('intruder', 2 ** 53 - 1)] };
+    const batch = { senderAddress: '', cellId: 'cell-1', messages: [heartbeat('a'), heartbeat('intruder', 2 ** 53 - 1)] };
     expect(takeBatch(batch, options)).toMatch(/"intruder", which is not a member of cell cell-1/);
     expect(got).toEqual([]);
     expect(refused).toEqual(['not-member']);
@@ -100,7 +107,9 @@ describe('forged messages on the wire', () => {
   it("hands on a member's messages, skipping and counting a type it does not know", () => {
     const { got, refused, options } = intake(members);
     const unknown = { ...heartbeat('a'), type: 99 as raftpb.MessageType };
-    expect(takeBatch({ cellId: 'cell-1', messages: [heartbeat('a', 4), unknown, heartbeat('b', 5)] }, options)).toBeUndefined();
+    expect(
+      takeBatch({ senderAddress: '', cellId: 'cell-1', messages: [heartbeat('a', 4), unknown, heartbeat('b', 5)] }, options),
+    ).toBeUndefined();
     expect(got.map((m) => [m.from, m.term])).toEqual([
       ['a', 4],
       ['b', 5],
@@ -118,9 +127,22 @@ describe('forged messages on the wire', () => {
     expect(admitsSender('d', { isKnown, leader: null })).toBe(true);
   });
 
+  it("passes on the sender's peer address of a batch it takes from one sender, and of no other batch", () => {
+    const learned: [string, string][] = [];
+    const { options } = intake(members);
+    const withAddress = { ...options, onSenderAddress: (from: string, address: string) => learned.push([from, address]) };
+    const batch = (address: string, ...messages: raftpb.RaftMessage[]) => ({ cellId: 'cell-1', messages, senderAddress: address });
+    expect(takeBatch(batch('127.0.0.1:7309', heartbeat('a'), heartbeat('a', 3)), withAddress)).toBeUndefined();
+    // Refused (a stranger), from two senders, or naming no address: nothing learned.
+    expect(takeBatch(batch('127.0.0.1:6666', heartbeat('intruder')), withAddress)).toBeDefined();
+    expect(takeBatch(batch('127.0.0.1:7310', heartbeat('a'), heartbeat('b')), withAddress)).toBeUndefined();
+    expect(takeBatch(batch('', heartbeat('b')), withAddress)).toBeUndefined();
+    expect(learned).toEqual([['a', '127.0.0.1:7309']]);
+  });
+
   it('without a membership check, takes any sender (a group with no directory)', () => {
     const { got, options } = intake();
-    expect(takeBatch({ cellId: 'cell-1', messages: [heartbeat('anyone')] }, options)).toBeUndefined();
+    expect(takeBatch({ senderAddress: '', cellId: 'cell-1', messages: [heartbeat('anyone')] }, options)).toBeUndefined();
     expect(got.map((m) => m.from)).toEqual(['anyone']);
   });
 });

@@ -78,7 +78,7 @@ function transport(cellId: string, onUnreachable: (p: NodeId) => void = () => {}
 }
 
 describe('frame reader', () => {
-  const frames = [1, 2, 3].map((i) => encodeFrame({ cellId: 'c', messages: [messageToWire(append(i))] }));
+  const frames = [1, 2, 3].map((i) => encodeFrame({ senderAddress: '', cellId: 'c', messages: [messageToWire(append(i))] }));
   const stream = Buffer.concat(frames);
 
   it('finds every frame whether chunks split or join them', () => {
@@ -97,6 +97,7 @@ describe('frame reader', () => {
   it('copies each byte of a big frame once, however many reads it arrives in', () => {
     // 4 MiB of entries arriving in 16 KiB reads: joining the whole buffer on every read would copy ~512 MiB.
     const big = encodeFrame({
+      senderAddress: '',
       cellId: 'c',
       messages: [
         messageToWire({ ...append(9), entries: [{ index: LogIndex(9), term: Term(3), type: 0, data: new Uint8Array(4 << 20).fill(7) }] }),
@@ -176,15 +177,15 @@ describe('TCP peer transport', () => {
     const intruder = messageToWire({ ...append(1), from: NodeId('intruder'), term: Term(4) });
     const oversized = Buffer.alloc(4);
     oversized.writeUInt32BE(frameBytesMax + 1, 0);
-    await send(encodeFrame({ cellId: 'cell-1', messages: [messageToWire(append(1)), intruder] }));
-    await send(encodeFrame({ cellId: 'cell-2', messages: [messageToWire(append(1))] }));
+    await send(encodeFrame({ senderAddress: '', cellId: 'cell-1', messages: [messageToWire(append(1)), intruder] }));
+    await send(encodeFrame({ senderAddress: '', cellId: 'cell-2', messages: [messageToWire(append(1))] }));
     await send(Buffer.from([0, 0, 0, 3, 0xff, 0xff, 0xff]));
     await send(oversized);
     expect(got).toEqual([]);
     expect(refused).toEqual(['not-member', 'other-cell', 'undecodable', 'frame-too-large']);
     expect(logger.warnings[0]).toMatch(/"intruder\\", which is not a member of cell cell-1/);
     // A member's frame on a fresh connection still gets through.
-    await send(encodeFrame({ cellId: 'cell-1', messages: [messageToWire(append(2))] }));
+    await send(encodeFrame({ senderAddress: '', cellId: 'cell-1', messages: [messageToWire(append(2))] }));
     expect(got.map((m) => m.from)).toEqual(['a']);
   });
 

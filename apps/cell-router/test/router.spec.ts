@@ -14,7 +14,7 @@
  * and answers, as a cell node's would be.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { credentials } from '@grpc/grpc-js';
+import { Metadata, credentials } from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { FencerError } from '@fencer/base';
 import { FakeLockService } from '@fencer/client/testing';
@@ -199,6 +199,7 @@ describe('cell router over the lane', () => {
     try {
       const call = g.acquire(
         { sessionId: 'ns:1', name: '/ls/ns/c', mode: 1, waitMs: 20_000, requestId: 'c', lockDelayMs: 0 },
+        new Metadata(),
         { deadline: Date.now() + 30_000 },
         () => {},
       );

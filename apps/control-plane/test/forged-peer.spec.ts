@@ -204,7 +204,7 @@ function wire(m: Partial<raftpb.RaftMessage> & Pick<raftpb.RaftMessage, 'type' |
 
 /** A frame as the TCP peer transport sends it: a 4-byte big-endian length, then the RaftBatch. */
 function frame(groupId: string, messages: raftpb.RaftMessage[]): Buffer {
-  return prefixed(-1, raftpb.RaftBatch.encode({ cellId: groupId, messages }).finish());
+  return prefixed(-1, raftpb.RaftBatch.encode({ senderAddress: '', cellId: groupId, messages }).finish());
 }
 
 /** A 4-byte big-endian length prefix (`length`, or the body's own length when negative) followed by `body`. */

@@ -166,6 +166,14 @@ export interface RaftBatch {
   /** guards against a misrouted peer (another cell's replica on a reused port) */
   cellId: string;
   messages: RaftMessage[];
+  /**
+   * The sender's peer address as its cell lists it (its member-directory entry):
+   * a replica that missed the sender's addition (a learner away while the
+   * sender joined and took the lead) has no address for it, and without this
+   * its answers would go nowhere. Used only for a sender the receiver admits
+   * and has no link to; never overrides a known address.
+   */
+  senderAddress: string;
 }
 
 export interface RaftBatchAck {
@@ -871,7 +879,7 @@ export const RaftMessage: MessageFns<RaftMessage> = {
 };
 
 function createBaseRaftBatch(): RaftBatch {
-  return { cellId: "", messages: [] };
+  return { cellId: "", messages: [], senderAddress: "" };
 }
 
 export const RaftBatch: MessageFns<RaftBatch> = {
@@ -881,6 +889,9 @@ export const RaftBatch: MessageFns<RaftBatch> = {
     }
     for (const v of message.messages) {
       RaftMessage.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.senderAddress !== "") {
+      writer.uint32(26).string(message.senderAddress);
     }
     return writer;
   },
@@ -914,6 +925,14 @@ export const RaftBatch: MessageFns<RaftBatch> = {
             message.messages.push(RaftMessage.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.senderAddress = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -936,6 +955,11 @@ export const RaftBatch: MessageFns<RaftBatch> = {
       messages: globalThis.Array.isArray(object?.messages)
         ? object.messages.map((e: any) => RaftMessage.fromJSON(e))
         : [],
+      senderAddress: isSet(object.senderAddress)
+        ? globalThis.String(object.senderAddress)
+        : isSet(object.sender_address)
+        ? globalThis.String(object.sender_address)
+        : "",
     };
   },
 
@@ -947,6 +971,9 @@ export const RaftBatch: MessageFns<RaftBatch> = {
     if (message.messages?.length) {
       obj.messages = message.messages.map((e) => RaftMessage.toJSON(e));
     }
+    if (message.senderAddress !== "") {
+      obj.senderAddress = message.senderAddress;
+    }
     return obj;
   },
 
@@ -957,6 +984,7 @@ export const RaftBatch: MessageFns<RaftBatch> = {
     const message = createBaseRaftBatch();
     message.cellId = object.cellId ?? "";
     message.messages = object.messages?.map((e) => RaftMessage.fromPartial(e)) || [];
+    message.senderAddress = object.senderAddress ?? "";
     return message;
   },
 };
