@@ -114,10 +114,12 @@ function planFrontends(kind, opts) {
     const id = `${kind}-${i}`;
     const grpc = `127.0.0.1:${opts.portBase + offset + i}`;
     const metricsListen = `127.0.0.1:${opts.portBase + offset + 50 + i}`;
-    // With control-plane URLs, front end i follows instance ((i-1) mod n): the
-    // load is spread, and any instance answers (followers forward writes).
-    const source = opts.controlPlaneUrls?.length
-      ? ['--control-plane', opts.controlPlaneUrls[(i - 1) % opts.controlPlaneUrls.length]]
+    // With control-plane URLs, front end i gets them all, rotated to start at
+    // instance ((i-1) mod n): it follows that one (the load is spread; any
+    // instance answers, followers forward writes) and the next when it dies.
+    const cps = opts.controlPlaneUrls ?? [];
+    const source = cps.length
+      ? ['--control-plane', cps.map((_, k) => cps[(i - 1 + k) % cps.length]).join(',')]
       : ['--routing', opts.routingFile];
     const argv = [process.execPath, main, '--id', id, '--listen', grpc, '--metrics-listen', metricsListen, ...source];
     if (kind === 'router' && opts.autoTenants) argv.push('--auto-tenants');

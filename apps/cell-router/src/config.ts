@@ -1,12 +1,14 @@
 /** Command-line configuration of the cell router (and, with a different name, the session proxy). */
 import { Command, InvalidArgumentError } from 'commander';
 import { HEARTBEAT_INTERVAL_MS_DEFAULT, HEARTBEAT_INTERVAL_MS_MIN, CELL_CALLS_IN_FLIGHT_MAX } from './limits.js';
+import { parseControlPlaneUrls } from './routing-source.js';
 
 export interface RouterConfig {
   readonly id: string;
   readonly listen: string;
   readonly metricsListen: string | undefined;
   readonly routing: string | undefined;
+  /** One control-plane base URL, or several separated by commas (checked by parseControlPlaneUrls). */
   readonly controlPlane: string | undefined;
   readonly autoTenants: boolean;
   readonly heartbeatIntervalMs: number;
@@ -30,11 +32,24 @@ export const positiveInt =
     return n;
   };
 
+/** Checks `--control-plane URL[,URL...]` at parse time; the value is the list with its entries trimmed. */
+const controlPlaneList = (v: string): string => {
+  try {
+    return parseControlPlaneUrls(v).join(',');
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+};
+
 /** Options shared by the router and the proxy: where the routing table comes from. */
 export function routingOptions(cmd: Command): Command {
   return cmd
     .option('--routing <file>', 'routing file (JSON: version, cells with replicas, routes); reloaded when it changes')
-    .option('--control-plane <url>', 'control plane base URL: the routing table is followed by long poll (GET /v1/routing)')
+    .option(
+      '--control-plane <urls>',
+      'control-plane base URL, or the instances of its meta group separated by commas: the routing table is followed by long poll (GET /v1/routing) on one, and on the next when it stops answering',
+      controlPlaneList,
+    )
     .option(
       '--heartbeat-interval-ms <ms>',
       `one HeartbeatBatch per cell leader per interval (capped at a quarter of the shortest TTL)`,
@@ -45,7 +60,7 @@ export function routingOptions(cmd: Command): Command {
 
 export function checkRoutingChoice(o: { routing?: string; controlPlane?: string }): void {
   if ((o.routing === undefined) === (o.controlPlane === undefined))
-    throw new InvalidArgumentError('give exactly one of --routing FILE or --control-plane URL');
+    throw new InvalidArgumentError('give exactly one of --routing FILE or --control-plane URL[,URL...]');
 }
 
 export function parseRouterConfig(argv: readonly string[]): RouterConfig {

@@ -10,14 +10,20 @@
  *   atomically (write a temporary file, fsync, rename) with version + 1,
  *   under an exclusive `FILE.lock` so that routers sharing one file do not
  *   lose each other's tenants.
- * - `ControlPlaneRoutingSource` (`--control-plane URL`): the contract's long
- *   poll `GET /v1/routing?sinceVersion=&waitMs=`, with the cells' replica
- *   addresses from `GET /v1/fleet`; auto-tenants is `POST /v1/tenants`.
- *   While the control plane is unreachable the last table keeps serving.
+ * - `ControlPlaneRoutingSource` (`--control-plane URL[,URL...]`): the
+ *   contract's long poll `GET /v1/routing?sinceVersion=&waitMs=`, with the
+ *   cells' replica addresses from `GET /v1/fleet`; auto-tenants is
+ *   `POST /v1/tenants`. The URLs are instances of one meta group: any of
+ *   them answers reads and forwards writes, and the routing version is the
+ *   group's, so a poll can continue on another instance from the version in
+ *   force. One instance is followed at a time; a fault of it (no answer, a
+ *   timeout, a 5xx) moves the source to the next, round robin. While no
+ *   instance answers, the last table keeps serving.
  */
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { FencerError } from '@fencer/base';
 import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { ROUTING_FILE_BYTES_MAX } from './limits.js';
 import { EMPTY_TABLE, leastLoadedCell, parseCells, parseRoutes, parseRoutingFile, routingFileJson, type RoutingTable } from './routing.js';
 
@@ -180,53 +186,172 @@ export class FileRoutingSource extends BaseSource implements RoutingSource {
   }
 }
 
+/**
+ * Splits `--control-plane`'s value into base URLs: one URL, or several
+ * separated by commas (the instances of one meta group). Throws with the
+ * reason when an entry is not an http(s) URL a router can follow.
+ */
+export function parseControlPlaneUrls(list: string): string[] {
+  const urls = list.split(',').map((u) => u.trim());
+  const seen = new Set<string>();
+  for (const u of urls) {
+    let url: URL;
+    try {
+      url = new URL(u);
+    } catch {
+      throw new Error(`"${u}" is not a URL; give base URLs separated by commas, e.g. http://127.0.0.1:7400,http://127.0.0.1:7401`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`"${u}" is not an http or https URL`);
+    if (url.username || url.password) throw new Error(`"${u}" carries credentials; pass the token in FENCER_CONTROL_PLANE_TOKEN`);
+    if (seen.has(url.href)) throw new Error(`"${u}" is listed twice`);
+    seen.add(url.href);
+  }
+  return urls;
+}
+
 export interface ControlPlaneOptions {
-  readonly baseUrl: string;
+  /** Base URL of the control plane: one, or the instances of its meta group (an array or a comma-separated list), followed in turn. */
+  readonly baseUrl: string | readonly string[];
   readonly logger: Logger;
   /** waitMs of each long poll (the contract allows up to 60,000). */
   readonly waitMs?: number;
   /** `Authorization: Bearer` token, when the control plane has auth on. */
   readonly token?: string;
+  /** Where to register the gauge of the instance followed and the counter of switches (none: logs only). */
+  readonly registry?: Registry;
 }
+
+/** One call to a control-plane instance that did not get an answer: a connection error, a timeout or a 5xx. The next instance may do better. */
+class InstanceFault extends Error {}
+
+/** A call that is not a long poll: the fleet, a plain routing read, a tenant creation. */
+const CONTROL_PLANE_CALL_TIMEOUT_MS = 10_000;
 
 export class ControlPlaneRoutingSource extends BaseSource implements RoutingSource {
   private closed = false;
   private readonly abort = new AbortController();
   private cells = EMPTY_TABLE.cells;
   private readonly waitMs: number;
+  private readonly urls: readonly string[];
+  /** Index in `urls` of the instance followed; only moveOn() changes it. */
+  private at = 0;
+  private readonly followingGauge: Gauge<'url'> | undefined;
+  private readonly switches: Counter | undefined;
 
   constructor(private readonly opts: ControlPlaneOptions) {
     super();
     this.waitMs = opts.waitMs ?? 30_000;
+    this.urls = typeof opts.baseUrl === 'string' ? parseControlPlaneUrls(opts.baseUrl) : [...opts.baseUrl];
+    if (this.urls.length === 0) throw new Error('ControlPlaneRoutingSource needs at least one control-plane URL');
+    if (opts.registry) {
+      const registers = [opts.registry];
+      this.followingGauge = new Gauge({
+        name: 'fencer_routing_control_plane_following',
+        help: 'The control-plane instance whose routing table is followed (1), by base URL; the others listed are 0',
+        labelNames: ['url'],
+        registers,
+      });
+      this.switches = new Counter({
+        name: 'fencer_routing_control_plane_switches_total',
+        help: 'Moves to the next control-plane instance after one failed to answer',
+        registers,
+      });
+      this.showFollowing();
+    }
   }
 
-  private async get(path: string, timeoutMs: number): Promise<unknown> {
+  /** The base URL of the control-plane instance followed now. */
+  following(): string {
+    return this.urls[this.at]!;
+  }
+
+  private showFollowing(): void {
+    this.urls.forEach((url, i) => this.followingGauge?.set({ url }, i === this.at ? 1 : 0));
+  }
+
+  /**
+   * After a fault of instance `from`, follows the next one. A fault seen by a
+   * call that started before another call already moved on is ignored, so
+   * concurrent failures (the long poll and a refresh) move one step, not two.
+   */
+  private moveOn(from: number, fault: InstanceFault): void {
+    if (this.at !== from || this.urls.length === 1) return;
+    this.at = (from + 1) % this.urls.length;
+    this.switches?.inc();
+    this.showFollowing();
+    this.opts.logger.warn(
+      { err: fault.message, from: this.urls[from], to: this.urls[this.at], version: this.current.version },
+      'control-plane instance did not answer; following the next',
+    );
+  }
+
+  private async get(path: string, timeoutMs: number, at: number): Promise<unknown> {
+    const url = new URL(path, this.urls[at]);
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(timeoutMs)]);
-    const res = await fetch(new URL(path, this.opts.baseUrl), { signal, headers: this.headers() });
-    if (!res.ok) throw new Error(`GET ${path}: HTTP ${res.status}`);
-    return res.json();
+    let res: Response;
+    try {
+      res = await fetch(url, { signal, headers: this.headers() });
+    } catch (e) {
+      throw new InstanceFault(`GET ${url.href}: ${(e as Error).message}`);
+    }
+    if (res.status >= 500) {
+      await res.body?.cancel();
+      throw new InstanceFault(`GET ${url.href}: HTTP ${res.status}`);
+    }
+    if (!res.ok) throw new Error(`GET ${url.href}: HTTP ${res.status}`);
+    try {
+      return await res.json();
+    } catch (e) {
+      // Bad JSON is the answer's fault; a body cut off is the instance's (it died or timed out mid-answer).
+      if (e instanceof SyntaxError) throw new Error(`GET ${url.href}: ${e.message}`);
+      throw new InstanceFault(`GET ${url.href}: ${(e as Error).message}`);
+    }
   }
 
   private headers(): Record<string, string> {
     return this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {};
   }
 
-  /** One poll: routes (long poll when sinceVersion is given), then the fleet's addresses if a route names a cell not known yet. */
-  private async poll(sinceVersion: number | undefined): Promise<RoutingTable> {
+  /**
+   * One poll of instance `at`: routes (long poll when sinceVersion is given),
+   * then the fleet's addresses if a route names a cell not known yet.
+   */
+  private async poll(sinceVersion: number | undefined, at: number): Promise<RoutingTable> {
     const q = sinceVersion === undefined ? '' : `?sinceVersion=${sinceVersion}&waitMs=${this.waitMs}`;
-    const { version, routes } = parseRoutes(await this.get(`/v1/routing${q}`, this.waitMs + 10_000), 'GET /v1/routing');
+    const timeoutMs = sinceVersion === undefined ? CONTROL_PLANE_CALL_TIMEOUT_MS : this.waitMs + CONTROL_PLANE_CALL_TIMEOUT_MS;
+    const { version, routes } = parseRoutes(await this.get(`/v1/routing${q}`, timeoutMs, at), 'GET /v1/routing');
     if ([...routes.values()].some((r) => !this.cells.has(r.cell)) || this.cells.size === 0) {
-      const fleet = (await this.get('/v1/fleet', 10_000)) as { cells?: unknown };
+      const fleet = (await this.get('/v1/fleet', CONTROL_PLANE_CALL_TIMEOUT_MS, at)) as { cells?: unknown };
       this.cells = parseCells(fleet?.cells, 'GET /v1/fleet');
     }
     return this.adopt({ version, cells: this.cells, routes });
   }
 
+  /** A plain (not long) poll, on the instance followed and then, after each fault, on the next: each instance at most once. */
+  private async pollAny(): Promise<RoutingTable> {
+    let fault: InstanceFault | undefined;
+    for (let tried = 0; tried < this.urls.length && !this.closed; tried++) {
+      const at = this.at;
+      try {
+        return await this.poll(undefined, at);
+      } catch (e) {
+        if (!(e instanceof InstanceFault)) throw e;
+        fault = e;
+        this.moveOn(at, e);
+      }
+    }
+    throw fault ?? new Error('the routing source is closed');
+  }
+
   async start(): Promise<void> {
     try {
-      await this.poll(undefined);
+      await this.pollAny();
+      this.opts.logger.info({ controlPlane: this.following(), version: this.current.version }, 'following the control plane');
     } catch (e) {
-      this.opts.logger.warn({ err: (e as Error).message }, 'control plane unreachable; routing starts empty and keeps trying');
+      this.opts.logger.warn(
+        { err: (e as Error).message, controlPlanes: this.urls },
+        'control plane unreachable; routing starts empty and keeps trying',
+      );
     }
     void this.loop();
   }
@@ -234,15 +359,18 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
   private async loop(): Promise<void> {
     let backoffMs = 250;
     while (!this.closed) {
+      const at = this.at;
       try {
-        await this.poll(this.current.version);
+        await this.poll(this.current.version, at);
         backoffMs = 250;
       } catch (e) {
         if (this.closed) return;
-        this.opts.logger.warn(
-          { err: (e as Error).message, version: this.current.version },
-          'routing long poll failed; serving from the last table',
-        );
+        if (e instanceof InstanceFault && this.urls.length > 1) this.moveOn(at, e);
+        else
+          this.opts.logger.warn(
+            { err: (e as Error).message, version: this.current.version },
+            'routing long poll failed; serving from the last table',
+          );
         await sleep(backoffMs);
         backoffMs = Math.min(5_000, backoffMs * 2);
       }
@@ -252,35 +380,60 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
   async refresh(): Promise<RoutingTable> {
     try {
       this.cells = new Map(); // re-read the addresses too: a cell's replicas may have changed
-      return await this.poll(undefined);
+      return await this.pollAny();
     } catch {
       return this.current;
     }
   }
 
-  async createTenant(namespace: string): Promise<RoutingTable> {
-    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(10_000)]);
-    let res: Response;
-    try {
-      res = await fetch(new URL('/v1/tenants', this.opts.baseUrl), {
-        method: 'POST',
-        signal,
-        headers: { 'content-type': 'application/json', 'idempotency-key': `auto-tenant-${namespace}`, ...this.headers() },
-        body: JSON.stringify({ namespace }),
-      });
-    } catch (e) {
-      throw new FencerError(
-        'NO_LEADER',
-        `the control plane did not answer the creation of tenant "${namespace}": ${(e as Error).message}; retry`,
-      );
+  /**
+   * POST /v1/tenants on the instance followed, and on the next after each
+   * fault (each instance at most once). A POST that got no answer may have
+   * been applied; sending it again elsewhere is safe because the contract
+   * makes every write idempotent under its Idempotency-Key (kept in the meta
+   * group's log, so any instance replays the first answer), and a namespace
+   * is created at most once anyway (409 TENANT_EXISTS, taken as success).
+   */
+  private async postTenant(namespace: string): Promise<Response> {
+    let lastError = '';
+    for (let tried = 0; tried < this.urls.length; tried++) {
+      const at = this.at;
+      const url = new URL('/v1/tenants', this.urls[at]);
+      const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(CONTROL_PLANE_CALL_TIMEOUT_MS)]);
+      try {
+        const res = await fetch(url, {
+          method: 'POST',
+          signal,
+          headers: { 'content-type': 'application/json', 'idempotency-key': `auto-tenant-${namespace}`, ...this.headers() },
+          body: JSON.stringify({ namespace }),
+        });
+        if (res.status < 500) return res;
+        await res.body?.cancel();
+        lastError = `${url.href} answered HTTP ${res.status}`;
+      } catch (e) {
+        lastError = `${url.href} did not answer: ${(e as Error).message}`;
+      }
+      if (this.closed) break;
+      this.moveOn(at, new InstanceFault(`POST ${url.href}: ${lastError}`));
     }
+    throw new FencerError(
+      'NO_LEADER',
+      `no control-plane instance created tenant "${namespace}" (${this.urls.length} tried; last: ${lastError}); retry`,
+    );
+  }
+
+  async createTenant(namespace: string): Promise<RoutingTable> {
+    const res = await this.postTenant(namespace);
     if (res.status === 400) {
       const p = (await res.json().catch(() => ({}))) as { detail?: string };
       throw new FencerError('INVALID_NAME', `namespace "${namespace}" cannot be a tenant: ${p.detail ?? 'refused by the control plane'}`);
     }
     // 409: it exists already (another router created it first); either way it is routed soon.
-    if (res.status !== 201 && res.status !== 409 && res.status !== 200)
+    if (res.status !== 201 && res.status !== 409 && res.status !== 200) {
+      await res.body?.cancel();
       throw new FencerError('NO_LEADER', `the control plane answered HTTP ${res.status} to the creation of tenant "${namespace}"; retry`);
+    }
+    await res.body?.cancel();
     for (let i = 0; i < 50; i++) {
       const t = await this.refresh();
       if (t.routes.has(namespace)) return t;
