@@ -56,7 +56,7 @@ export interface FrontendOptions {
   portBase: number;
   /** Followed unless controlPlaneUrls is given. */
   routingFile?: string;
-  /** Front end i follows controlPlaneUrls[(i-1) mod n] (`--control-plane URL`) instead of the routing file. */
+  /** Front end i gets every URL, rotated to start at controlPlaneUrls[(i-1) mod n] (`--control-plane URL,URL,...`), instead of the routing file; it fails over along the list. */
   controlPlaneUrls?: string[];
   autoTenants?: boolean;
   heartbeatIntervalMs?: number;

@@ -16,7 +16,7 @@ const logger = createLogger('cell-router');
 exitOnBug(logger);
 const metrics = new RouterMetrics(undefined, true);
 const router = buildRouter({
-  source: routingSourceFor(config, logger),
+  source: routingSourceFor(config, logger, metrics.registry),
   logger,
   metrics,
   autoTenants: config.autoTenants,

@@ -7,9 +7,18 @@ import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { ControlPlaneRoutingSource, FileRoutingSource, type RoutingSource } from './routing-source.js';
 
-export function routingSourceFor(o: { routing?: string | undefined; controlPlane?: string | undefined }, logger: Logger): RoutingSource {
+export function routingSourceFor(
+  o: { routing?: string | undefined; controlPlane?: string | undefined },
+  logger: Logger,
+  registry?: Registry,
+): RoutingSource {
   if (o.routing !== undefined) return new FileRoutingSource(o.routing, logger);
-  return new ControlPlaneRoutingSource({ baseUrl: o.controlPlane!, logger, token: process.env.FENCER_CONTROL_PLANE_TOKEN });
+  return new ControlPlaneRoutingSource({
+    baseUrl: o.controlPlane!,
+    logger,
+    token: process.env.FENCER_CONTROL_PLANE_TOKEN,
+    ...(registry ? { registry } : {}),
+  });
 }
 
 /** Serves GET /metrics from the registry; resolves once listening. */

@@ -39,7 +39,7 @@ const logger = createLogger('session-proxy');
 exitOnBug(logger);
 const metrics = new RouterMetrics(undefined, true);
 const proxy = buildProxy({
-  source: routingSourceFor(o as { routing?: string; controlPlane?: string }, logger),
+  source: routingSourceFor(o as { routing?: string; controlPlane?: string }, logger, metrics.registry),
   logger,
   metrics,
   id: o.id as string,
