@@ -17,11 +17,11 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync, openSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alive, freePort, stopInstances } from './support/instances.js';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { lockservice } from '@fencer/protocol';
 import { startTestCell, type TestCell } from '@fencer/fleet/testing';
@@ -30,17 +30,6 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 const MAIN = path.join(root, 'apps/control-plane/dist/main.js');
 const TENANTS = 24;
 const KILL_AFTER = 8;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Instance {
   readonly id: string;
@@ -66,10 +55,6 @@ async function http(url: string, init: RequestInit = {}): Promise<{ status: numb
 let cells: TestCell[] = [];
 let dir = '';
 const instances: Instance[] = [];
-
-function alive(i: Instance): boolean {
-  return i.child !== undefined && i.child.exitCode === null && i.child.signalCode === null;
-}
 
 function startInstance(i: Instance): void {
   const log = openSync(path.join(dir, `${i.id}.log`), 'a');
@@ -142,13 +127,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  // SIGTERM, then SIGKILL for any instance still running after 10 s.
-  const running = instances.filter(alive);
-  const exits = running.map((i) => new Promise((r) => i.child!.once('exit', r)));
-  for (const i of running) i.child!.kill('SIGTERM');
-  const killer = setTimeout(() => running.filter(alive).forEach((i) => i.child!.kill('SIGKILL')), 10_000);
-  await Promise.all(exits);
-  clearTimeout(killer);
+  await stopInstances(instances);
   for (const c of cells) await c.stop();
   if (dir && !process.env['FENCER_KEEP_TEST_DATA']) rmSync(dir, { recursive: true, force: true });
 }, 60_000);

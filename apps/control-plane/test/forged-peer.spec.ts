@@ -18,11 +18,12 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import net, { createServer } from 'node:net';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alive, freePort, stopInstances } from './support/instances.js';
 import { SeededRandom } from '@fencer/base';
 import { raftpb } from '@fencer/protocol';
 
@@ -49,27 +50,6 @@ interface Instance {
 
 let dir = '';
 const instances: Instance[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function alive(i: Instance): boolean {
-  if (i.child === undefined || i.child.exitCode !== null || i.child.signalCode !== null) return false;
-  try {
-    process.kill(i.child.pid!, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Polls `probe` until it returns a value, for at most `timeoutMs`. */
 async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
@@ -167,13 +147,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  // SIGTERM, then SIGKILL for any instance still running after 10 s.
-  const running = instances.filter(alive);
-  const exits = running.map((i) => new Promise((r) => i.child!.once('exit', r)));
-  for (const i of running) i.child!.kill('SIGTERM');
-  const killer = setTimeout(() => running.filter(alive).forEach((i) => i.child!.kill('SIGKILL')), 10_000);
-  await Promise.all(exits);
-  clearTimeout(killer);
+  await stopInstances(instances);
   if (dir && !process.env['FENCER_KEEP_TEST_DATA']) rmSync(dir, { recursive: true, force: true });
 }, 30_000);
 
