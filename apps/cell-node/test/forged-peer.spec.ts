@@ -30,11 +30,11 @@
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import http2 from 'node:http2';
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServiceError, credentials, status } from '@grpc/grpc-js';
 import { FencerError, SeededRandom } from '@fencer/base';
 import { fromServiceError, lockservice, raftpb } from '@fencer/protocol';
+import { sendRaw } from '@fencer/protocol/testing';
 import { encodeFrame } from '../src/tcp-peer-transport.js';
 import { type Cell, eventually, startCell } from './support/cell.js';
 
@@ -116,25 +116,6 @@ function targets(cell: Cell): Target[] {
 }
 
 // ------------------------------------------------------------ sending
-
-/** Connects, writes `bytes`, half-closes, and resolves once the server has closed the connection too. */
-function sendRaw(port: number, bytes: Uint8Array, limitMs = 15_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`port ${port} kept a connection open ${limitMs} ms after the test's half-close`));
-    }, limitMs);
-    socket.on('connect', () => socket.end(bytes));
-    socket.on('data', () => {});
-    // The server may close before it has read everything (a refused frame): a reset is an answer too.
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 /**
  * An HTTP/2 request with a gRPC-framed body of `body` bytes, whose length prefix says `declaredBytes`; resolves with its
@@ -519,7 +500,7 @@ describe.each(['tcp', 'grpc'] as const)(
           for (const kind of Object.keys(t.ports) as PortKind[]) {
             const port = t.ports[kind];
             for (const p of [...frames, ...junk]) {
-              await sendRaw(port, p.bytes);
+              await sendRaw(port, p.bytes, 15_000);
               sent++;
             }
             if (kind === 'lock' || kind === 'admin') {

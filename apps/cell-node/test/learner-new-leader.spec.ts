@@ -25,7 +25,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { adminpb, fromServiceError } from '@fencer/protocol';
-import { type Cell, TestClient, adminClient, eventually, startCell } from './support/cell.js';
+import { type Cell, TestClient, adminClient, eventually, planJoiner, startCell } from './support/cell.js';
 import { spawnReplica, stopAll, type ReplicaPlan } from '@fencer/fleet';
 
 type Status = adminpb.StatusResponse;
@@ -96,41 +96,6 @@ function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient,
 const status = (p: { admin: string }): Promise<Status | undefined> =>
   admin<adminpb.StatusRequest, Status>(p.admin, 'status', {}).catch(() => undefined);
 
-/**
- * A new process of the cell, started with --join. Its --peers name the
- * original replicas and itself only: what it learns of later members comes
- * from the replicated member directory.
- */
-function planJoiner(id: string, portOffset: number): ReplicaPlan {
-  const base = cell.replicas[0]!;
-  const host = base.grpc.split(':')[0]!;
-  const port = Number(base.grpc.split(':')[1]) + portOffset;
-  const grpc = `${host}:${port}`;
-  const argv = [...base.argv];
-  const set = (flag: string, value: string): void => {
-    argv[argv.indexOf(flag) + 1] = value;
-  };
-  const dataDir = path.join(cell.dataDir, id);
-  set('--id', id);
-  set('--listen', grpc);
-  set('--admin-listen', `${host}:${port + 100}`);
-  set('--metrics-listen', `${host}:${port + 200}`);
-  set('--peer-listen', `${host}:${port + 300}`);
-  set('--peers', [...cell.replicas.map((r) => `${r.id}=${r.grpc}`), `${id}=${grpc}`].join(','));
-  set('--data-dir', dataDir);
-  argv.push('--join');
-  return {
-    ...base,
-    id,
-    grpc,
-    admin: `${host}:${port + 100}`,
-    peer: `${host}:${port + 300}`,
-    metrics: `http://${host}:${port + 200}/metrics`,
-    argv,
-    dataDir,
-  };
-}
-
 function spawnJoiner(plan: ReplicaPlan): ChildProcess {
   const child = spawnReplica(plan, { logDir: path.join(cell.dataDir, 'logs') });
   joiners.push(child);
@@ -173,7 +138,7 @@ describe('a learner away during a change of leader', () => {
     const old = await cell.leader();
     const oldLeader = cell.replicas.find((r) => r.id === old.nodeId)!;
 
-    const learnerPlan = planJoiner('cell-1-r8', 5);
+    const learnerPlan = planJoiner(cell, 'cell-1-r8', 5);
     relay = await startRelay(learnerPlan.peer);
     const learner = spawnJoiner(learnerPlan);
     const joined = await addLearner(oldLeader.admin, learnerPlan, relay.address);
@@ -183,7 +148,7 @@ describe('a learner away during a change of leader', () => {
     relay.cut();
     learner.kill('SIGSTOP');
 
-    const dPlan = planJoiner('cell-1-r9', 6);
+    const dPlan = planJoiner(cell, 'cell-1-r9', 6);
     spawnJoiner(dPlan);
     await addLearner(oldLeader.admin, dPlan);
     await admin(oldLeader.admin, 'promoteLearner', { id: dPlan.id });

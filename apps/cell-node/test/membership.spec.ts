@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { adminpb, fromServiceError } from '@fencer/protocol';
-import { type Cell, adminClient, eventually, startCell } from './support/cell.js';
+import { type Cell, adminClient, eventually, planJoiner, startCell } from './support/cell.js';
 import { spawnReplica, stopAll, type ReplicaPlan } from '@fencer/fleet';
 
 let cell: Cell;
@@ -32,35 +32,8 @@ function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient,
 
 beforeAll(async () => {
   cell = await startCell({ replicas: 3 });
-  const base = cell.replicas[0]!;
-  const [host, port] = [base.grpc.split(':')[0]!, Number(base.grpc.split(':')[1]) + 5];
-  const id = 'cell-1-r9';
-  const grpc = `${host}:${port}`;
-  const peers = [...cell.replicas.map((r) => `${r.id}=${r.grpc}`), `${id}=${grpc}`].join(',');
-  const argv = [...base.argv];
-  const set = (flag: string, value: string): void => {
-    argv[argv.indexOf(flag) + 1] = value;
-  };
-  set('--id', id);
-  set('--listen', grpc);
-  set('--admin-listen', `${host}:${port + 100}`);
-  set('--metrics-listen', `${host}:${port + 200}`);
-  // Not the default (gRPC port + 300): only the replicated member directory can tell the others.
-  set('--peer-listen', `${host}:${port + 350}`);
-  set('--peers', peers);
-  const dataDir = path.join(cell.dataDir, id);
-  set('--data-dir', dataDir);
-  argv.push('--join');
-  plan = {
-    ...base,
-    id,
-    grpc,
-    admin: `${host}:${port + 100}`,
-    peer: `${host}:${port + 350}`,
-    metrics: `http://${host}:${port + 200}/metrics`,
-    argv,
-    dataDir,
-  };
+  // Its peer port is not the default (gRPC port + 300): only the replicated member directory can tell the others.
+  plan = planJoiner(cell, 'cell-1-r9', 5, 350);
   joiner = spawnReplica(plan, { logDir: path.join(cell.dataDir, 'logs') });
 });
 

@@ -18,7 +18,6 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alive, freePort, stopInstances } from './support/instances.js';
 import { SeededRandom } from '@fencer/base';
 import { raftpb } from '@fencer/protocol';
+import { sendRaw } from '@fencer/protocol/testing';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const MAIN = path.join(root, 'apps/control-plane/dist/main.js');
@@ -152,25 +152,6 @@ afterAll(async () => {
 }, 30_000);
 
 // ------------------------------------------------------------ payloads
-
-/** Connects, writes `bytes`, half-closes, and resolves once the server has closed the connection too. */
-function sendRaw(port: number, bytes: Uint8Array, limitMs = 10_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`port ${port} kept a connection open ${limitMs} ms after the test's half-close`));
-    }, limitMs);
-    socket.on('connect', () => socket.end(bytes));
-    socket.on('data', () => {});
-    // The server may close before it has read everything (a refused frame): a reset is an answer too.
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 
 function wire(m: Partial<raftpb.RaftMessage> & Pick<raftpb.RaftMessage, 'type' | 'from' | 'to' | 'term'>): raftpb.RaftMessage {
   return { entries: [], ...m };

@@ -4,7 +4,8 @@
  * request (what the client library does, kept minimal so these tests check
  * the server alone).
  */
-import { adminClient } from '@fencer/fleet';
+import path from 'node:path';
+import { adminClient, type ReplicaPlan } from '@fencer/fleet';
 import { startTestCell, type TestCell } from '@fencer/fleet/testing';
 import { TestClient } from '@fencer/fleet/contract';
 
@@ -29,3 +30,40 @@ export async function startCell(opts: { replicas?: number; extraArgs?: string[] 
 export { TestClient, eventually } from '@fencer/fleet/contract';
 
 export { adminClient };
+
+/**
+ * The plan of a new process for `cell`, started with --join: its ports are
+ * the first replica's moved by `portOffset` (peer port at its gRPC port +
+ * `peerPortShift`), and its --peers name the original replicas and itself
+ * only: what it learns of later members comes from the replicated member
+ * directory.
+ */
+export function planJoiner(cell: Cell, id: string, portOffset: number, peerPortShift = 300): ReplicaPlan {
+  const base = cell.replicas[0]!;
+  const host = base.grpc.split(':')[0]!;
+  const port = Number(base.grpc.split(':')[1]) + portOffset;
+  const grpc = `${host}:${port}`;
+  const argv = [...base.argv];
+  const set = (flag: string, value: string): void => {
+    argv[argv.indexOf(flag) + 1] = value;
+  };
+  const dataDir = path.join(cell.dataDir, id);
+  set('--id', id);
+  set('--listen', grpc);
+  set('--admin-listen', `${host}:${port + 100}`);
+  set('--metrics-listen', `${host}:${port + 200}`);
+  set('--peer-listen', `${host}:${port + peerPortShift}`);
+  set('--peers', [...cell.replicas.map((r) => `${r.id}=${r.grpc}`), `${id}=${grpc}`].join(','));
+  set('--data-dir', dataDir);
+  argv.push('--join');
+  return {
+    ...base,
+    id,
+    grpc,
+    admin: `${host}:${port + 100}`,
+    peer: `${host}:${port + peerPortShift}`,
+    metrics: `http://${host}:${port + 200}/metrics`,
+    argv,
+    dataDir,
+  };
+}

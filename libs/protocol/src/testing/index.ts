@@ -4,6 +4,7 @@
  * the contract. For tests only; nothing in a process imports this.
  */
 import { Client, Metadata, credentials, status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
+import net from 'node:net';
 import type { FencerError } from '@fencer/base';
 import { fromServiceError } from '../errors.js';
 
@@ -42,4 +43,23 @@ export function rawCallError(address: string, path: string, kind: RawCallKind, b
     call.on('status', (s: StatusObject) => s.code === status.OK && ended(s));
     if (kind === 'bidi') (call as ReturnType<Client['makeBidiStreamRequest']>).write(bytes);
   }).finally(() => client.close());
+}
+
+/** Connects to 127.0.0.1:`port`, writes `bytes`, half-closes, and resolves once the server has closed the connection too. */
+export function sendRaw(port: number, bytes: Uint8Array, limitMs = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`port ${port} kept a connection open ${limitMs} ms after the test's half-close`));
+    }, limitMs);
+    socket.on('connect', () => socket.end(bytes));
+    socket.on('data', () => {});
+    // The server may close before it has read everything (a refused frame): a reset is an answer too.
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
