@@ -157,6 +157,13 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`));
 
+  // Long polls parked on GET /v1/routing: answered at once (the table as it is) when the app closes, so a
+  // SIGTERM does not wait out their waitMs and routers move on to another instance straight away.
+  const parkedPolls = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const stop of [...parkedPolls]) stop();
+  });
+
   if (deps.metrics) {
     const { requests, latency } = deps.metrics;
     app.addHook('onResponse', async (request, reply) => {
@@ -332,6 +339,7 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
       await new Promise<void>((resolve) => {
         const done = (): void => {
           request.raw.off('close', stop);
+          parkedPolls.delete(stop);
           resolve();
         };
         const cancel = meta.waitRouting(sinceVersion, waitMs, done);
@@ -340,6 +348,7 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
           done();
         };
         request.raw.on('close', stop);
+        parkedPolls.add(stop);
       });
       return routingOf(meta.state);
     },

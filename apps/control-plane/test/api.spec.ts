@@ -207,6 +207,24 @@ describe('routing and fleet', () => {
     expect(res.json().routes).toContainEqual({ namespace: 'routed', cell: 'cell-1', state: 'active' });
   });
 
+  it('closing the app answers a parked long poll at once with the table as it is, not after its waitMs', async () => {
+    const own = await startHarness({ adminToken: ADMIN });
+    try {
+      const now = (await call(own.app, 'GET', '/v1/routing', undefined, admin)).json();
+      const poll = own.app.inject({ method: 'GET', url: `/v1/routing?sinceVersion=${now.version}&waitMs=60000`, headers: admin });
+      let answered = false;
+      void poll.then(() => (answered = true));
+      await new Promise((r) => setImmediate(r));
+      expect(answered).toBe(false);
+      await own.app.close();
+      const res = await poll;
+      expect(res.statusCode).toBe(200);
+      expect(res.json().version).toBe(now.version);
+    } finally {
+      await own.close();
+    }
+  }, 15_000);
+
   it('a long poll with nothing new answers after waitMs with the current table', async () => {
     const now = (await call(h.app, 'GET', '/v1/routing', undefined, admin)).json();
     const res = await call(h.app, 'GET', `/v1/routing?sinceVersion=${now.version}&waitMs=50`, undefined, admin);
