@@ -26,7 +26,7 @@ export interface PeerTransportOptions {
   readonly onUnreachable: (peer: NodeId) => void;
   readonly onQueueDepth?: (peer: NodeId, depth: number) => void;
   readonly onDropped?: (peer: NodeId, count: number) => void;
-  /** This node's peer address as its cell lists it, sent in every batch (RaftBatch.sender_address). */
+  /** This node's peer address as its cell lists it, sent in the first batch of each connection (RaftBatch.sender_address). */
   readonly selfAddress?: string;
 }
 
@@ -53,6 +53,8 @@ export abstract class BatchingLink<C> {
   private blocked = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The connection whose first batch carried this node's address. */
+  private addressedOn: C | undefined;
 
   constructor(
     readonly peer: NodeId,
@@ -116,7 +118,11 @@ export abstract class BatchingLink<C> {
     const messages = this.queue;
     this.queue = [];
     this.opts.onQueueDepth?.(this.peer, 0);
-    if (!this.write(connection, { cellId: this.opts.cellId, messages, senderAddress: this.opts.selfAddress ?? '' })) this.blocked = true;
+    // This node's address rides on the first batch of each connection only (a refusal closes the connection,
+    // so the next one carries it again).
+    const senderAddress = this.addressedOn === connection ? '' : (this.opts.selfAddress ?? '');
+    this.addressedOn = connection;
+    if (!this.write(connection, { cellId: this.opts.cellId, messages, senderAddress })) this.blocked = true;
   }
 
   close(): void {

@@ -170,8 +170,9 @@ export interface RaftBatch {
    * The sender's peer address as its cell lists it (its member-directory entry):
    * a replica that missed the sender's addition (a learner away while the
    * sender joined and took the lead) has no address for it, and without this
-   * its answers would go nowhere. Used only for a sender the receiver admits
-   * and has no link to; never overrides a known address.
+   * its answers would go nowhere. Set on the first batch of each connection;
+   * used only for a sender the receiver admits and has no link to; never
+   * overrides a known address.
    */
   senderAddress: string;
 }
