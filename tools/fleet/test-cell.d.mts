@@ -28,6 +28,8 @@ export declare function freeFleetPortBase(
   proxies: number,
   controlPlanes?: number,
 ): Promise<number>;
+/** Releases this process's reservations of `ports` (freePortBase and freeFleetPortBase reserve theirs). */
+export declare function releasePorts(ports: readonly number[]): void;
 export declare function startTestCell(options?: { replicas?: number; extraArgs?: string[] }): Promise<TestCell>;
 
 export interface TestFleet {

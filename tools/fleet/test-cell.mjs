@@ -3,7 +3,7 @@
 // process it starts is stopped by stop(), also the SIGSTOPped ones. Shared by
 // the cell-node, client and CLI integration tests (and usable by tools).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -38,6 +38,82 @@ async function portsFree(ports) {
   return true;
 }
 
+/*
+ * Port reservations between test processes. A port free when probed can be
+ * taken a second later by another test's fleet probing at the same moment
+ * (several projects' tests run at once): a replica then fails to bind and the
+ * test sees a process that is not there. So each port of a chosen block is
+ * also reserved by a file in one directory, created exclusively and naming
+ * the owner (pid and a token per reservation). A file whose pid is gone is
+ * stale and reclaimed; stop() releases its fleet's files.
+ */
+const RESERVATIONS = path.join(tmpdir(), 'fencer-test-ports');
+const reservationOwner = `${process.pid} ${Math.random().toString(36).slice(2)}`;
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+/** Reserves every port, or none: true when all are now this process's. */
+function reservePorts(ports) {
+  mkdirSync(RESERVATIONS, { recursive: true });
+  const taken = [];
+  const release = () => taken.forEach((p) => rmSync(path.join(RESERVATIONS, String(p)), { force: true }));
+  for (const port of ports) {
+    const file = path.join(RESERVATIONS, String(port));
+    for (let tries = 0; ; tries++) {
+      try {
+        writeFileSync(file, reservationOwner, { flag: 'wx' });
+        taken.push(port);
+        break;
+      } catch (e) {
+        if (e.code !== 'EEXIST' || tries > 0) {
+          release();
+          return false;
+        }
+        let owner = '';
+        try {
+          owner = readFileSync(file, 'utf8');
+        } catch {
+          // released meanwhile: try again
+        }
+        const pid = Number(owner.split(' ')[0]);
+        if (owner !== '' && Number.isInteger(pid) && pidAlive(pid)) {
+          release();
+          return false;
+        }
+        rmSync(file, { force: true });
+      }
+    }
+  }
+  return true;
+}
+
+/** Releases this process's reservations of `ports` (others' files are left alone). */
+export function releasePorts(ports) {
+  for (const port of ports) {
+    const file = path.join(RESERVATIONS, String(port));
+    try {
+      if (readFileSync(file, 'utf8') === reservationOwner) rmSync(file, { force: true });
+    } catch {
+      // not reserved
+    }
+  }
+}
+
+/** Reserved for this process and free to bind now; on false nothing stays reserved. */
+async function claimPorts(ports) {
+  if (!reservePorts(ports)) return false;
+  if (await portsFree(ports)) return true;
+  releasePorts(ports);
+  return false;
+}
+
 /**
  * A block of ports nobody uses: replica i listens on base+i, admin +100,
  * metrics +200, peers +300. Below Linux's ephemeral range (32768 up), so an
@@ -47,10 +123,21 @@ async function portsFree(ports) {
 export async function freePortBase(replicas) {
   for (let attempt = 0; attempt < 40; attempt++) {
     const base = 20_000 + 10 * Math.floor(Math.random() * 1_200);
-    const ports = Array.from({ length: replicas }, (_, i) => [base + i + 1, base + i + 101, base + i + 201, base + i + 301]).flat();
-    if (await portsFree(ports)) return base;
+    if (await claimPorts(cellPorts(base, replicas))) return base;
   }
   throw new Error('no free block of ports for a test cell');
+}
+
+/**
+ * The ports of a test cell's block, reserved and released together: its
+ * replicas' and those a test adds later inside the block (the rest of the
+ * decade), at each offset a member uses (+100 admin, +200 metrics, +300 peer,
+ * +350 a moved peer port).
+ */
+function cellPorts(base, replicas) {
+  const ports = [];
+  for (let i = 1; i <= Math.max(9, replicas); i++) for (const o of [0, 100, 200, 300, 350]) ports.push(base + i + o);
+  return ports;
 }
 
 function ensureBuilt(projects) {
@@ -132,7 +219,10 @@ export async function startTestCell(options = {}) {
     signal: group.signal,
     kill: group.kill,
     restart: group.restart,
-    stop: group.stop,
+    stop: async () => {
+      await group.stop();
+      releasePorts(cellPorts(portBase, replicaCount));
+    },
   };
   try {
     await cell.leader(30_000);
@@ -151,14 +241,18 @@ export async function startTestCell(options = {}) {
 export async function freeFleetPortBase(cells, replicas, routers, proxies, controlPlanes = 0) {
   for (let attempt = 0; attempt < 40; attempt++) {
     const base = 20_000 + 1_000 * Math.floor(Math.random() * 12);
-    const ports = [];
-    for (let c = 0; c < cells; c++) for (let i = 1; i <= replicas; i++) ports.push(...[0, 100, 200, 300].map((o) => base + 10 * c + i + o));
-    for (let i = 1; i <= routers; i++) ports.push(base + 400 + i, base + 450 + i);
-    for (let i = 1; i <= proxies; i++) ports.push(base + 500 + i, base + 550 + i);
-    for (let i = 1; i <= controlPlanes; i++) ports.push(base + 600 + i, base + 650 + i, base + 700 + i);
-    if (await portsFree(ports)) return base;
+    if (await claimPorts(fleetPorts(base, cells, replicas, routers, proxies, controlPlanes))) return base;
   }
   throw new Error('no free block of ports for a test fleet');
+}
+
+function fleetPorts(base, cells, replicas, routers, proxies, controlPlanes = 0) {
+  const ports = [];
+  for (let c = 0; c < cells; c++) for (let i = 1; i <= replicas; i++) ports.push(...[0, 100, 200, 300].map((o) => base + 10 * c + i + o));
+  for (let i = 1; i <= routers; i++) ports.push(base + 400 + i, base + 450 + i);
+  for (let i = 1; i <= proxies; i++) ports.push(base + 500 + i, base + 550 + i);
+  for (let i = 1; i <= controlPlanes; i++) ports.push(base + 600 + i, base + 650 + i, base + 700 + i);
+  return ports;
 }
 
 /**
@@ -204,7 +298,10 @@ export async function startTestFleet(options = {}) {
     alive: group.alive,
     kill: group.kill,
     restart: group.restart,
-    stop: group.stop,
+    stop: async () => {
+      await group.stop();
+      releasePorts(fleetPorts(portBase, cellCount, replicaCount, routerCount, proxyCount));
+    },
   };
   try {
     plan.flatMap((c) => c.replicas).forEach(group.spawn);
