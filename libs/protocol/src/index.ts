@@ -14,11 +14,9 @@ export {
 } from './errors.js';
 export { TolerantServer } from './tolerant-server.js';
 export {
-  LANE_CALLS_MAX,
   LANE_FRAME_MAX,
   LANE_MAGIC,
   LANE_METHODS,
-  LaneConnection,
   type LaneDispatch,
   type LaneMethod,
   type LaneOutcome,

@@ -65,10 +65,6 @@ export class LaneClient {
     return !this.closed && Date.now() >= this.unsupportedUntil;
   }
 
-  get inFlight(): number {
-    return this.pending.size;
-  }
-
   /** One call; `done` is called exactly once unless the returned cancel runs first. */
   call(method: LaneMethod, request: unknown, deadlineMs: number, done: (r: LaneResult) => void): () => void {
     if (!this.available) {

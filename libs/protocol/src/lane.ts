@@ -155,10 +155,6 @@ export class LaneConnection {
     socket.on('error', () => socket.destroy());
   }
 
-  get inFlight(): number {
-    return this.calls.size;
-  }
-
   /** Ends the connection once the calls in flight are answered. */
   drain(): void {
     this.draining = true;
