@@ -2,13 +2,14 @@
 // Fleet benchmark (issue 19), every figure side by side in one run on a fresh
 // local fleet (@fencer/fleet: 2 cells, 1 router, 2 proxies, 127.0.0.1, fsync on):
 //
-// - Router overhead: acquire+release cycles of one client, then of 64
-//   clients, straight to the cell leader, through the router, and through
-//   a byte pipe process (the floor under any router), rounds
-//   alternating, after a warm-up of both paths (a fresh Node process runs its
-//   hot paths unoptimised for its first thousands of calls); p50/p99 of a
-//   cycle at 1 client, cycles/s at 64; CPU per call of the router and the
-//   leader.
+// - Router overhead: acquire+release cycles straight to the cell leader,
+//   through the router, and through a byte pipe process (the floor under any
+//   router), after a warm-up of every path (a fresh Node process runs its hot
+//   paths unoptimised for its first thousands of calls). One client takes the
+//   three paths in turn, cycle by cycle, so they share the machine's moments:
+//   p50/p99 per path, and the median of paired differences. Then per-path
+//   rounds, order alternating: cycles/s with 64 clients, and CPU per call of
+//   the router and the leader at 1 and at 64 clients.
 // - Heartbeats: N sessions (half per cell) heartbeat through the 2 proxies,
 //   each once per --interval-ms, spread evenly over it, on S KeepAlive
 //   streams (many sessions per stream, as the contract allows). After a
@@ -99,6 +100,14 @@ const selfCpuMs = () => {
 
 // ---------------------------------------------------------------- router overhead
 
+/** One acquire+release cycle of a session on a lock against `address`; its latency in ms. */
+async function cycle(address, sessionId, name, requestId) {
+  const t0 = performance.now();
+  const g = await call(address, 'acquire', { sessionId, name, mode: 1, waitMs: 0, requestId, lockDelayMs: 0 });
+  await call(address, 'release', { sessionId, name, token: g.token });
+  return performance.now() - t0;
+}
+
 /** Acquire+release cycles by `clients` loops for `seconds` against `address`; cycle latencies in ms. */
 async function cycles(address, sessionIds, clients, seconds, tag) {
   const lat = [];
@@ -106,25 +115,37 @@ async function cycles(address, sessionIds, clients, seconds, tag) {
   let n = 0;
   await Promise.all(
     Array.from({ length: clients }, async (_, i) => {
-      const sessionId = sessionIds[i];
       const name = `/ls/bench/${tag}-${i}`;
-      while (performance.now() < until) {
-        const t0 = performance.now();
-        const g = await call(address, 'acquire', { sessionId, name, mode: 1, waitMs: 0, requestId: `${tag}-${i}-${n++}`, lockDelayMs: 0 });
-        await call(address, 'release', { sessionId, name, token: g.token });
-        lat.push(performance.now() - t0);
-      }
+      while (performance.now() < until) lat.push(await cycle(address, sessionIds[i], name, `${tag}-${i}-${n++}`));
     }),
   );
   return { lat, perS: lat.length / seconds };
 }
 
 /**
- * Three paths to cell-1's leader, rounds alternating their order: direct;
- * through the router; and through ./router-hop/pipe.mjs, a process that
- * pipes the bytes without reading them (the floor under any router: what
- * one more process on the path costs here, in wakeups alone). CPU of the
- * router and of the leader per call, from /proc, over each path's runs.
+ * One client, the paths taken in turn cycle by cycle (the order reversed
+ * every pass) for `seconds`: every path sees the same moments of this noisy
+ * machine, and each cycle is paired with the direct cycle of its own pass.
+ * Latencies per path, in ms, in pass order.
+ */
+async function interleaved(paths, sessionId, seconds) {
+  const labels = Object.keys(paths);
+  const lat = Object.fromEntries(labels.map((l) => [l, []]));
+  const until = performance.now() + seconds * 1000;
+  for (let pass = 0; performance.now() < until; pass++) {
+    for (const l of pass % 2 === 0 ? labels : [...labels].reverse())
+      lat[l].push(await cycle(paths[l], sessionId, `/ls/bench/one-${l}`, `one-${l}-${pass}`));
+  }
+  return lat;
+}
+
+/**
+ * Three paths to cell-1's leader: direct; through the router; and through
+ * ./router-hop/pipe.mjs, a process that pipes the bytes without reading
+ * them (the floor under any router: what one more process on the path costs
+ * here, in wakeups alone). Latency at 1 client from the paths interleaved
+ * cycle by cycle; per-path rounds (order alternating) give cycles/s at 64
+ * clients and the CPU of the router and the leader per call, from /proc.
  */
 async function routerOverhead(fleet, sessions) {
   const leader = await fleet.leaderOf('cell-1');
@@ -149,6 +170,7 @@ async function routerOverhead(fleet, sessions) {
       // µs per call (a cycle is two calls): the router's, the leader's.
       cpu[kind][label].push(c1.map((c, i) => ((c - c0[i]) * 1000) / (2 * r.lat.length)));
     };
+    const one = await interleaved(paths, sessions[0], opts.rounds * opts.seconds * labels.length);
     for (let round = 0; round < opts.rounds; round++) {
       const order = round % 2 === 0 ? labels : [...labels].reverse();
       for (const label of order) await measured('one', label, 1, round);
@@ -156,9 +178,16 @@ async function routerOverhead(fleet, sessions) {
     }
     const med = (rs, f) => quantile(rs.map(f), 0.5);
     const per = (f) => Object.fromEntries(labels.map((l) => [l, f(l)]));
+    const paired = (a, b) =>
+      quantile(
+        one[a].map((x, i) => x - one[b][i]),
+        0.5,
+      );
     return {
-      p50: per((l) => med(out.one[l], (r) => quantile(r.lat, 0.5))),
-      p99: per((l) => med(out.one[l], (r) => quantile(r.lat, 0.99))),
+      cycles: one.direct.length,
+      p50: per((l) => quantile(one[l], 0.5)),
+      p99: per((l) => quantile(one[l], 0.99)),
+      paired: { router: paired('router', 'direct'), pipe: paired('pipe', 'direct'), routerOverPipe: paired('router', 'pipe') },
       rate64: per((l) => med(out.many[l], (r) => r.perS)),
       routerUs: { one: med(cpu.one.router, (c) => c[0]), many: med(cpu.many.router, (c) => c[0]) },
       leaderUs: per((l) => ({ one: med(cpu.one[l], (c) => c[1]), many: med(cpu.many[l], (c) => c[1]) })),
@@ -539,7 +568,8 @@ const cpuLine = (m, noun) =>
 const keepAliveFigures = (m) =>
   `offered ${n0(m.offeredPerS)}/s, acknowledged ${n0(m.ackedPerS)}/s during the ${opts.seconds} s window and ${n0(m.answeredPerS)}/s over the window and its drain (all ${n0(m.answered)} of ${n0(m.sent)} answered ${(m.drainMs / 1000).toFixed(1)} s after it${m.expired ? `, ${n0(m.expired)} expired` : ''}${m.errors ? `, ${m.errors} stream errors` : ''}), ack latency p50 ${f1(m.p50)} ms p99 ${f1(m.p99)} ms`;
 const lines = [
-  `Router overhead (${opts.rounds} round(s) of ${opts.seconds} s after ${opts.warmupS} s of warm-up per path, medians): 1 client acquire+release p50 direct ${f1(o.p50.direct)} ms, through the router ${f1(o.p50.router)} ms (+${f1(o.p50.router - o.p50.direct)} ms, ${(o.p50.router / o.p50.direct).toFixed(2)}x), through a byte pipe ${f1(o.p50.pipe)} ms (+${f1(o.p50.pipe - o.p50.direct)} ms: the floor, what any one more process on the path costs here); p99 ${f1(o.p99.direct)} / ${f1(o.p99.router)} / ${f1(o.p99.pipe)} ms. 64 clients: ${o.rate64.direct.toFixed(0)} cycles/s direct, ${o.rate64.router.toFixed(0)} through the router (${(o.rate64.router / o.rate64.direct).toFixed(2)}x), ${o.rate64.pipe.toFixed(0)} through the pipe (${(o.rate64.pipe / o.rate64.direct).toFixed(2)}x).`,
+  `Router overhead, 1 client (${n0(o.cycles)} acquire+release cycles per path after ${opts.warmupS} s of warm-up per path, the three paths taken in turn cycle by cycle): p50 direct ${f1(o.p50.direct)} ms, through the router ${f1(o.p50.router)} ms (+${f1(o.p50.router - o.p50.direct)} ms, ${(o.p50.router / o.p50.direct).toFixed(2)}x), through a byte pipe ${f1(o.p50.pipe)} ms (+${f1(o.p50.pipe - o.p50.direct)} ms: the floor, what any one more process on the path costs here); p99 ${f1(o.p99.direct)} / ${f1(o.p99.router)} / ${f1(o.p99.pipe)} ms. Median of the paired differences (each cycle against the direct cycle of its own pass): router +${f1(o.paired.router)} ms, pipe +${f1(o.paired.pipe)} ms, router over pipe +${f1(o.paired.routerOverPipe)} ms.`,
+  `Router overhead, 64 clients (${opts.rounds} round(s) of ${opts.seconds} s per path, order alternating, medians): ${o.rate64.direct.toFixed(0)} cycles/s direct, ${o.rate64.router.toFixed(0)} through the router (${(o.rate64.router / o.rate64.direct).toFixed(2)}x), ${o.rate64.pipe.toFixed(0)} through the pipe (${(o.rate64.pipe / o.rate64.direct).toFixed(2)}x).`,
   `CPU per call (µs, 1 client / 64 clients): router ${o.routerUs.one.toFixed(0)} / ${o.routerUs.many.toFixed(0)}; cell-1's leader ${o.leaderUs.direct.one.toFixed(0)} / ${o.leaderUs.direct.many.toFixed(0)} for direct calls (gRPC), ${o.leaderUs.router.one.toFixed(0)} / ${o.leaderUs.router.many.toFixed(0)} for routed ones (the lane).`,
   `Heartbeats: ${opts.sessions.toLocaleString('en-US')} sessions (opened in ${hb.openS.toFixed(1)} s) on ${opts.streams} streams to 2 proxies, each every ${opts.intervalMs} ms: ${keepAliveFigures(hb)}; ${hb.batchesPerS.toFixed(1)} HeartbeatBatch calls/s at the leaders (bound: 2 proxies × 2 cells per ${proxyIntervalMs} ms = ${batchBoundPerS}/s); log entries written meanwhile ${hb.logEntries.join(' + ')}.`,
   `CPU per process, heartbeats (ms/s, and µs per heartbeat: the process's CPU over every heartbeat answered): ${cpuLine(hb, 'heartbeat')}.`,
