@@ -3,12 +3,16 @@
  * contract with INVALID_ARGUMENT (lock-reason INVALID_ARGUMENT, a message
  * naming the method), for unary, server-streaming and bidirectional methods,
  * before any handler sees them; decodable requests reach the handlers as
- * before. A plain grpc-js Server answers the same bytes INTERNAL (why the
- * class exists).
+ * before. A message flagged compressed whose bytes do not decompress gets
+ * INVALID_ARGUMENT too. A plain grpc-js Server answers both INTERNAL (why
+ * the class exists).
  * Method: in-process servers on 127.0.0.1:0 serving LockService with
  * handlers that record what reaches them; raw bytes sent through a grpc-js
- * Client with an identity serializer (testing's rawCallError).
+ * Client with an identity serializer (testing's rawCallError), or as
+ * hand-made HTTP/2 requests (node:http2) for the compression flag.
  */
+import http2 from 'node:http2';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Metadata, Server, ServerCredentials, credentials, status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
@@ -112,7 +116,81 @@ describe('TolerantServer', () => {
     const e = await rawCallError(plain, '/lockservice.v1.LockService/Acquire', 'unary', NOT_A_MESSAGE);
     expect(e.code).toBe('INTERNAL');
   });
+
+  it.each([
+    ['Acquire', 'gzip'],
+    ['Acquire', 'deflate'],
+    ['KeepAlive', 'gzip'],
+  ])('answers a %s message flagged %s-compressed that does not decompress with INVALID_ARGUMENT', async (method, encoding) => {
+    reached.length = 0;
+    const path = `/lockservice.v1.LockService/${method}`;
+    const answer = await compressedFlagCall(tolerant, path, encoding, NOT_A_MESSAGE);
+    expect(answer).toMatchObject({ status: status.INVALID_ARGUMENT, reason: 'INVALID_ARGUMENT' });
+    expect(answer.message).toContain(`${path}: the request message is flagged compressed`);
+    expect(reached).toEqual([]);
+  });
+
+  it('still serves a message that is compressed whole', async () => {
+    reached.length = 0;
+    const body = Buffer.from(
+      lockservice.AcquireRequest.encode({ sessionId: 's', name: '/ls/a/b', mode: 1, waitMs: 0, requestId: 'r', lockDelayMs: 0 }).finish(),
+    );
+    const answer = await compressedFlagCall(tolerant, '/lockservice.v1.LockService/Acquire', 'gzip', gzipSync(body));
+    expect(answer).toMatchObject({ status: status.NOT_FOUND, message: 'handler reached' });
+    expect(reached).toEqual(['acquire']);
+  });
+
+  it('a plain grpc-js Server answers a message that does not decompress INTERNAL', async () => {
+    const answer = await compressedFlagCall(plain, '/lockservice.v1.LockService/Acquire', 'gzip', NOT_A_MESSAGE);
+    expect(answer.status).toBe(status.INTERNAL);
+  });
 });
+
+/**
+ * One gRPC request written by hand over HTTP/2: a single message whose
+ * compressed flag is set, under `grpc-encoding: encoding`. The call's
+ * status, message and lock-reason, from its trailers (or its trailers-only
+ * answer).
+ */
+async function compressedFlagCall(
+  address: string,
+  path: string,
+  encoding: string,
+  bytes: Buffer,
+): Promise<{ status: number; message: string; reason?: string }> {
+  const session = http2.connect(`http://${address}`);
+  try {
+    return await new Promise((resolve, reject) => {
+      session.on('error', reject);
+      const req = session.request({
+        ':method': 'POST',
+        ':path': path,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-encoding': encoding,
+      });
+      const done = (h: http2.IncomingHttpHeaders): void => {
+        if (h['grpc-status'] === undefined) return;
+        resolve({
+          status: Number(h['grpc-status']),
+          message: decodeURIComponent(String(h['grpc-message'] ?? '')),
+          reason: h['lock-reason'] as string | undefined,
+        });
+      };
+      req.on('response', done);
+      req.on('trailers', done);
+      req.on('error', reject);
+      req.on('data', () => {});
+      const frame = Buffer.alloc(5 + bytes.length);
+      frame.writeUInt8(1, 0);
+      frame.writeUInt32BE(bytes.length, 1);
+      bytes.copy(frame, 5);
+      req.end(frame);
+    });
+  } finally {
+    session.close();
+  }
+}
 
 /** A KeepAlive stream that sends `first` (a good message), waits for its answer, then sends bytes that do not decode. */
 async function keepAliveGoodThenBad(first: Buffer): Promise<FencerError> {
