@@ -14,6 +14,7 @@ import type { Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
 import { type PeerIntake, StreamRefusal, messageToWire, takeBatch } from './peer-codec.js';
 import type { Logger } from './logger.js';
+import { RefusalLog } from './refusal-log.js';
 
 export interface PeerTransportOptions {
   readonly selfId: NodeId;
@@ -260,6 +261,7 @@ const refusalStatus: Partial<Record<StreamRefusal, status>> = {
  * Serve it with `raftTransportService`, whose undecodable messages it refuses.
  */
 export function raftTransportHandlers(intake: PeerIntake, logger: Logger): raftpb.RaftTransportServer {
+  const refusals = new RefusalLog(logger);
   return {
     send(call: ServerDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>) {
       let batches = 0;
@@ -275,7 +277,7 @@ export function raftTransportHandlers(intake: PeerIntake, logger: Logger): raftp
       };
       const refuse = (reason: StreamRefusal, details: string): void => {
         refused = true;
-        logger.warn({ peer: call.getPeer(), reason: details }, 'closing a peer stream');
+        refusals.warn({ peer: call.getPeer(), reason: details }, 'closing a peer stream');
         // grpc-js ends a server stream with the status of an emitted error; destroy() would end it with none,
         // leaving the call open until the sender gives up.
         call.emit('error', { code: refusalStatus[reason] ?? status.INVALID_ARGUMENT, details });

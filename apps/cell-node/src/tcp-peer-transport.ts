@@ -10,8 +10,9 @@
  * Frame: a 4-byte big-endian payload length, then the payload. A receiver
  * closes a connection that sends a frame longer than `frameBytesMax`, a
  * payload that is not a RaftBatch, a batch for another cell, or a message
- * from a sender it does not take (peer-codec.ts takeBatch), says
- * why in its log and counts the refusal by reason. Batching, queue bounds and dropping are those of the gRPC
+ * from a sender it does not take (peer-codec.ts takeBatch), counts the
+ * refusal by reason and says why in its log (one warning per 10 s at most,
+ * refusal-log.ts). Batching, queue bounds and dropping are those of the gRPC
  * transport: messages handed over in one synchronous run leave as one frame
  * in a microtask after it; a link with a full queue, a full socket buffer or
  * no connection drops messages (Raft retransmits) and reports the peer
@@ -24,6 +25,7 @@ import { type PeerIntake, StreamRefusal, takeBatch } from './peer-codec.js';
 import type { Logger } from './logger.js';
 import { BatchingLink, LinkedPeerTransport, type PeerTransportOptions } from './peer-transport.js';
 import { splitAddress } from './address.js';
+import { RefusalLog } from './refusal-log.js';
 
 /** Largest frame accepted or sent: a batch of snapshot chunks or entries, with room to spare. */
 export const frameBytesMax = 64 * 1024 * 1024;
@@ -139,15 +141,12 @@ export class TcpPeerServer {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
   private readonly intake: PeerIntake;
+  private readonly refusals: RefusalLog;
 
   /** `checks`: which senders are taken, and where refusals are counted (see PeerIntake); without them every sender is taken. */
-  constructor(
-    cellId: string,
-    onMessage: (m: Message) => void,
-    private readonly logger: Logger,
-    checks: Pick<PeerIntake, 'admits' | 'onRefused'> = {},
-  ) {
+  constructor(cellId: string, onMessage: (m: Message) => void, logger: Logger, checks: Pick<PeerIntake, 'admits' | 'onRefused'> = {}) {
     this.intake = { cellId, onMessage, ...checks };
+    this.refusals = new RefusalLog(logger);
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
   }
 
@@ -176,7 +175,7 @@ export class TcpPeerServer {
     this.sockets.add(socket);
     const reader = new FrameReader();
     const refuse = (reason: string): void => {
-      this.logger.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, reason }, 'closing a peer connection');
+      this.refusals.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, reason }, 'closing a peer connection');
       socket.destroy();
     };
     socket.on('data', (chunk: Buffer) => {
