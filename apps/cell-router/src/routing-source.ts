@@ -17,7 +17,11 @@
  *   them answers reads and forwards writes, and the routing version is the
  *   group's, so a poll can continue on another instance from the version in
  *   force. One instance is followed at a time; a fault of it (no answer, a
- *   timeout, a 5xx) moves the source to the next, round robin. While no
+ *   timeout, a 5xx) moves the source to the next, round robin. While a
+ *   long poll is parked on an instance, that instance's `GET /v1/health` is
+ *   asked every few seconds: a process that is hung (stopped, or stuck)
+ *   keeps its connections open and would hold the poll to its timeout, so
+ *   one that does not answer the probe is given up at once. While no
  *   instance answers, the last table keeps serving.
  */
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
@@ -219,6 +223,13 @@ export interface ControlPlaneOptions {
   readonly token?: string;
   /** Where to register the gauge of the instance followed and the counter of switches (none: logs only). */
   readonly registry?: Registry;
+  /**
+   * While a long poll is parked on an instance and there are others to
+   * follow, its /v1/health is asked this often, and an instance that gives
+   * no HTTP answer (any status) within this long is hung: the poll is
+   * dropped and the next instance followed. Default 5,000 ms.
+   */
+  readonly livenessProbeMs?: number;
 }
 
 /** One call to a control-plane instance that did not get an answer: a connection error, a timeout or a 5xx. The next instance may do better. */
@@ -226,6 +237,7 @@ class InstanceFault extends Error {}
 
 /** A call that is not a long poll: the fleet, a plain routing read, a tenant creation. */
 const CONTROL_PLANE_CALL_TIMEOUT_MS = 10_000;
+const LIVENESS_PROBE_MS_DEFAULT = 5_000;
 
 export class ControlPlaneRoutingSource extends BaseSource implements RoutingSource {
   private closed = false;
@@ -285,13 +297,15 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
     );
   }
 
-  private async get(path: string, timeoutMs: number, at: number): Promise<unknown> {
+  /** GET on instance `at`; `hung`, when given, is aborted (with an InstanceFault) by the liveness probe. */
+  private async get(path: string, timeoutMs: number, at: number, hung?: AbortSignal): Promise<unknown> {
     const url = new URL(path, this.urls[at]);
-    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(timeoutMs)]);
+    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(timeoutMs), ...(hung ? [hung] : [])]);
     let res: Response;
     try {
       res = await fetch(url, { signal, headers: this.headers() });
     } catch (e) {
+      if (hung?.aborted) throw hung.reason as InstanceFault;
       throw new InstanceFault(`GET ${url.href}: ${(e as Error).message}`);
     }
     if (res.status >= 500) {
@@ -302,6 +316,7 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
     try {
       return await res.json();
     } catch (e) {
+      if (hung?.aborted) throw hung.reason as InstanceFault;
       // Bad JSON is the answer's fault; a body cut off is the instance's (it died or timed out mid-answer).
       if (e instanceof SyntaxError) throw new Error(`GET ${url.href}: ${e.message}`);
       throw new InstanceFault(`GET ${url.href}: ${(e as Error).message}`);
@@ -319,12 +334,57 @@ export class ControlPlaneRoutingSource extends BaseSource implements RoutingSour
   private async poll(sinceVersion: number | undefined, at: number): Promise<RoutingTable> {
     const q = sinceVersion === undefined ? '' : `?sinceVersion=${sinceVersion}&waitMs=${this.waitMs}`;
     const timeoutMs = sinceVersion === undefined ? CONTROL_PLANE_CALL_TIMEOUT_MS : this.waitMs + CONTROL_PLANE_CALL_TIMEOUT_MS;
-    const { version, routes } = parseRoutes(await this.get(`/v1/routing${q}`, timeoutMs, at), 'GET /v1/routing');
+    const probe = sinceVersion !== undefined && this.urls.length > 1 ? this.probeWhileParked(at) : undefined;
+    let answer: unknown;
+    try {
+      answer = await this.get(`/v1/routing${q}`, timeoutMs, at, probe?.hung);
+    } finally {
+      probe?.stop();
+    }
+    const { version, routes } = parseRoutes(answer, 'GET /v1/routing');
     if ([...routes.values()].some((r) => !this.cells.has(r.cell)) || this.cells.size === 0) {
       const fleet = (await this.get('/v1/fleet', CONTROL_PLANE_CALL_TIMEOUT_MS, at)) as { cells?: unknown };
       this.cells = parseCells(fleet?.cells, 'GET /v1/fleet');
     }
     return this.adopt({ version, cells: this.cells, routes });
+  }
+
+  /**
+   * Asks instance `at`'s /v1/health every livenessProbeMs while a long poll
+   * is parked there; aborts `hung` with an InstanceFault when a probe gets no
+   * HTTP answer in time (an answer of any status means the process lives).
+   */
+  private probeWhileParked(at: number): { hung: AbortSignal; stop(): void } {
+    const everyMs = this.opts.livenessProbeMs ?? LIVENESS_PROBE_MS_DEFAULT;
+    const hung = new AbortController();
+    const stopped = new AbortController();
+    let probing = false;
+    const probe = async (): Promise<void> => {
+      if (probing) return;
+      probing = true;
+      const url = new URL('/v1/health', this.urls[at]);
+      try {
+        const res = await fetch(url, {
+          signal: AbortSignal.any([stopped.signal, AbortSignal.timeout(everyMs)]),
+          headers: this.headers(),
+        });
+        await res.body?.cancel();
+      } catch (e) {
+        if (!stopped.signal.aborted)
+          hung.abort(new InstanceFault(`GET ${url.href} (liveness probe while the long poll was parked): ${(e as Error).message}`));
+      } finally {
+        probing = false;
+      }
+    };
+    const timer = setInterval(() => void probe(), everyMs);
+    timer.unref();
+    return {
+      hung: hung.signal,
+      stop: () => {
+        clearInterval(timer);
+        stopped.abort();
+      },
+    };
   }
 
   /** A plain (not long) poll, on the instance followed and then, after each fault, on the next: each instance at most once. */

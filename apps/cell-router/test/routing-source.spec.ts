@@ -187,12 +187,21 @@ interface FakeInstance {
   dropNextCreateAnswer: boolean;
   /** Dies: the listener closes and every open connection (parked long polls included) is destroyed. */
   kill(): Promise<void>;
+  /** Hangs, as a stopped process does: connections stay open, and nothing is answered any more (parked polls included). */
+  hang(): void;
+  /** GET /v1/health requests answered so far. */
+  healthAnswers: number;
+  /** Resolves once this many GET /v1/health requests have been answered. */
+  healthAnswered(n: number): Promise<void>;
 }
 
 /** One control-plane instance on 127.0.0.1:0 that speaks the contract's routing and tenant endpoints over `group`. */
 async function fakeControlPlane(group: MetaGroup = fakeMetaGroup(), port = 0): Promise<FakeInstance> {
   const polls: { sinceVersion?: string; waitMs?: string }[] = [];
   const parkedWaiters: (() => void)[] = [];
+  const healthWaiters: { n: number; resolve: () => void }[] = [];
+  let hung = false;
+  const never = new Promise<never>(() => {});
   const app = Fastify();
   const body = () => ({
     version: group.version,
@@ -212,13 +221,27 @@ async function fakeControlPlane(group: MetaGroup = fakeMetaGroup(), port = 0): P
       app.server.closeAllConnections();
       await closed;
     },
+    hang: () => {
+      hung = true;
+    },
+    healthAnswers: 0,
+    healthAnswered: (n) => new Promise((resolve) => (self.healthAnswers >= n ? resolve() : healthWaiters.push({ n, resolve }))),
   };
   app.addHook('onRequest', async (_req, reply) => {
+    if (hung) await never;
     if (self.noLeader)
       return reply
         .code(503)
         .type('application/problem+json')
         .send({ type: 'about:blank', title: 'no leader', status: 503, code: 'NOT_LEADER' });
+  });
+  app.get('/v1/health', async () => {
+    self.healthAnswers++;
+    for (const w of healthWaiters.filter((x) => x.n <= self.healthAnswers)) {
+      healthWaiters.splice(healthWaiters.indexOf(w), 1);
+      w.resolve();
+    }
+    return { ok: true };
   });
   app.get('/v1/fleet', async () => ({
     routingVersion: group.version,
@@ -235,6 +258,7 @@ async function fakeControlPlane(group: MetaGroup = fakeMetaGroup(), port = 0): P
       const parking = group.park(Number(req.query.waitMs ?? 0));
       for (const w of parkedWaiters.splice(0)) w();
       await parking;
+      if (hung) await never;
     }
     return body();
   });
@@ -351,6 +375,39 @@ describe('ControlPlaneRoutingSource over the instances of a meta group', () => {
       expect(await metricValues(registry, 'fencer_routing_control_plane_switches_total')).toEqual([{ labels: {}, value: 1 }]);
     } finally {
       source.close();
+      await cp2.app.close();
+    }
+  });
+
+  it('keeps a parked poll on an instance that answers its liveness probes, and gives up one that hangs without waiting out the poll', async () => {
+    const group = fakeMetaGroup();
+    const cp1 = await fakeControlPlane(group);
+    const cp2 = await fakeControlPlane(group);
+    // A 30 s long poll: the hung instance never answers it, so only the probe can move the source within the test.
+    const source = new ControlPlaneRoutingSource({ baseUrl: `${cp1.url},${cp2.url}`, logger, waitMs: 30_000, livenessProbeMs: 100 });
+    try {
+      const followingFirst = cp1.parked();
+      await source.start();
+      await followingFirst;
+      // Alive: three probes answered, and the source still follows the first instance with its poll parked there.
+      await cp1.healthAnswered(3);
+      expect(source.following()).toBe(cp1.url);
+      expect(cp2.polls).toEqual([]);
+      expect(cp2.healthAnswers).toBe(0);
+
+      const followingSecond = cp2.parked();
+      const pollsOnFirst = cp1.polls.length;
+      cp1.hang();
+      await followingSecond;
+      expect(source.following()).toBe(cp2.url);
+      expect(cp1.polls.length).toBe(pollsOnFirst);
+      expect(cp2.polls.some((q) => q.sinceVersion === '1' && q.waitMs === '30000')).toBe(true);
+      const changed = nextTable(source);
+      cp2.setRoutes({ a: 'cell-2', b: 'cell-1' });
+      expect((await changed).version).toBe(2);
+    } finally {
+      source.close();
+      await cp1.kill();
       await cp2.app.close();
     }
   });
