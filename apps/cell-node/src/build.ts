@@ -25,7 +25,7 @@ import type { CellNodeConfig } from './config.js';
 import type { Logger } from './logger.js';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
-import { GrpcForwarder } from './forwarder.js';
+import { GrpcForwarder, LaneForwarder } from './forwarder.js';
 import {
   PeerTransport,
   type PeerTransportOptions,
@@ -111,7 +111,8 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
   let transport: RaftPeerTransport | undefined;
-  const forwarder = new GrpcForwarder(config.id);
+  // Unary calls reach the leader by its lane (cheaper for the leader than a gRPC call), heartbeats by gRPC.
+  const forwarder = new LaneForwarder(new GrpcForwarder(config.id), (transport) => metrics.forwarded.inc({ transport }));
   const node = new CellNode(
     config,
     store,

@@ -3,12 +3,15 @@
  * LockService and heartbeats relayed in one HeartbeatBatch, each marked
  * forwarded so the leader never forwards it again. The cell library decides
  * when to forward and times the call out (timers of any length, chained);
- * this only carries it.
+ * this only carries it. `LaneForwarder` carries unary calls by the leader's
+ * lane (libs/protocol lane.ts, as a router does: a lane call is served as a
+ * forwarded one and costs the leader a fraction of a gRPC call), and falls
+ * back to `GrpcForwarder` for a leader that speaks no lane.
  */
 import { Metadata, credentials, type ServiceError, status } from '@grpc/grpc-js';
 import { FencerError, type Result, err, ok } from '@fencer/base';
 import type { CallDone, Cancel, CellMethod, HeartbeatAnswer, LeaderForwarder, RequestOf, ResponseOf } from '@fencer/cell';
-import { FORWARDED_KEY, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
+import { FORWARDED_KEY, LANE_CALLS_MAX, LaneClient, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
 
 type Unary = (req: unknown, md: Metadata, cb: (err: ServiceError | null, res: unknown) => void) => { cancel(): void };
 
@@ -68,5 +71,88 @@ export class GrpcForwarder implements LeaderForwarder {
       return new FencerError('NO_LEADER', `the leader at ${address} did not answer: ${e.details}`, address);
     }
     return fromServiceError(e);
+  }
+}
+
+/**
+ * A lane call's deadline: none of its own. The cell times a forwarded call
+ * out and cancels it (which tells the leader CANCEL); the lane client clamps
+ * this to the longest timer Node has.
+ */
+const LANE_DEADLINE_MS = 2 ** 31 - 1;
+
+export type ForwardTransport = 'lane' | 'grpc';
+
+export class LaneForwarder implements LeaderForwarder {
+  private readonly lanes = new Map<string, { lane: LaneClient; inFlight: number }>();
+
+  /**
+   * `onForward`: called once per call with the transport that carried it (for metrics).
+   * `laneCallsMax`: calls in flight on one leader's lane before the next go by gRPC (the lane's own bound).
+   */
+  constructor(
+    private readonly grpc: GrpcForwarder,
+    private readonly onForward: (transport: ForwardTransport) => void = () => {},
+    private readonly laneCallsMax = LANE_CALLS_MAX,
+  ) {}
+
+  forward<M extends CellMethod>(leader: string, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {
+    let to = this.lanes.get(address);
+    if (!to) this.lanes.set(address, (to = { lane: new LaneClient(address), inFlight: 0 }));
+    const lane = to.lane;
+    // A lane connection carries laneCallsMax calls at once (held-open Acquires count); beyond, gRPC has no such bound.
+    if (!lane.available || to.inFlight >= this.laneCallsMax) return this.byGrpc(leader, address, method, request, done);
+    const slot = to;
+    slot.inFlight++;
+    let settled = false;
+    const settle = (): void => {
+      if (settled) return;
+      settled = true;
+      slot.inFlight--;
+    };
+    let fallback: Cancel | undefined;
+    const cancel = lane.call(method, request, Date.now() + LANE_DEADLINE_MS, (r) => {
+      settle();
+      if (r.ok) {
+        this.onForward('lane');
+        done(ok(r.value as ResponseOf<M>));
+      } else if ('error' in r) {
+        this.onForward('lane');
+        // A lost connection says nothing of the leader's answer: NO_LEADER naming where it was, as over gRPC.
+        const e = r.error;
+        done(err(e.code === 'NO_LEADER' && e.leaderHint === undefined ? new FencerError('NO_LEADER', e.message, address) : e));
+      } else fallback = this.byGrpc(leader, address, method, request, done);
+    });
+    return () => {
+      settle();
+      cancel();
+      fallback?.();
+    };
+  }
+
+  heartbeats(
+    leader: string,
+    address: string,
+    sessionIds: readonly string[],
+    done: (r: Result<HeartbeatAnswer[], FencerError>) => void,
+  ): Cancel {
+    return this.grpc.heartbeats(leader, address, sessionIds, done);
+  }
+
+  close(): void {
+    for (const { lane } of this.lanes.values()) lane.close();
+    this.lanes.clear();
+    this.grpc.close();
+  }
+
+  private byGrpc<M extends CellMethod>(
+    leader: string,
+    address: string,
+    method: M,
+    request: RequestOf<M>,
+    done: CallDone<ResponseOf<M>>,
+  ): Cancel {
+    this.onForward('grpc');
+    return this.grpc.forward(leader, address, method, request, done);
   }
 }

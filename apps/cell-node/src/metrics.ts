@@ -76,6 +76,12 @@ export class NodeMetrics {
     labelNames: ['method', 'code'],
     registers: [this.registry],
   });
+  readonly forwarded = new Counter({
+    name: 'fencer_forwarded_calls_total',
+    help: "Unary calls this follower forwarded to its leader, by transport: the leader's lane (counted when answered), or gRPC where it speaks none",
+    labelNames: ['transport'],
+    registers: [this.registry],
+  });
   /** Replica-reported counters and histograms by name (fsync duration and batch size come from the WAL through it). */
   private readonly replicaCounters = new Counter({
     name: 'fencer_replica_events_total',

@@ -14,6 +14,7 @@ export {
 } from './errors.js';
 export { TolerantServer } from './tolerant-server.js';
 export {
+  LANE_CALLS_MAX,
   LANE_FRAME_MAX,
   LANE_MAGIC,
   LANE_METHODS,
