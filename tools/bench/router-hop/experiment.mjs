@@ -10,28 +10,18 @@
 // Needs the build (`npx nx run-many -t build`).
 //   node tools/bench/router-hop/experiment.mjs [--seconds 5]
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { credentials } from '@grpc/grpc-js';
-import { lockservice } from '@fencer/protocol';
 import { startTestFleet } from '@fencer/fleet/testing';
+import { procCpuSeconds } from '../cell/common.mjs';
+import { lockClients } from './clients.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const seconds = Number(args.indexOf('--seconds') >= 0 ? args[args.indexOf('--seconds') + 1] : '5');
-const cpuMs = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-};
-const stubs = new Map();
-const stub = (a) => {
-  if (!stubs.has(a))
-    stubs.set(a, new lockservice.LockServiceClient(a, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 }));
-  return stubs.get(a);
-};
-const call = (a, m, req) => new Promise((res, rej) => stub(a)[m](req, { deadline: Date.now() + 30_000 }, (e, r) => (e ? rej(e) : res(r))));
+const cpuMs = (pid) => (procCpuSeconds(pid) ?? 0) * 1000;
+const { call, close } = lockClients();
 const quantile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.floor(p * xs.length)];
 
 const fleet = await startTestFleet({ cells: 1, replicas: 3, routers: 1, proxies: 0, routes: { bench: 'cell-1' } });
@@ -91,6 +81,6 @@ try {
   console.log(`load average ${os.loadavg()[0].toFixed(1)}`);
 } finally {
   relay?.kill('SIGTERM');
-  for (const s of stubs.values()) s.close();
+  close();
   await fleet.stop();
 }
