@@ -189,7 +189,8 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     await peerServer.listen(config.peerListen);
     closePeers = () => peerServer.close();
   } else {
-    const peerServer = new Server(grpcOptions(config));
+    // A TolerantServer for its compressed-garbage answer (INVALID_ARGUMENT); the service marks its own undecodable batches.
+    const peerServer = new TolerantServer(grpcOptions(config));
     peerServer.addService(
       raftTransportService,
       raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...peerChecks }, logger),
