@@ -23,9 +23,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { Metadata, type ServiceError } from '@grpc/grpc-js';
-import { adminpb, fromServiceError } from '@fencer/protocol';
-import { type Cell, TestClient, adminClient, eventually, planJoiner, startCell } from './support/cell.js';
+import type { adminpb } from '@fencer/protocol';
+import { type Cell, TestClient, admin, eventually, planJoiner, startCell } from './support/cell.js';
 import { spawnReplica, stopAll, type ReplicaPlan } from '@fencer/fleet';
 
 type Status = adminpb.StatusResponse;
@@ -80,17 +79,6 @@ async function startRelay(target: string): Promise<Relay> {
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient, req: Req): Promise<Res> {
-  const c = adminClient(address) as unknown as Record<string, (...args: unknown[]) => unknown>;
-  return new Promise((resolve, reject) =>
-    c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, r: Res) => {
-      (c as unknown as { close(): void }).close();
-      if (e) reject(fromServiceError(e));
-      else resolve(r);
-    }),
-  );
 }
 
 const status = (p: { admin: string }): Promise<Status | undefined> =>

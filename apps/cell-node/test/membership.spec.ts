@@ -10,25 +10,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { Metadata, type ServiceError } from '@grpc/grpc-js';
-import { adminpb, fromServiceError } from '@fencer/protocol';
-import { type Cell, adminClient, eventually, planJoiner, startCell } from './support/cell.js';
+import type { adminpb } from '@fencer/protocol';
+import { type Cell, admin, eventually, planJoiner, startCell } from './support/cell.js';
 import { spawnReplica, stopAll, type ReplicaPlan } from '@fencer/fleet';
 
 let cell: Cell;
 let joiner: ChildProcess | undefined;
 let plan: ReplicaPlan;
-
-function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient, req: Req): Promise<Res> {
-  const c = adminClient(address) as unknown as Record<string, (...args: unknown[]) => unknown>;
-  return new Promise((resolve, reject) =>
-    c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, r: Res) => {
-      (c as unknown as { close(): void }).close();
-      if (e) reject(fromServiceError(e));
-      else resolve(r);
-    }),
-  );
-}
 
 beforeAll(async () => {
   cell = await startCell({ replicas: 3 });

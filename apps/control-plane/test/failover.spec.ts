@@ -15,19 +15,16 @@
  * with OpenSession: exactly one (the routed one) accepts it, the other says
  * NAMESPACE_NOT_HERE. Last, one instance gets SIGTERM and must exit 0.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync, openSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alive, freePort, stopInstances } from './support/instances.js';
+import { alive, ensureBuilt, planGroup, stopInstances } from './support/instances.js';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { lockservice } from '@fencer/protocol';
 import { startTestCell, type TestCell } from '@fencer/fleet/testing';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const MAIN = path.join(root, 'apps/control-plane/dist/main.js');
 const TENANTS = 24;
 const KILL_AFTER = 8;
 
@@ -74,11 +71,7 @@ async function leaderOf(timeoutMs: number): Promise<Instance> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(MAIN))
-    execFileSync(path.join(root, 'node_modules/.bin/nx'), ['build', 'control-plane', '--output-style=static'], {
-      cwd: root,
-      stdio: 'pipe',
-    });
+  ensureBuilt();
   dir = mkdtempSync(path.join(tmpdir(), 'fencer-cp-failover-'));
   cells = [
     await startTestCell({ replicas: 1, extraArgs: ['--managed'] }),
@@ -91,37 +84,8 @@ beforeAll(async () => {
       cells: cells.map((c, n) => ({ id: `cell-${n + 1}`, replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) })),
     }),
   );
-  const ids = ['cp1', 'cp2', 'cp3'];
-  const ports = await Promise.all(ids.map(async () => ({ http: await freePort(), peer: await freePort(), metrics: await freePort() })));
-  const peers = ids.map((id, n) => `${id}=127.0.0.1:${ports[n]!.peer}`).join(',');
-  const urls = ids.map((id, n) => `${id}=http://127.0.0.1:${ports[n]!.http}`).join(',');
-  for (const [n, id] of ids.entries()) {
-    const dataDir = path.join(dir, id);
-    mkdirSync(dataDir, { recursive: true });
-    instances.push({
-      id,
-      url: `http://127.0.0.1:${ports[n]!.http}`,
-      argv: [
-        MAIN,
-        '--id',
-        id,
-        '--peers',
-        peers,
-        '--urls',
-        urls,
-        '--data-dir',
-        dataDir,
-        '--listen',
-        `127.0.0.1:${ports[n]!.http}`,
-        '--metrics',
-        `127.0.0.1:${ports[n]!.metrics}`,
-        '--cells-file',
-        cellsFile,
-        '--cell-poll-ms',
-        '200',
-      ],
-    });
-  }
+  for (const p of await planGroup(dir))
+    instances.push({ id: p.id, url: p.url, argv: [...p.argv, '--cells-file', cellsFile, '--cell-poll-ms', '200'] });
   instances.forEach(startInstance);
   await leaderOf(30_000);
 }, 120_000);

@@ -16,19 +16,16 @@
  * seeded generator (SEED below). Every forged message carries a term above
  * the group's, so one that an instance acted on would move its term at once.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alive, freePort, stopInstances } from './support/instances.js';
+import { alive, ensureBuilt, planGroup, stopInstances } from './support/instances.js';
 import { SeededRandom } from '@fencer/base';
 import { raftpb } from '@fencer/protocol';
 import { sendRaw } from '@fencer/protocol/testing';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const MAIN = path.join(root, 'apps/control-plane/dist/main.js');
 /** The garbage's seed; FENCER_FORGED_SEED=<n> replays another. */
 const SEED = Number(process.env['FENCER_FORGED_SEED'] ?? 0x5eed20);
 /** The meta group's id on the peer transport (main.ts META_GROUP_ID). */
@@ -112,32 +109,17 @@ async function agreedView(timeoutMs: number): Promise<{ leader: string; term: nu
 }
 
 beforeAll(async () => {
-  if (!existsSync(MAIN))
-    execFileSync(path.join(root, 'node_modules/.bin/nx'), ['build', 'control-plane', '--output-style=static'], {
-      cwd: root,
-      stdio: 'pipe',
-    });
+  ensureBuilt();
   dir = mkdtempSync(path.join(tmpdir(), 'fencer-cp-forged-'));
-  const ids = ['cp1', 'cp2', 'cp3'];
-  const ports = await Promise.all(ids.map(async () => ({ http: await freePort(), peer: await freePort(), metrics: await freePort() })));
-  const peers = ids.map((id, n) => `${id}=127.0.0.1:${ports[n]!.peer}`).join(',');
-  const urls = ids.map((id, n) => `${id}=http://127.0.0.1:${ports[n]!.http}`).join(',');
-  for (const [n, id] of ids.entries()) {
-    const dataDir = path.join(dir, id);
-    mkdirSync(dataDir, { recursive: true });
-    const p = ports[n]!;
+  for (const p of await planGroup(dir)) {
     instances.push({
-      id,
-      url: `http://127.0.0.1:${p.http}`,
-      peerPort: p.peer,
-      metricsUrl: `http://127.0.0.1:${p.metrics}/metrics`,
+      id: p.id,
+      url: p.url,
+      peerPort: p.peerPort,
+      metricsUrl: p.metricsUrl,
       // A 2 s election timeout: an instance starved of CPU on a shared machine must not start an election of its own,
       // which would move the term as a forgery would. A forgery an instance acted on moves its term at once.
-      argv: [
-        MAIN,
-        ...['--id', id, '--peers', peers, '--urls', urls, '--data-dir', dataDir],
-        ...['--listen', `127.0.0.1:${p.http}`, '--metrics', `127.0.0.1:${p.metrics}`, '--election-ticks', '20'],
-      ],
+      argv: [...p.argv, '--election-ticks', '20'],
     });
   }
   for (const i of instances) {

@@ -5,7 +5,9 @@
  * the server alone).
  */
 import path from 'node:path';
+import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { adminClient, type ReplicaPlan } from '@fencer/fleet';
+import { type adminpb, fromServiceError } from '@fencer/protocol';
 import { startTestCell, type TestCell } from '@fencer/fleet/testing';
 import { TestClient } from '@fencer/fleet/contract';
 
@@ -30,6 +32,18 @@ export async function startCell(opts: { replicas?: number; extraArgs?: string[] 
 export { TestClient, eventually } from '@fencer/fleet/contract';
 
 export { adminClient };
+
+/** One CellAdmin call on a replica's admin port (10 s deadline); rejects with the FencerError the replica answered. */
+export function admin<Req, Res>(address: string, method: keyof adminpb.CellAdminClient, req: Req): Promise<Res> {
+  const c = adminClient(address) as unknown as Record<string, (...args: unknown[]) => unknown>;
+  return new Promise((resolve, reject) =>
+    c[method]!.call(c, req, new Metadata(), { deadline: Date.now() + 10_000 }, (e: ServiceError | null, r: Res) => {
+      (c as unknown as { close(): void }).close();
+      if (e) reject(fromServiceError(e));
+      else resolve(r);
+    }),
+  );
+}
 
 /**
  * The plan of a new process for `cell`, started with --join: its ports are
