@@ -53,6 +53,9 @@ export const protobufFileName = "lockservice/v1/lockservice.proto";
  *     RESOURCE_EXHAUSTED reason QUOTA_EXCEEDED (tenant or per-session limits)
  *     UNAUTHENTICATED / PERMISSION_DENIED  reason BAD_CREDENTIALS | NAMESPACE_FORBIDDEN
  *     OUT_OF_RANGE       reason COMPACTED (Watch since_revision older than retained history)
+ * - Credentials, where a fleet requires them: a tenant's token travels in the
+ *   request metadata key "authorization" as "Bearer <token>", on every call
+ *   and on each stream when it opens. It grants its own namespace only.
  */
 
 export enum LockMode {
