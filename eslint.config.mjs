@@ -4,6 +4,21 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+import comments from '@eslint-community/eslint-plugin-eslint-comments/configs';
+
+/**
+ * The upper floors (apps, the lock cell, the libs the apps share): no file
+ * over 500 lines, so each holds one concept (docs/decisions/0018-package-layers.md).
+ */
+const UPPER_FLOORS = [
+  'apps/**/*.ts',
+  'libs/cell/**/*.ts',
+  'libs/contract/**/*.ts',
+  'libs/group/**/*.ts',
+  'libs/peer-transport/**/*.ts',
+  'libs/routing/**/*.ts',
+  'libs/service/**/*.ts',
+];
 
 export default tseslint.config(
   {
@@ -15,6 +30,7 @@ export default tseslint.config(
       '.reports/**',
       '.fencer/**',
       'libs/protocol/src/gen/**',
+      'libs/contract/src/gen/**',
       '**/*.d.mts',
       '**/vite.config.*.timestamp*',
     ],
@@ -34,6 +50,21 @@ export default tseslint.config(
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
+  },
+  {
+    // An eslint-disable comment must say why: `// eslint-disable-next-line rule -- reason`.
+    ...comments.recommended,
+    rules: { ...comments.recommended.rules, '@eslint-community/eslint-comments/require-description': ['error', { ignore: [] }] },
+  },
+  {
+    // Functions of at most a screen in product code (tests are exempt: a table of cases is long and flat).
+    files: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    files: UPPER_FLOORS,
+    rules: { 'max-lines': ['error', { max: 500, skipBlankLines: false, skipComments: false }] },
   },
   {
     files: ['**/*.mjs', '**/*.js'],

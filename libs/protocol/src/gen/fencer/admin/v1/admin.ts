@@ -122,8 +122,9 @@ export interface TakeSnapshotResponse {
 }
 
 /**
- * A control plane tells a cell which namespaces it owns (ARCHITECTURE
- * decision 5): the claim and the drop go through the cell's log. Both are
+ * A control plane tells a cell which namespaces it owns
+ * (docs/decisions/0005-cells-own-namespaces.md): the claim and the drop go
+ * through the cell's log. Both are
  * idempotent: claiming an owned namespace or dropping one the cell does not
  * own changes nothing and succeeds.
  */

@@ -1,0 +1,3 @@
+import { fencerVitestConfig } from '../vitest/preset.mjs';
+
+export default fencerVitestConfig('repo-check');
