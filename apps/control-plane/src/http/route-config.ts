@@ -25,7 +25,5 @@ export const routeConfig = (access: Access, local = false): RouteConfig => ({ ac
 /** The route's declaration, or undefined for a request no route of the API matched. */
 export function routeConfigOf(request: FastifyRequest): RouteConfig | undefined {
   const config = (request.routeOptions.config ?? {}) as Partial<RouteConfig>;
-  return config.access === undefined
-    ? undefined
-    : { access: config.access, ...(config.local !== undefined ? { local: config.local } : {}) };
+  return config.access === undefined ? undefined : (config as RouteConfig);
 }
