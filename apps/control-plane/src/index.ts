@@ -1,5 +1,6 @@
 /** The control plane as a library: the app, its seams, and the meta-group glue (main.ts wires them to sockets). */
-export { buildApp, moveJson, snapshotJson, tenantJson, type AppMetrics, type ControlPlaneDeps } from './app.js';
+export { buildApp, type AppMetrics, type ControlPlaneDeps } from './app.js';
+export { moveJson, snapshotJson, tenantJson } from './resource-json.js';
 export {
   GrpcCellDirectory,
   type CellDirectory,

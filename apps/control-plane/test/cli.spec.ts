@@ -5,14 +5,20 @@
  * FENCER_CONTROL_PLANE or from fleet.json's controlPlane.urls, errors as
  * messages with a non-zero exit code.
  * Method: the real app (one-member meta group, fake cells) listening on
- * 127.0.0.1 port 0, and the CLI's runCli() in-process with captured output.
+ * 127.0.0.1 port 0, and the `fencer` bin as its own process (an app never
+ * imports another app), with only the environment each case gives it.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, type CliIo } from '@fencer/cli';
 import { startHarness, type Harness } from './support/harness.js';
+import { root } from './support/instances.js';
+
+const FENCER = path.join(root, 'node_modules/.bin/fencer');
+/** A bound on one CLI run; each gives the CLI --timeout 3s, so only a hung process reaches it. */
+const runTimeoutMs = 20_000;
 
 let h: Harness;
 let url = '';
@@ -27,12 +33,15 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function fencer(args: string[], env: Record<string, string> = {}, cwd = dir): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: CliIo = { stdout: (t) => void (out += t), stderr: (t) => void (err += t), env: { ...env }, cwd };
-  const code = await runCli(['--timeout', '3s', ...args], io);
-  return { code, out, err };
+/** Asynchronous: the app under test answers on this very event loop. */
+function fencer(args: string[], env: Record<string, string> = {}, cwd = dir): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const argv = [FENCER, '--timeout', '3s', ...args];
+    execFile(process.execPath, argv, { cwd, env: { ...env }, timeout: runTimeoutMs }, (error, out, err) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+      resolve({ code, out, err });
+    });
+  });
 }
 
 describe('fencer tenants / routing / fleet status', () => {

@@ -14,6 +14,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, findFleetFile, type EndpointSources } from '../config.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
+import type { CliRun } from '../run-context.js';
 
 interface CpOptions extends EndpointSources {
   json?: boolean;
@@ -187,38 +188,68 @@ const tenantRow = (t: TenantBody): string[] => [
 ];
 const TENANT_HEADER = ['NAMESPACE', 'CELL', 'OWNER', 'QUOTAS', 'STATE', 'CREATED'];
 
-/** Adds the control-plane commands to `program`; `done` receives each run's exit code. */
-export function registerControlPlaneCommands(program: Command, io: CliIo, done: (exitCode: number) => void): void {
+/** Commander hands each action its own mix of arguments and options, then the command. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each action's arguments are typed where it is written
+type ActionArgs = any[];
+type CpAction = (ctx: Ctx, ...args: ActionArgs) => Promise<void>;
+
+/**
+ * The commands of one group share their options' resolution and error handling: `action(body)` runs
+ * the body with the control plane resolved from the command's options, and turns a CpError into its
+ * message and exit code (anything else goes on to runCli).
+ */
+function cpActions(run: CliRun): (body: CpAction) => (...args: ActionArgs) => Promise<void> {
+  const { io } = run;
   const ctxOf = (cmd: Command): Ctx => {
     const g = cmd.optsWithGlobals<CpOptions>();
     const { urls, token } = resolveControlPlane(g, io.env, io.cwd);
     return { urls, token, json: g.json === true, timeoutMs: g.timeout, io };
   };
-  const cpOptions = (c: Command): Command =>
-    c
-      .option(
-        '--control-plane <urls>',
-        'control-plane URLs, http://host:port[,…] (default: $FENCER_CONTROL_PLANE, then fleet.json controlPlane.urls)',
-      )
-      .option('--token <token>', 'bearer token (default: $FENCER_TOKEN, then admin-token beside fleet.json)');
-  // Commander hands each action its own mix of arguments, options and the command.
-  /* eslint-disable @typescript-eslint/no-explicit-any */
-  const run =
-    (body: (ctx: Ctx, ...args: any[]) => Promise<void>) =>
-    async (...args: any[]): Promise<void> => {
+  return (body) =>
+    async (...args) => {
       const cmd = args[args.length - 1] as Command;
       try {
         await body(ctxOf(cmd), ...args.slice(0, -1));
-        done(EXIT.OK);
+        run.setExitCode(EXIT.OK);
       } catch (e) {
         if (!(e instanceof CpError)) throw e;
         io.stderr(`fencer: ${e.message}\n`);
-        done(e.exitCode);
+        run.setExitCode(e.exitCode);
       }
     };
-  /* eslint-enable @typescript-eslint/no-explicit-any */
-  const out = (ctx: Ctx, json: unknown, human: string): void => ctx.io.stdout(ctx.json ? `${JSON.stringify(json)}\n` : human);
+}
 
+const cpOptions = (c: Command): Command =>
+  c
+    .option(
+      '--control-plane <urls>',
+      'control-plane URLs, http://host:port[,…] (default: $FENCER_CONTROL_PLANE, then fleet.json controlPlane.urls)',
+    )
+    .option('--token <token>', 'bearer token (default: $FENCER_TOKEN, then admin-token beside fleet.json)');
+
+const out = (ctx: Ctx, json: unknown, human: string): void => ctx.io.stdout(ctx.json ? `${JSON.stringify(json)}\n` : human);
+
+async function createTenant(ctx: Ctx, namespace: string, o: { cell?: string; owner?: string; maxSessions?: number }): Promise<void> {
+  const quotas = quotasOf(o);
+  const t = (await request(
+    ctx,
+    'POST',
+    '/v1/tenants',
+    { namespace, ...(o.cell ? { cell: o.cell } : {}), ...(o.owner ? { owner: o.owner } : {}), ...(quotas ? { quotas } : {}) },
+    true,
+  )) as TenantBody;
+  out(ctx, t, `${table(TENANT_HEADER, [tenantRow(t)])}${t.token ? `token (shown once): ${t.token}\n` : ''}`);
+}
+
+async function changeQuotas(ctx: Ctx, namespace: string, o: Record<string, number>): Promise<void> {
+  const quotas = quotasOf(o);
+  if (quotas === undefined)
+    throw new CpError('give at least one of --max-sessions, --max-locks, --max-waiters, --acquires-per-second', EXIT.USAGE);
+  const t = (await request(ctx, 'PATCH', `/v1/tenants/${encodeURIComponent(namespace)}`, { quotas }, true)) as TenantBody;
+  out(ctx, t, table(TENANT_HEADER, [tenantRow(t)]));
+}
+
+function addTenantCommands(program: Command, action: ReturnType<typeof cpActions>): void {
   const tenants = program.command('tenants').description('tenants and their namespaces (control plane)');
   cpOptions(
     quotaOptions(
@@ -229,27 +260,15 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
         .option('--cell <id>', 'the cell to place it on')
         .option('--owner <text>', 'who owns it, for operators'),
     ),
-  ).action(
-    run(async (ctx, namespace: string, o: { cell?: string; owner?: string; maxSessions?: number }) => {
-      const quotas = quotasOf(o);
-      const t = (await request(
-        ctx,
-        'POST',
-        '/v1/tenants',
-        { namespace, ...(o.cell ? { cell: o.cell } : {}), ...(o.owner ? { owner: o.owner } : {}), ...(quotas ? { quotas } : {}) },
-        true,
-      )) as TenantBody;
-      out(ctx, t, `${table(TENANT_HEADER, [tenantRow(t)])}${t.token ? `token (shown once): ${t.token}\n` : ''}`);
-    }),
-  );
+  ).action(action(createTenant));
   cpOptions(tenants.command('list').description('every tenant')).action(
-    run(async (ctx) => {
+    action(async (ctx) => {
       const { tenants: list } = (await request(ctx, 'GET', '/v1/tenants')) as { tenants: TenantBody[] };
       out(ctx, { tenants: list }, table(TENANT_HEADER, list.map(tenantRow)));
     }),
   );
   cpOptions(tenants.command('get').description('one tenant').argument('<namespace>')).action(
-    run(async (ctx, namespace: string) => {
+    action(async (ctx, namespace: string) => {
       const t = (await request(ctx, 'GET', `/v1/tenants/${encodeURIComponent(namespace)}`)) as TenantBody;
       out(ctx, t, table(TENANT_HEADER, [tenantRow(t)]));
     }),
@@ -261,70 +280,70 @@ export function registerControlPlaneCommands(program: Command, io: CliIo, done: 
       .argument('<namespace>')
       .option('--force', 'also when it has live sessions (they are expired)'),
   ).action(
-    run(async (ctx, namespace: string, o: { force?: boolean }) => {
+    action(async (ctx, namespace: string, o: { force?: boolean }) => {
       await request(ctx, 'DELETE', `/v1/tenants/${encodeURIComponent(namespace)}${o.force ? '?force=true' : ''}`, undefined, true);
       out(ctx, { deleted: namespace }, `deleted ${namespace}\n`);
     }),
   );
   cpOptions(
     quotaOptions(tenants.command('quota').description("change a tenant's quotas (the ones given; others stay)").argument('<namespace>')),
-  ).action(
-    run(async (ctx, namespace: string, o: Record<string, number>) => {
-      const quotas = quotasOf(o);
-      if (quotas === undefined)
-        throw new CpError('give at least one of --max-sessions, --max-locks, --max-waiters, --acquires-per-second', EXIT.USAGE);
-      const t = (await request(ctx, 'PATCH', `/v1/tenants/${encodeURIComponent(namespace)}`, { quotas }, true)) as TenantBody;
-      out(ctx, t, table(TENANT_HEADER, [tenantRow(t)]));
-    }),
-  );
+  ).action(action(changeQuotas));
+}
 
-  cpOptions(program.command('routing').description('the routing table, namespace -> cell, with its version')).action(
-    run(async (ctx) => {
-      const r = (await request(ctx, 'GET', '/v1/routing')) as {
-        version: number;
-        routes: { namespace: string; cell: string; state: string }[];
-      };
-      out(
-        ctx,
-        r,
-        `version ${r.version}\n${table(
-          ['NAMESPACE', 'CELL', 'STATE'],
-          r.routes.map((x) => [x.namespace, x.cell, x.state]),
-        )}`,
-      );
-    }),
+async function showRouting(ctx: Ctx): Promise<void> {
+  const r = (await request(ctx, 'GET', '/v1/routing')) as {
+    version: number;
+    routes: { namespace: string; cell: string; state: string }[];
+  };
+  out(
+    ctx,
+    r,
+    `version ${r.version}\n${table(
+      ['NAMESPACE', 'CELL', 'STATE'],
+      r.routes.map((x) => [x.namespace, x.cell, x.state]),
+    )}`,
   );
+}
 
+interface FleetBody {
+  routingVersion: number;
+  cells: {
+    id: string;
+    leader?: string | null;
+    term?: number;
+    namespaces: string[];
+    replicas: { id: string; grpc: string; role: string; term?: number; commitIndex?: number; lastSeenMs?: number }[];
+  }[];
+}
+
+async function showFleet(ctx: Ctx): Promise<void> {
+  const f = (await request(ctx, 'GET', '/v1/fleet')) as FleetBody;
+  const rows = f.cells.flatMap((c) =>
+    c.replicas.map((r) => [
+      c.id,
+      r.id,
+      r.grpc,
+      r.role,
+      String(r.term ?? '-'),
+      String(r.commitIndex ?? '-'),
+      r.lastSeenMs === undefined ? '-' : `${r.lastSeenMs}ms`,
+    ]),
+  );
+  const namespaces = f.cells.map((c) => `${c.id}: ${c.namespaces.length > 0 ? c.namespaces.join(', ') : '(none)'}`).join('\n');
+  out(
+    ctx,
+    f,
+    `routing version ${f.routingVersion}\n${table(['CELL', 'REPLICA', 'GRPC', 'ROLE', 'TERM', 'COMMIT', 'LAST SEEN'], rows)}\nnamespaces\n${namespaces}\n`,
+  );
+}
+
+/** Adds tenants, routing and fleet, in the order `fencer --help` lists them. */
+export function addControlPlaneCommands(program: Command, run: CliRun): void {
+  const action = cpActions(run);
+  addTenantCommands(program, action);
+  cpOptions(program.command('routing').description('the routing table, namespace -> cell, with its version')).action(action(showRouting));
   const fleet = program.command('fleet').description('the whole fleet (control plane)');
   cpOptions(fleet.command('status').description('every cell, its leader and namespaces, and each replica as last seen')).action(
-    run(async (ctx) => {
-      const f = (await request(ctx, 'GET', '/v1/fleet')) as {
-        routingVersion: number;
-        cells: {
-          id: string;
-          leader?: string | null;
-          term?: number;
-          namespaces: string[];
-          replicas: { id: string; grpc: string; role: string; term?: number; commitIndex?: number; lastSeenMs?: number }[];
-        }[];
-      };
-      const rows = f.cells.flatMap((c) =>
-        c.replicas.map((r) => [
-          c.id,
-          r.id,
-          r.grpc,
-          r.role,
-          String(r.term ?? '-'),
-          String(r.commitIndex ?? '-'),
-          r.lastSeenMs === undefined ? '-' : `${r.lastSeenMs}ms`,
-        ]),
-      );
-      const namespaces = f.cells.map((c) => `${c.id}: ${c.namespaces.length > 0 ? c.namespaces.join(', ') : '(none)'}`).join('\n');
-      out(
-        ctx,
-        f,
-        `routing version ${f.routingVersion}\n${table(['CELL', 'REPLICA', 'GRPC', 'ROLE', 'TERM', 'COMMIT', 'LAST SEEN'], rows)}\nnamespaces\n${namespaces}\n`,
-      );
-    }),
+    action(showFleet),
   );
 }

@@ -1,0 +1,85 @@
+/** `fencer cell …`: the admin API's status, membership and maintenance commands (cell-status.ts, cell-admin.ts). */
+import { type Command, Option } from 'commander';
+import { resolveAdminEndpoints } from '../config.js';
+import type { CliRun, GlobalOptions } from '../run-context.js';
+import { addMember, promoteLearner, removeMember, takeSnapshot, transferLeader } from './cell-admin.js';
+import { cellStatus } from './cell-status.js';
+
+const ADMIN_FLAGS = '--admin <list>';
+const ADMIN_HELP = 'admin endpoints, host:port[,…] (default: $FENCER_ADMIN_ENDPOINTS, then the fleet description)';
+
+const adminOption = (): Option => new Option(ADMIN_FLAGS, ADMIN_HELP);
+
+/** The admin endpoints and the global options, as cell-admin.ts takes them. */
+function adminCtxOf(run: CliRun, o: { admin?: string }, cmd: Command) {
+  const g = cmd.optsWithGlobals<GlobalOptions>();
+  return { replicas: resolveAdminEndpoints(o.admin, g, run.io.env, run.io.cwd), timeoutMs: g.timeout, json: g.json === true, io: run.io };
+}
+
+function addStatusCommand(cell: Command, run: CliRun): void {
+  cell
+    .command('status')
+    .description("each replica's role, term, log indexes and replication lag (admin API)")
+    .option(ADMIN_FLAGS, ADMIN_HELP)
+    .action(async (o: { admin?: string }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const replicas = resolveAdminEndpoints(o.admin, g, run.io.env, run.io.cwd);
+      run.setExitCode(await cellStatus(replicas, { timeoutMs: g.timeout, json: g.json === true }, run.io));
+    });
+}
+
+function addMembershipCommands(cell: Command, run: CliRun): void {
+  cell
+    .command('add-member')
+    .description(
+      'add a replica to the cell, one at a time: its addresses are replicated first, then the membership change (a learner catches up without voting; promote it after)',
+    )
+    .argument('<id>', "the new member's node id (its --id)")
+    .argument('<address>', 'its lock-service gRPC address, host:port (its --listen)')
+    .option('--learner', 'join as a non-voting learner (recommended: promote once it has caught up)')
+    .option('--peer-address <host:port>', "its Raft peer address (its --peer-listen; default: the gRPC port + the cell's peer port offset)")
+    .addOption(adminOption())
+    .action(async (id: string, address: string, o: { learner?: boolean; peerAddress?: string; admin?: string }, cmd: Command) => {
+      run.setExitCode(await addMember(adminCtxOf(run, o, cmd), id, address, o));
+    });
+  for (const [name, description, change] of [
+    ['remove-member', 'remove a replica from the cell', removeMember],
+    ['promote', 'make a learner a voter', promoteLearner],
+  ] as const) {
+    cell
+      .command(name)
+      .description(description)
+      .argument('<id>', "the member's node id")
+      .addOption(adminOption())
+      .action(async (id: string, o: { admin?: string }, cmd: Command) => {
+        run.setExitCode(await change(adminCtxOf(run, o, cmd), id));
+      });
+  }
+}
+
+function addMaintenanceCommands(cell: Command, run: CliRun): void {
+  cell
+    .command('transfer-leader')
+    .description('hand leadership to a voter (default: the most up-to-date one), as before maintenance of the leader')
+    .argument('[id]', 'the voter to lead next')
+    .addOption(adminOption())
+    .action(async (id: string | undefined, o: { admin?: string }, cmd: Command) => {
+      run.setExitCode(await transferLeader(adminCtxOf(run, o, cmd), id));
+    });
+  cell
+    .command('snapshot')
+    .description('take a snapshot now and compact the log below it')
+    .option('--replica <id>', 'on this replica (default: the leader)')
+    .addOption(adminOption())
+    .action(async (o: { replica?: string; admin?: string }, cmd: Command) => {
+      run.setExitCode(await takeSnapshot(adminCtxOf(run, o, cmd), o.replica));
+    });
+}
+
+/** Adds `fencer cell` and its subcommands, in the order `fencer cell --help` lists them. */
+export function addCellCommands(program: Command, run: CliRun): void {
+  const cell = program.command('cell').description('cell operations');
+  addStatusCommand(cell, run);
+  addMembershipCommands(cell, run);
+  addMaintenanceCommands(cell, run);
+}

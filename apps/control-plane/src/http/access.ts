@@ -1,0 +1,42 @@
+/**
+ * Who may call what (the route's `config.access`, route-config.ts). With
+ * auth off (no admin token) every call is allowed. With auth on, the admin
+ * token reaches everything; a tenant token reaches its own tenant, and the
+ * snapshots of the cell its namespace is on. Tenant tokens are checked
+ * against the hashes in the meta group's state as of a linearizable read, so
+ * a rotation applied anywhere is seen here.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bearerOf, sameSecret, tenantTokenValid } from '../auth.js';
+import type { MetaStore } from '../meta-group.js';
+import { ProblemError } from '../problems.js';
+import { routeConfigOf, type Access } from './route-config.js';
+
+export interface AccessDeps {
+  readonly meta: MetaStore;
+  /** Absent: auth off. */
+  readonly adminToken: string | undefined;
+  readonly wallMs: () => number;
+}
+
+/** Installs the access hook on the root instance, after the forwarding hook (a follower leaves this to the leader). */
+export function installAccessChecks(app: FastifyInstance, deps: AccessDeps): void {
+  app.addHook('preValidation', async (request) => {
+    const config = routeConfigOf(request);
+    if (config !== undefined) await authorize(deps, request, config.access);
+  });
+}
+
+async function authorize(deps: AccessDeps, request: FastifyRequest, access: Access): Promise<void> {
+  if (deps.adminToken === undefined || access === 'public') return;
+  const token = bearerOf(request.headers.authorization);
+  if (token === undefined) throw new ProblemError('UNAUTHENTICATED', 'send Authorization: Bearer <token> (an admin or tenant token)');
+  if (sameSecret(token, deps.adminToken)) return;
+  const state = await deps.meta.read();
+  const now = deps.wallMs();
+  const own = state.tenants().find((t) => tenantTokenValid(t, token, now));
+  if (own === undefined) throw new ProblemError('UNAUTHENTICATED', 'this token is not valid (unknown, or rotated out)');
+  const params = request.params as { namespace?: string; cell?: string };
+  const allowed = (access === 'tenant' && params.namespace === own.namespace) || (access === 'cell-reader' && params.cell === own.cell);
+  if (!allowed) throw new ProblemError('FORBIDDEN', `a tenant token reaches its own namespace (${own.namespace}) only`);
+}

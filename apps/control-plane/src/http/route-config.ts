@@ -1,0 +1,29 @@
+/**
+ * What each route declares about itself in its fastify `config`: who may
+ * call it, and whether this instance serves it even as a follower. The
+ * forwarding and access hooks read it; a request without one (an unknown
+ * path) is left to the not-found handler.
+ */
+import type { FastifyRequest } from 'fastify';
+
+/**
+ * - public: anyone;
+ * - admin: the admin token;
+ * - tenant: the admin token, or a token of the tenant named by the `:namespace` path parameter;
+ * - cell-reader: the admin token, or a token of a tenant placed on the `:cell` path parameter.
+ */
+export type Access = 'public' | 'admin' | 'tenant' | 'cell-reader';
+
+export interface RouteConfig {
+  readonly access: Access;
+  /** Served by this instance itself, never forwarded to the leader. */
+  readonly local?: boolean;
+}
+
+export const routeConfig = (access: Access, local = false): RouteConfig => ({ access, local });
+
+/** The route's declaration, or undefined for a request no route of the API matched. */
+export function routeConfigOf(request: FastifyRequest): RouteConfig | undefined {
+  const config = (request.routeOptions.config ?? {}) as Partial<RouteConfig>;
+  return config.access === undefined ? undefined : (config as RouteConfig);
+}

@@ -1,0 +1,33 @@
+/** The API's view of the meta group's records: what the contract's Tenant, Move and Snapshot schemas describe. */
+import type { MetaStateMachine, Move, SnapshotRecord, Tenant } from '@fencer/meta-fsm';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function tenantJson(t: Tenant, state: MetaStateMachine): Record<string, unknown> {
+  return {
+    namespace: t.namespace,
+    cell: t.cell,
+    ...(t.owner !== undefined ? { owner: t.owner } : {}),
+    createdAt: iso(t.createdAtMs),
+    quotas: t.quotas,
+    moving: state.isMoving(t.namespace),
+  };
+}
+
+export function moveJson(m: Move): Record<string, unknown> {
+  return {
+    id: m.id,
+    namespace: m.namespace,
+    fromCell: m.fromCell,
+    toCell: m.toCell,
+    state: m.state,
+    createdAt: iso(m.createdAtMs),
+    ...(m.finishedAtMs !== undefined ? { finishedAt: iso(m.finishedAtMs) } : {}),
+    ...(m.error !== undefined ? { error: m.error } : {}),
+  };
+}
+
+export function snapshotJson(s: SnapshotRecord): Record<string, unknown> {
+  const { createdAtMs, ...rest } = s;
+  return { ...rest, createdAt: iso(createdAtMs) };
+}
