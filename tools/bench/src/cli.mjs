@@ -1,0 +1,20 @@
+// The benchmark's command line: one program, a subcommand per suite, the
+// shared options declared once (./options.mjs). `buildProgram()` only
+// declares; nothing runs until parseAsync().
+import { Command } from 'commander';
+import * as cell from './suites/cell.mjs';
+
+/** Every suite, in the order --help lists them. */
+const SUITES = [cell];
+
+export function buildProgram() {
+  const program = new Command('run.mjs')
+    .description(
+      'Fencer benchmarks: one entry, a suite per subcommand (cell is the default). Every server runs on 127.0.0.1; ' +
+        'each suite rewrites its section of docs/benchmarks.md unless --no-write.',
+    )
+    .showHelpAfterError()
+    .addHelpText('after', '\nEach suite has its own options: node tools/bench/run.mjs help <suite>.');
+  for (const suite of SUITES) suite.register(program);
+  return program;
+}
