@@ -3,9 +3,10 @@
 // declares; nothing runs until parseAsync().
 import { Command } from 'commander';
 import * as cell from './suites/cell.mjs';
+import * as fleet from './suites/fleet.mjs';
 
 /** Every suite, in the order --help lists them. */
-const SUITES = [cell];
+const SUITES = [cell, fleet];
 
 export function buildProgram() {
   const program = new Command('run.mjs')

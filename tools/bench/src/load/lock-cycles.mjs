@@ -41,13 +41,13 @@ async function withHeldLock(system, name, body) {
   }
 }
 
-/** One acquire (its latency) and release of `name` by `session`. */
-async function cycle(session, name) {
+/** One acquire and release of `name` by `session`: the acquire's latency, and the whole cycle's, in ms. */
+export async function cycle(session, name) {
   const t0 = nowMs();
   const h = await session.lock(name);
   const latencyMs = nowMs() - t0;
   await session.unlock(h);
-  return latencyMs;
+  return { latencyMs, cycleMs: nowMs() - t0 };
 }
 
 /** Acquire+release cycles, client i on its own name. */

@@ -23,12 +23,13 @@ const ACQUIRE_WAIT_MS = 60_000;
 const ACQUIRE_TIMEOUT_MS = 75_000;
 /** Sessions are opened this many at a time by openManySessions. */
 const SESSION_OPEN_WIDTH = 128;
+/** Request ids, unique in this process: a session may be driven through several clients (paths) at once. */
+let requestSeq = 0;
 
 export class FencerClientSystem {
   constructor() {
     this.failures = 0;
     this.channels = new Map();
-    this.requestSeq = 0;
     /** Where calls go now; `endpoints` are where they may go (set by the subclass on start). */
     this.target = undefined;
     this.endpoints = [];
@@ -78,7 +79,12 @@ export class FencerClientSystem {
 
   async openSession(ttlS) {
     const { res } = await this.call('openSession', { clientId: 'bench', ttlMs: ttlS * 1000, namespace: NAMESPACE });
-    return new FencerSession(this, res.sessionId);
+    return this.sessionOf(res.sessionId);
+  }
+
+  /** A session opened elsewhere (through another path to the same cell), driven through this client. */
+  sessionOf(sessionId) {
+    return new FencerSession(this, sessionId);
   }
 
   lockName(parts) {
@@ -158,7 +164,7 @@ class FencerSession {
   }
 
   requestId() {
-    return `b${++this.system.requestSeq}`;
+    return `b${++requestSeq}`;
   }
 
   /** Blocking acquire; resolves with a handle and the start of the attempt that succeeded. */
