@@ -4,9 +4,13 @@
 import { Command } from 'commander';
 import * as cell from './suites/cell.mjs';
 import * as fleet from './suites/fleet.mjs';
+import * as wal from './suites/wal.mjs';
+import * as lockFsm from './suites/lock-fsm.mjs';
+import * as duties from './suites/duties.mjs';
+import * as profile from './suites/profile.mjs';
 
 /** Every suite, in the order --help lists them. */
-const SUITES = [cell, fleet];
+const SUITES = [cell, fleet, wal, lockFsm, duties, profile];
 
 export function buildProgram() {
   const program = new Command('run.mjs')
@@ -15,7 +19,7 @@ export function buildProgram() {
         'each suite rewrites its section of docs/benchmarks.md unless --no-write.',
     )
     .showHelpAfterError()
-    .addHelpText('after', '\nEach suite has its own options: node tools/bench/run.mjs help <suite>.');
+    .addHelpText('after', () => program.commands.map((c) => `\n── ${c.name()} ──\n${c.helpInformation()}`).join(''));
   for (const suite of SUITES) suite.register(program);
   return program;
 }

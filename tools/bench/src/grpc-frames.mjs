@@ -94,7 +94,10 @@ export function rawStreams(address, methodPath, count, onMessage, onEnd) {
   session.on('connect', () => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES));
   const streams = Array.from({ length: count }, (_, k) => {
     const req = session.request({ ':method': 'POST', ':path': methodPath, 'content-type': 'application/grpc', te: 'trailers' });
-    req.on('data', messageSplitter((b, start, end) => onMessage(b, start, end, k)));
+    req.on(
+      'data',
+      messageSplitter((b, start, end) => onMessage(b, start, end, k)),
+    );
     req.on('trailers', (h) => onEnd(statusError(h)));
     req.on('response', (h) => h['grpc-status'] !== undefined && onEnd(statusError(h)));
     req.on('error', (e) => onEnd(e));

@@ -126,7 +126,9 @@ export function writeDocs({ name, body, rows = [], keepNotes = false, write = tr
 export const fmt = {
   int: (n) => (n === undefined || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US')),
   fixed: (n, digits) =>
-    n === undefined || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }),
+    n === undefined || !Number.isFinite(n)
+      ? '—'
+      : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }),
   ms: (n) =>
     n === undefined || !Number.isFinite(n) ? '—' : n >= 100 ? `${Math.round(n)} ms` : n >= 10 ? `${n.toFixed(1)} ms` : `${n.toFixed(2)} ms`,
   ratio: (a, b) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '—'),

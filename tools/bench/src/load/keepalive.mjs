@@ -57,57 +57,9 @@ export function openKeepAlives({ targets, wire, ids, streams }) {
     return frames[i];
   };
 
-  /** Sends at `n / intervalMs` heartbeats per second for `seconds`; resolves with the count sent. */
-  state.runRate = async (seconds, intervalMs) => {
-    const perS = n / (intervalMs / 1000);
-    const t0 = nowMs();
-    const from = state.sent;
-    const perStream = Array.from({ length: streams }, () => []);
-    for (let last = false; !last; ) {
-      const elapsedMs = nowMs() - t0;
-      // The last pass sends whatever the whole window owes, so the offered rate is the one asked for.
-      last = elapsedMs >= seconds * 1000;
-      const due = from + Math.floor((last ? seconds : elapsedMs / 1000) * perS);
-      const now = nowMs();
-      while (state.sent < due) perStream[state.sent % streams].push(take(now));
-      for (let k = 0; k < streams; k++) {
-        if (perStream[k].length === 0) continue;
-        write(k, Buffer.concat(perStream[k]));
-        perStream[k].length = 0;
-      }
-      if (!last) await sleep(PACE_MS);
-    }
-    return state.sent - from;
-  };
-
-  /** Keeps `window` heartbeats in flight on every stream until stopWindow(). */
+  state.runRate = (seconds, intervalMs) => sendAtRate({ state, take, write, streams, n }, seconds, intervalMs);
   state.startWindow = (window) => {
-    const owed = new Array(streams).fill(window);
-    let flushing = false;
-    let stopped = false;
-    const flush = () => {
-      flushing = false;
-      if (stopped) return;
-      const now = nowMs();
-      for (let k = 0; k < streams; k++) {
-        if (owed[k] === 0) continue;
-        const batch = [];
-        for (; owed[k] > 0; owed[k]--) batch.push(take(now));
-        write(k, Buffer.concat(batch));
-      }
-    };
-    onAnswer = (k) => {
-      owed[k]++;
-      if (!flushing) {
-        flushing = true;
-        setImmediate(flush);
-      }
-    };
-    flush();
-    state.stopWindow = () => {
-      stopped = true;
-      onAnswer = () => {};
-    };
+    state.stopWindow = keepWindow({ take, write, streams }, window, (handler) => (onAnswer = handler));
   };
 
   /** Waits until every heartbeat sent was answered (or DRAIN_MS_MAX passed, or a stream failed); the ms waited. */
@@ -119,4 +71,60 @@ export function openKeepAlives({ targets, wire, ids, streams }) {
 
   state.close = () => Promise.all(conns.map((c) => c.close()));
   return state;
+}
+
+/** Sends `n / intervalMs` heartbeats per second for `seconds`, one write per stream per PACE_MS; resolves with the count sent. */
+async function sendAtRate({ state, take, write, streams, n }, seconds, intervalMs) {
+  const perS = n / (intervalMs / 1000);
+  const t0 = nowMs();
+  const from = state.sent;
+  const perStream = Array.from({ length: streams }, () => []);
+  for (let last = false; !last;) {
+    const elapsedMs = nowMs() - t0;
+    // The last pass sends whatever the whole window owes, so the offered rate is the one asked for.
+    last = elapsedMs >= seconds * 1000;
+    const due = from + Math.floor((last ? seconds : elapsedMs / 1000) * perS);
+    const now = nowMs();
+    while (state.sent < due) perStream[state.sent % streams].push(take(now));
+    for (let k = 0; k < streams; k++) {
+      if (perStream[k].length === 0) continue;
+      write(k, Buffer.concat(perStream[k]));
+      perStream[k].length = 0;
+    }
+    if (!last) await sleep(PACE_MS);
+  }
+  return state.sent - from;
+}
+
+/**
+ * Keeps `window` heartbeats in flight on every stream: `onAnswer` installs
+ * the handler called with a stream's index per answer. Returns stop().
+ */
+function keepWindow({ take, write, streams }, window, onAnswer) {
+  const owed = new Array(streams).fill(window);
+  let flushing = false;
+  let stopped = false;
+  const flush = () => {
+    flushing = false;
+    if (stopped) return;
+    const now = nowMs();
+    for (let k = 0; k < streams; k++) {
+      if (owed[k] === 0) continue;
+      const batch = [];
+      for (; owed[k] > 0; owed[k]--) batch.push(take(now));
+      write(k, Buffer.concat(batch));
+    }
+  };
+  onAnswer((k) => {
+    owed[k]++;
+    if (!flushing) {
+      flushing = true;
+      setImmediate(flush);
+    }
+  });
+  flush();
+  return () => {
+    stopped = true;
+    onAnswer(() => {});
+  };
 }

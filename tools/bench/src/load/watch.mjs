@@ -36,7 +36,7 @@ export async function watchFanout(system, { watchers, ratePerS, seconds }) {
   try {
     measuring = true;
     cpu.begin();
-    for (const until = nowMs() + seconds * 1000; nowMs() < until; ) {
+    for (const until = nowMs() + seconds * 1000; nowMs() < until;) {
       const tick = nowMs();
       issued.set(++k, nowMs());
       await writer.unlock(await writer.lock(`${prefix}n${k}`));

@@ -158,7 +158,19 @@ export function renderMarkdown(meta, systems, results) {
     '### Raw figures',
     '',
     markdownTable(
-      ['scenario', 'system', 'ops in window', 'rate', 'p50', 'p99', 'failed calls', 'CPU servers', 'CPU load generator', 'CPU others', 'notes'],
+      [
+        'scenario',
+        'system',
+        'ops in window',
+        'rate',
+        'p50',
+        'p99',
+        'failed calls',
+        'CPU servers',
+        'CPU load generator',
+        'CPU others',
+        'notes',
+      ],
       raw,
       ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
     ),
@@ -177,11 +189,26 @@ export function summaryRows(meta, systems, results) {
   };
   const rowsByKey = {
     'uncontended-1': ['1-client acquire+release, p50, Fencer / etcd', (f, e) => `${ms(f.p50)} / ${ms(e.p50)} (${fmt.ratio(f.p50, e.p50)})`],
-    'uncontended-64': ['64 clients, acquire+release cycles/s, Fencer / etcd', (f, e) => `${int(f.rate)} / ${int(e.rate)} (${fmt.ratio(f.rate, e.rate)})`],
-    'contended-16': ['contended handoffs/s (16 clients, one name), Fencer / etcd', (f, e) => `${int(f.rate)} / ${int(e.rate)} (${fmt.ratio(f.rate, e.rate)})`],
-    'keepalive-10000': ['KeepAlive messages/s (10,000 sessions), Fencer / etcd leases', (f, e) => `${int(f.rate)} / ${int(e.rate)} (${fmt.ratio(f.rate, e.rate)})`],
-    'keepalive-batched-10000': ['heartbeats/s in session-proxy batches, against etcd lease keepalives', (f, e) => `${int(f.rate)} (${fmt.ratio(f.rate, e.rate)})`],
-    'failover-16': ['unavailable after kill -9 of the leader, worst trial, Fencer / etcd', (f, e) => `${int(f.unavailableMs)} / ${int(e.unavailableMs)} ms`],
+    'uncontended-64': [
+      '64 clients, acquire+release cycles/s, Fencer / etcd',
+      (f, e) => `${int(f.rate)} / ${int(e.rate)} (${fmt.ratio(f.rate, e.rate)})`,
+    ],
+    'contended-16': [
+      'contended handoffs/s (16 clients, one name), Fencer / etcd',
+      (f, e) => `${int(f.rate)} / ${int(e.rate)} (${fmt.ratio(f.rate, e.rate)})`,
+    ],
+    'keepalive-10000': [
+      'KeepAlive messages/s (10,000 sessions), Fencer / etcd leases',
+      (f, e) => `${int(f.rate)} / ${int(e.rate)} (${fmt.ratio(f.rate, e.rate)})`,
+    ],
+    'keepalive-batched-10000': [
+      'heartbeats/s in session-proxy batches, against etcd lease keepalives',
+      (f, e) => `${int(f.rate)} (${fmt.ratio(f.rate, e.rate)})`,
+    ],
+    'failover-16': [
+      'unavailable after kill -9 of the leader, worst trial, Fencer / etcd',
+      (f, e) => `${int(f.unavailableMs)} / ${int(e.unavailableMs)} ms`,
+    ],
   };
   return Object.entries(rowsByKey).flatMap(([key, [figure, text]]) => {
     const value = meta.scenarioKeys.includes(key) ? pair(key, text) : undefined;

@@ -56,7 +56,9 @@ async function openForKeepAlives(system, opts) {
 }
 
 const leaderShare = (c) =>
-  c.leaderS === undefined ? '' : `; servers' CPU: leader ${(c.leaderS / c.wallS).toFixed(2)}, the rest ${((c.serverS - c.leaderS) / c.wallS).toFixed(2)} cores`;
+  c.leaderS === undefined
+    ? ''
+    : `; servers' CPU: leader ${(c.leaderS / c.wallS).toFixed(2)}, the rest ${((c.serverS - c.leaderS) / c.wallS).toFixed(2)} cores`;
 
 /** Per-session KeepAlive messages, closed loop, on the raw-frame generator. */
 async function keepAlives(system, opts) {
@@ -99,11 +101,17 @@ async function heartbeatBatches(system, opts) {
   const { ids, openS } = await openForKeepAlives(system, opts);
   let next = 0;
   const batch = () => Array.from({ length: BATCH_SESSIONS }, () => ids[next++ % ids.length]);
-  const r = await closedLoop(system, BATCH_PROXIES * BATCHES_IN_FLIGHT_PER_PROXY, opts, async () => {
-    const t = nowMs();
-    const answered = await system.heartbeatBatch(batch());
-    return { latencyMs: nowMs() - t, answered };
-  }, (res) => res.answered);
+  const r = await closedLoop(
+    system,
+    BATCH_PROXIES * BATCHES_IN_FLIGHT_PER_PROXY,
+    opts,
+    async () => {
+      const t = nowMs();
+      const answered = await system.heartbeatBatch(batch());
+      return { latencyMs: nowMs() - t, answered };
+    },
+    (res) => res.answered,
+  );
   return {
     ...r,
     note: `${ids.length.toLocaleString('en-US')} sessions opened in ${openS.toFixed(1)} s; ${BATCH_PROXIES} proxies × ${BATCHES_IN_FLIGHT_PER_PROXY} batches of ${BATCH_SESSIONS} in flight; latency is per batch`,

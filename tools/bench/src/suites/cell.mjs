@@ -22,7 +22,12 @@ export function register(program) {
   const cmd = program
     .command('cell', { isDefault: true })
     .description('Fencer against etcd and ZooKeeper, scenario by scenario, back to back (the default suite)')
-    .addOption(listOption('--systems <list>', `systems to compare, the first is "Fencer" in every ratio: ${Object.keys(SYSTEM_NAMES).join(', ')}`, ['fencer', 'etcd5']))
+    .addOption(
+      listOption('--systems <list>', `systems to compare, the first is "Fencer" in every ratio: ${Object.keys(SYSTEM_NAMES).join(', ')}`, [
+        'fencer',
+        'etcd5',
+      ]),
+    )
     .addOption(listOption('--scenarios <list>', `scenarios (a prefix names a family): all, ${Object.keys(SCENARIOS).join(', ')}`, ['all']));
   numeric(cmd, '--seconds <n>', 'measured window of each scenario', 8, 3);
   numeric(cmd, '--warmup <n>', 'unmeasured seconds before each window', 1, 0.5);
@@ -35,10 +40,13 @@ export function register(program) {
   numeric(cmd, '--proxy-interval-ms <n>', "the fleet's proxies' HeartbeatBatch interval", 250, 250, count);
   cmd
     .option('--keepalive-to <where>', 'KeepAlive streams to the leader, or spread over every member (followers relay)', 'leader')
-    .option('--compare-args <words>', 'a second cell of this build with these cell-node flags; NAME=value words set its environment (NODE_FLAGS=--a,--b: node flags)')
+    .option(
+      '--compare-args <words>',
+      'a second cell of this build with these cell-node flags; NAME=value words set its environment (NODE_FLAGS=--a,--b: node flags)',
+    )
     .option('--compare-label <text>', 'what to call the compared cell')
     .option('--cpu-prof <dir>', "write V8 CPU profiles of this build's replicas here (summarise them with the profile suite)")
-    .option('--keep-data', 'keep the systems\' data directories')
+    .option('--keep-data', "keep the systems' data directories")
     .option('--render <file>', 'print and write the report of a saved --json run, running nothing');
   baseline(cmd, 'a second Fencer cell (or fleet) from it');
   common(cmd);

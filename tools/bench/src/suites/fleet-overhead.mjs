@@ -88,10 +88,7 @@ async function interleaved(paths, seconds) {
 }
 
 /** Median of the paired differences a − b, cycle by cycle of the same passes. */
-const pairedMs = (lat, a, b) =>
-  median(
-    lat[a].map((x, i) => x - lat[b][i]).filter(Number.isFinite),
-  );
+const pairedMs = (lat, a, b) => median(lat[a].map((x, i) => x - lat[b][i]).filter(Number.isFinite));
 
 /** Per-path figures: the interleaved latencies, and the median round of each kind. */
 function summarise(paths, lat, one, many) {
@@ -122,7 +119,9 @@ export async function routerOverhead(fleets, o) {
     const pipeAddress = await new Promise((resolve) => pipe.once('message', resolve));
     for (const [k, fleet] of fleets.entries()) {
       const prefix = k === 0 ? '' : 'baseline ';
-      opened.push(await fleetPaths(fleet, prefix, { pipeAddress: k === 0 ? pipeAddress : undefined, pipePid: pipe.pid, viaFollower: o.viaFollower }));
+      opened.push(
+        await fleetPaths(fleet, prefix, { pipeAddress: k === 0 ? pipeAddress : undefined, pipePid: pipe.pid, viaFollower: o.viaFollower }),
+      );
     }
     const paths = opened.flatMap((x) => x.paths);
     for (const p of paths) {

@@ -28,13 +28,18 @@ export function register(program) {
   numeric(cmd, '--streams <n>', 'KeepAlive streams, spread over the proxies', 64, 8, count);
   numeric(cmd, '--interval-ms <n>', 'each session heartbeats once per this interval', 1000, 1000, count);
   numeric(cmd, '--hb-warmup <n>', 'unmeasured seconds of heartbeats before the window', 5, 1);
-  numeric(cmd, '--proxy-interval-ms <n>', "the proxies' HeartbeatBatch interval (the bench's choice, passed to every proxy)", PROXY_HEARTBEAT_INTERVAL_MS);
+  numeric(
+    cmd,
+    '--proxy-interval-ms <n>',
+    "the proxies' HeartbeatBatch interval (the bench's choice, passed to every proxy)",
+    PROXY_HEARTBEAT_INTERVAL_MS,
+  );
   cmd
     .addOption(listOption('--only <parts>', `what to measure: ${PARTS.join(', ')}`, PARTS))
     .option('--via-follower', 'one more path: calls to a follower, which forwards them to its leader')
     .option('--no-etcd', 'skip the etcd lease keepalives')
     .option('--keep-data', "keep the fleets' data directories");
-  baseline(cmd, 'a second fleet from it, its router and direct paths interleaved with this build\'s');
+  baseline(cmd, "a second fleet from it, its router and direct paths interleaved with this build's");
   common(cmd);
   cmd.action(() => runFleet(resolve(cmd)));
   return cmd;
@@ -72,7 +77,8 @@ export async function runFleet(o) {
     meta.fleets = fleets.map((f) => ({ key: f.key, label: f.build.label, version: f.version, settings: f.settings }));
     if (o.only.includes('overhead')) result.overhead = await routerOverhead(fleets, o);
     if (o.only.includes('heartbeats')) result.heartbeats = [];
-    for (const f of o.only.includes('heartbeats') ? fleets : []) result.heartbeats.push({ fleet: f.build.label, ...(await heartbeats(f, o)) });
+    for (const f of o.only.includes('heartbeats') ? fleets : [])
+      result.heartbeats.push({ fleet: f.build.label, ...(await heartbeats(f, o)) });
   } finally {
     await stopAll();
   }
@@ -103,7 +109,15 @@ function overheadTable(ov) {
       `${us(p.leaderUs.one)} / ${us(p.leaderUs.many)} µs`,
     ];
   });
-  const head = ['path', 'p50, 1 client', 'p99, 1 client', 'paired median difference', `cycles/s, ${MANY_CLIENTS} clients`, 'CPU per call of the process between, 1 / 64 clients', "cell-1 leader's CPU per call, 1 / 64 clients"];
+  const head = [
+    'path',
+    'p50, 1 client',
+    'p99, 1 client',
+    'paired median difference',
+    `cycles/s, ${MANY_CLIENTS} clients`,
+    'CPU per call of the process between, 1 / 64 clients',
+    "cell-1 leader's CPU per call, 1 / 64 clients",
+  ];
   return markdownTable(head, rows, ['l', 'r', 'r', 'l', 'r', 'r', 'r']);
 }
 
@@ -174,8 +188,18 @@ export function summaryRows(result, command) {
   if (at('router')) {
     const [d, r] = [at('direct'), at('router')];
     rows.push(
-      { id: 'fleet-router-1', figure: 'Fleet: 1 client, acquire+release p50, direct / through the router (paired difference)', value: `${ms2(d.p50)} / ${ms2(r.p50)} (${signedMs(r.pairedMs)})`, command },
-      { id: 'fleet-router-64', figure: `Fleet: ${MANY_CLIENTS} clients, cycles/s through the router / direct`, value: `${fmt.int(r.rate64)} / ${fmt.int(d.rate64)} (${fmt.ratio(r.rate64, d.rate64)})`, command },
+      {
+        id: 'fleet-router-1',
+        figure: 'Fleet: 1 client, acquire+release p50, direct / through the router (paired difference)',
+        value: `${ms2(d.p50)} / ${ms2(r.p50)} (${signedMs(r.pairedMs)})`,
+        command,
+      },
+      {
+        id: 'fleet-router-64',
+        figure: `Fleet: ${MANY_CLIENTS} clients, cycles/s through the router / direct`,
+        value: `${fmt.int(r.rate64)} / ${fmt.int(d.rate64)} (${fmt.ratio(r.rate64, d.rate64)})`,
+        command,
+      },
     );
   }
   const hb = result.heartbeats?.[0];
@@ -185,7 +209,12 @@ export function summaryRows(result, command) {
   }
   if (hb && result.etcd && !result.etcd.error) {
     const per = (m) => m.cpu.reduce((a, c) => a + c.usPerHeartbeat, 0).toFixed(1);
-    rows.push({ id: 'fleet-heartbeat-cpu', figure: 'Fleet: CPU per heartbeat, whole fleet / etcd per lease keepalive, same load', value: `${per(hb)} / ${per(result.etcd)} µs`, command });
+    rows.push({
+      id: 'fleet-heartbeat-cpu',
+      figure: 'Fleet: CPU per heartbeat, whole fleet / etcd per lease keepalive, same load',
+      value: `${per(hb)} / ${per(result.etcd)} µs`,
+      command,
+    });
   }
   return rows;
 }

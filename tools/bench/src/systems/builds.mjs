@@ -2,6 +2,7 @@
 // (--baseline DIR: a tree before a change, built with `npx nx run-many -t
 // build`), so that before and after are measured in one run, on the same
 // machine moments.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -47,7 +48,9 @@ export function otherBuild(given, label = 'baseline build') {
 export function requireBuilt(build, apps) {
   const missing = apps.filter((a) => !existsSync(build.main(a)));
   if (missing.length > 0)
-    throw new Error(`${build.label}: ${missing.map((a) => build.main(a)).join(', ')} missing; run \`npx nx run-many -t build\` in ${build.root}`);
+    throw new Error(
+      `${build.label}: ${missing.map((a) => build.main(a)).join(', ')} missing; run \`npx nx run-many -t build\` in ${build.root}`,
+    );
 }
 
 /** The version in an app's package.json beside its dist, for the report. */
@@ -73,4 +76,12 @@ export function useBuild(planned, build, app) {
   const at = planned.argv.indexOf('--peer-listen');
   if (at >= 0 && existsSync(config) && !readFileSync(config, 'utf8').includes('--peer-listen')) planned.argv.splice(at, 2);
   return planned;
+}
+
+/** Builds one nx project of this tree (and what it depends on), quietly; the micro-benchmark suites measure its dist. */
+export function buildProject(project) {
+  execFileSync('npx', ['nx', 'build', project, '--output-style=static', '--skip-sync'], {
+    cwd: thisBuild().root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }

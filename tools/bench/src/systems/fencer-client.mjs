@@ -126,8 +126,11 @@ export class FencerClientSystem {
   heartbeatBatch(ids) {
     const c = this.raw(this.target, internalpb.CellInternalClient);
     return new Promise((resolve, reject) =>
-      c.heartbeatBatch({ sessionIds: ids, proxyId: 'bench-proxy' }, new Metadata(), { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, res) =>
-        err ? reject(err) : resolve(res.sessions.length),
+      c.heartbeatBatch(
+        { sessionIds: ids, proxyId: 'bench-proxy' },
+        new Metadata(),
+        { deadline: Date.now() + CALL_TIMEOUT_MS },
+        (err, res) => (err ? reject(err) : resolve(res.sessions.length)),
       ),
     );
   }

@@ -51,7 +51,10 @@ function fencerSystems(name, o, base) {
   }
   const cell = { keepData: o.keepData };
   const out = [new FencerCell({ ...cell, cpuProfDir: o.cpuProf, portBase: base.fencer })];
-  if (twin) out.push(new FencerCell({ ...cell, build: twin, key: 'fencer-baseline', label: `Fencer, ${twin.label}`, portBase: base['fencer-baseline'] }));
+  if (twin)
+    out.push(
+      new FencerCell({ ...cell, build: twin, key: 'fencer-baseline', label: `Fencer, ${twin.label}`, portBase: base['fencer-baseline'] }),
+    );
   if (o.compareArgs) {
     const label = o.compareLabel ?? `Fencer, ${o.compareArgs}`;
     out.push(new FencerCell({ ...cell, ...compareWords(o.compareArgs), key: 'fencer-compare', label, portBase: base['fencer-compare'] }));
