@@ -81,7 +81,7 @@ async function keepAlives(system, opts) {
     load.measuring = false;
     load.stopWindow();
     const acks = load.acked - acked0;
-    const where = targets.length > 1 ? `spread over ${targets.length} members` : 'to the leader';
+    const where = targets.length > 1 ? `spread over ${targets.length} endpoints` : 'all to one endpoint';
     return {
       ops: acks,
       rate: acks / c.wallS,
