@@ -92,19 +92,27 @@ export async function killLeaderOf(system) {
   return { killedAtMs: t, id };
 }
 
+/** Every list of systems handed to stopOnSignal, so one signal stops them all. */
+const startedLists = [];
+let signalled = false;
+
+function onSignal(sig) {
+  if (signalled) return;
+  signalled = true;
+  console.error(`\n${sig}: stopping everything this run started`);
+  void Promise.all(startedLists.map((stopAll) => stopAll())).finally(() => process.exit(130));
+}
+
 /**
- * Stops every system in `started` once, on SIGINT/SIGTERM too: a run cut
+ * Stops every system in `started` once: when the returned function is
+ * called, or on SIGINT/SIGTERM (every list registered here), so a run cut
  * short leaves no server behind.
  */
 export function stopOnSignal(started) {
   let stopping;
   const stopAll = () =>
     (stopping ??= Promise.all(started.map((s) => s.stop().catch((e) => console.error(`stopping ${s.key}: ${e.message}`)))));
-  for (const sig of ['SIGINT', 'SIGTERM']) {
-    process.once(sig, () => {
-      console.error(`\n${sig}: stopping everything this run started`);
-      void stopAll().finally(() => process.exit(130));
-    });
-  }
+  if (startedLists.length === 0) for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, onSignal);
+  startedLists.push(stopAll);
   return stopAll;
 }

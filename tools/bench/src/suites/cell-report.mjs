@@ -181,7 +181,8 @@ export function renderMarkdown(meta, systems, results) {
 /** The summary's rows for what this run measured, Fencer against etcd. */
 export function summaryRows(meta, systems, results) {
   const { fencer, etcd } = roles(systems);
-  if (!etcd) return [];
+  // The summary's cell rows are a five-replica cell, clients straight to it, against five-member etcd.
+  if (fencer.key !== 'fencer' || etcd?.key !== 'etcd5') return [];
   const pair = (key, text) => {
     const f = find(results, key, fencer.key);
     const e = find(results, ETCD_ROW[key] ?? key, etcd.key);
