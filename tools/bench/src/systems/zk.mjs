@@ -1,4 +1,4 @@
-// The ZooKeeper side of the benchmark: a fresh three-server ensemble (Debian
+// ZooKeeper as a benchmark system: a fresh three-server ensemble (Debian
 // zookeeper 3.8, started with java directly, one generated zoo.cfg per
 // server, forceSync on: the default) on loopback, and node-zookeeper-client.
 // A session is one ZooKeeper session (one connection, to any server: the
@@ -13,7 +13,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zookeeper from 'node-zookeeper-client';
-import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
+import { nowMs, pool, sleep } from '../measure.mjs';
+import { alive, freePortBase, killLeaderOf, stopChildren, waitForPort } from '../processes.mjs';
 
 const JAVA = process.env.JAVA_BIN ?? '/usr/bin/java';
 const ZK_JAR = '/usr/share/java/zookeeper.jar';
@@ -162,10 +163,17 @@ export class ZkSystem {
       const modes = await Promise.all(live.map((n) => fourLetter(n.client, 'srvr')));
       const at = modes.findIndex((m) => /Mode: leader/.test(m));
       const serving = modes.filter((m) => /Mode: (leader|follower)/.test(m)).length;
-      if (at >= 0 && serving > this.servers / 2) return { id: live[at].id, pid: this.children.get(live[at].id).pid };
+      if (at >= 0 && serving > this.servers / 2) {
+        this.leaderKnown = { id: live[at].id, pid: this.children.get(live[at].id).pid };
+        return this.leaderKnown;
+      }
       await sleep(100);
     }
     throw new Error(`${this.label}: no leader within 60 s`);
+  }
+
+  leaderPid() {
+    return this.leaderKnown?.pid;
   }
 
   /** kill -9 of the current leader; returns the time of the kill. */

@@ -1,5 +1,6 @@
-// The floor under any router (fleet bench, router overhead): a process that
-// pipes TCP bytes both ways to one address (argv[2]) without reading them.
+// The floor under any router (the fleet suite's router overhead): a child
+// process that pipes TCP bytes both ways to one address (argv[2]) without
+// reading them.
 // A gRPC client pointed at it reaches that replica through one more process
 // and nothing else, so its added latency is what two more process wakeups
 // per call cost on this machine. It cannot route; it is not the product.

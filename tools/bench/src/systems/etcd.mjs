@@ -1,9 +1,10 @@
-// The etcd side of the benchmark: a fresh N-member etcd (Debian etcd-server,
+// etcd as a benchmark system: a fresh N-member etcd (Debian etcd-server,
 // default heartbeat 100 ms and election 1000 ms, fsync on) on loopback, and
-// a raw gRPC client over the same grpc-js the Fencer client uses. A session
-// is a lease; a lock is the v3lock service's Lock(name, lease) / Unlock(key),
-// the server-side mutex etcd ships; try-lock is clientv3's Mutex.TryLock
-// (one Txn, and a delete when someone else holds the lock).
+// a raw gRPC client over the same grpc-js the Fencer client uses, calling
+// the leader. A session is a lease; a lock is the v3lock service's
+// Lock(name, lease) / Unlock(key), the server-side mutex etcd ships;
+// try-lock is clientv3's Mutex.TryLock (one Txn, and a delete when someone
+// else holds the lock); keepalives are LeaseKeepAlive messages.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, openSync, rmSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { credentials, loadPackageDefinition, Metadata } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { alive, freePortBase, killLeaderOf, nowMs, pool, sleep, stopChildren, waitForPort } from './common.mjs';
+import { readVarint, skipField, varint } from '../grpc-frames.mjs';
+import { nowMs, pool, sleep } from '../measure.mjs';
+import { alive, freePortBase, killLeaderOf, stopChildren, waitForPort } from '../processes.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ETCD_BIN = process.env.ETCD_BIN ?? '/usr/bin/etcd';
@@ -184,7 +187,8 @@ export class EtcdSystem {
       if (lead && leaders.size === 1 && st.filter(Boolean).length > this.members / 2) {
         const n = live[st.indexOf(lead)];
         this.leaderEndpoint = `127.0.0.1:${n.client}`;
-        return { id: n.name, pid: this.children.get(n.name).pid };
+        this.leaderKnown = { id: n.name, pid: this.children.get(n.name).pid };
+        return this.leaderKnown;
       }
       await sleep(100);
     }
@@ -234,11 +238,37 @@ export class EtcdSystem {
     return pool(n, 128, async () => (await this.call('Lease', 'leaseGrant', { TTL: String(ttlS), ID: '0' })).res.ID);
   }
 
-  keepAliveStream(onAck, onError) {
-    const s = this.client('Lease', this.target).leaseKeepAlive();
-    s.on('data', (r) => onAck(r.ID));
-    s.on('error', (e) => onError(e));
-    return { send: (id) => s.write({ ID: id }), close: () => s.end() };
+  /** LeaseKeepAliveRequest { int64 ID = 1 } out; LeaseKeepAliveResponse { header = 1; int64 ID = 2; int64 TTL = 3 } back (TTL 0: the lease is gone). */
+  keepAliveWire() {
+    return {
+      path: '/etcdserverpb.Lease/LeaseKeepAlive',
+      encode: (id) => Buffer.concat([Buffer.from([0x08]), varint(id)]),
+      // Answers are matched by the ID's varint bytes.
+      keyOf: (id) => varint(id).toString('latin1'),
+      decode: (b, at, end) => {
+        let key;
+        let ttl = 0;
+        while (at < end) {
+          const tag = b[at++];
+          if (tag === 0x10) {
+            const next = readVarint(b, at)[1];
+            key = b.toString('latin1', at, next);
+            at = next;
+          } else if (tag === 0x18) [ttl, at] = readVarint(b, at);
+          else at = skipField(b, tag, at);
+        }
+        return { key, expired: ttl === 0 };
+      },
+    };
+  }
+
+  /** Where LeaseKeepAlive streams go: the leader, or (spread) every member, whose followers forward to it. */
+  keepAliveTargets(spread) {
+    return spread ? this.endpoints : [this.leaderEndpoint];
+  }
+
+  leaderPid() {
+    return this.leaderKnown?.pid;
   }
 
   watch(i, prefix, onPut) {

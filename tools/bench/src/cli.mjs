@@ -1,0 +1,25 @@
+// The benchmark's command line: one program, a subcommand per suite, the
+// shared options declared once (./options.mjs). `buildProgram()` only
+// declares; nothing runs until parseAsync().
+import { Command } from 'commander';
+import * as cell from './suites/cell.mjs';
+import * as fleet from './suites/fleet.mjs';
+import * as wal from './suites/wal.mjs';
+import * as lockFsm from './suites/lock-fsm.mjs';
+import * as duties from './suites/duties.mjs';
+import * as profile from './suites/profile.mjs';
+
+/** Every suite, in the order --help lists them. */
+const SUITES = [cell, fleet, wal, lockFsm, duties, profile];
+
+export function buildProgram() {
+  const program = new Command('run.mjs')
+    .description(
+      'Fencer benchmarks: one entry, a suite per subcommand (cell is the default). Every server runs on 127.0.0.1; ' +
+        'each suite rewrites its section of docs/benchmarks.md unless --no-write.',
+    )
+    .showHelpAfterError()
+    .addHelpText('after', () => program.commands.map((c) => `\n── ${c.name()} ──\n${c.helpInformation()}`).join(''));
+  for (const suite of SUITES) suite.register(program);
+  return program;
+}
