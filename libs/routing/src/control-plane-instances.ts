@@ -4,10 +4,11 @@
  * followed now, the move to the next after a fault, and the liveness probe
  * that finds a hung one while a long poll is parked there.
  *
- * Any instance answers reads and forwards writes, and the routing version
- * is the group's, so a source can continue on another instance from the
- * version in force. One instance is followed at a time; a fault of it (no
- * answer, a timeout, a 5xx) moves the source to the next, round robin.
+ * Any instance of the meta group (docs/decisions/0009-the-meta-group.md)
+ * answers reads and forwards writes, and the routing version is the
+ * group's, so a source can continue on another instance from the version
+ * in force. One instance is followed at a time; a fault of it (no answer,
+ * a timeout, a 5xx) moves the source to the next, round robin.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';

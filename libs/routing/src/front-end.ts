@@ -6,6 +6,11 @@
  * order: the routing source first (a first table is in before any call),
  * then the heartbeat timer, then the server; on close the batcher answers
  * what it holds before the source, the server and the channels go.
+ *
+ * A front end holds no truth (docs/decisions/0010-stateless-front-ends.md):
+ * the routing table is the control plane's or the file's, and a heartbeat is
+ * answered only from the cell leader's answer, so losing a front end only
+ * sends its clients to another.
  */
 import type { RoutingTable } from '@fencer/contract';
 import type { lockservice } from '@fencer/protocol';
