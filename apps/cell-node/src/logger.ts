@@ -1,8 +1,2 @@
-/** Structured logs (pino), JSON to stderr, one logger per process with child loggers per part. */
-import { pino } from 'pino';
-
-export type Logger = pino.Logger;
-
-export function createLogger(name: string, level = process.env.FENCER_LOG_LEVEL ?? 'info'): Logger {
-  return pino({ name, level, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: false }));
-}
+/** The process logger is @fencer/service's; the cell node's parts (and tools/chaos, through dist/logger.js) name it from here. */
+export { createLogger, type Logger } from '@fencer/service';

@@ -1,10 +1,8 @@
 #!/usr/bin/env node
-/** The cell-router process: flags, routing source, gRPC server, /metrics, SIGTERM. */
-import { createLogger } from './logger.js';
-import { RouterMetrics } from './metrics.js';
+/** The cell-router process: flags, routing source, the router's gRPC server, /metrics, SIGTERM. */
+import { buildRouter, RouterMetrics, routingSourceFor } from '@fencer/routing';
+import { createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
 import { parseRouterConfig, type RouterConfig } from './config.js';
-import { buildRouter } from './router.js';
-import { exitOnBug, exitOnConfigError, routingSourceFor, serveMetrics, stopOnSignals } from './process.js';
 
 let config: RouterConfig;
 try {
@@ -13,7 +11,7 @@ try {
   exitOnConfigError('fencer-cell-router', e);
 }
 const logger = createLogger('cell-router');
-exitOnBug(logger);
+exitOnBug(logger, 'fencer-cell-router');
 const metrics = new RouterMetrics(undefined, true);
 const router = buildRouter({
   source: routingSourceFor(config, logger, metrics.registry),
@@ -30,7 +28,8 @@ logger.info(
   { listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants },
   'cell router serving',
 );
-stopOnSignals(logger, async () => {
+stopOnSignals(logger, async (signal) => {
+  logger.info({ signal }, 'stopping');
   metricsServer?.close();
   await router.close();
 });

@@ -1,21 +1,19 @@
 #!/usr/bin/env node
-/** The session-proxy process: flags, routing source, gRPC KeepAlive server, /metrics, SIGTERM. */
+/** The session-proxy process: flags, routing source, the KeepAlive-only gRPC server, /metrics, SIGTERM. */
 import { Command } from 'commander';
-import {
-  address,
-  checkRoutingChoice,
-  createLogger,
-  exitOnBug,
-  exitOnConfigError,
-  limits,
-  positiveInt,
-  RouterMetrics,
-  routingOptions,
-  routingSourceFor,
-  serveMetrics,
-  stopOnSignals,
-} from '@fencer/cell-router';
+import { checkRoutingChoice, limits, RouterMetrics, routingOptions, routingSourceFor } from '@fencer/routing';
+import { address, createLogger, exitOnBug, exitOnConfigError, positiveInt, serveMetrics, stopOnSignals } from '@fencer/service';
 import { buildProxy } from './proxy.js';
+
+interface ProxyOptions {
+  readonly id: string;
+  readonly listen: string;
+  readonly metricsListen: string | undefined;
+  readonly streamsMax: number;
+  readonly heartbeatIntervalMs: number;
+  readonly routing: string | undefined;
+  readonly controlPlane: string | undefined;
+}
 
 const cmd = routingOptions(
   new Command('fencer-session-proxy')
@@ -27,29 +25,30 @@ const cmd = routingOptions(
 )
   .exitOverride()
   .allowExcessArguments(false);
-let o: Record<string, string | number | undefined>;
+let o: ProxyOptions;
 try {
   cmd.parse(process.argv.slice(2), { from: 'user' });
-  o = cmd.opts();
-  checkRoutingChoice(o as { routing?: string; controlPlane?: string });
+  o = cmd.opts<ProxyOptions>();
+  checkRoutingChoice(o);
 } catch (e) {
   exitOnConfigError('fencer-session-proxy', e);
 }
 const logger = createLogger('session-proxy');
-exitOnBug(logger);
+exitOnBug(logger, 'fencer-session-proxy');
 const metrics = new RouterMetrics(undefined, true);
 const proxy = buildProxy({
-  source: routingSourceFor(o as { routing?: string; controlPlane?: string }, logger, metrics.registry),
+  source: routingSourceFor(o, logger, metrics.registry),
   logger,
   metrics,
-  id: o.id as string,
-  heartbeatIntervalMs: o.heartbeatIntervalMs as number,
-  streamsMax: o.streamsMax as number,
+  id: o.id,
+  heartbeatIntervalMs: o.heartbeatIntervalMs,
+  streamsMax: o.streamsMax,
 });
-const metricsServer = o.metricsListen ? await serveMetrics(o.metricsListen as string, metrics.registry) : undefined;
-const at = await proxy.listen(o.listen as string);
+const metricsServer = o.metricsListen ? await serveMetrics(o.metricsListen, metrics.registry) : undefined;
+const at = await proxy.listen(o.listen);
 logger.info({ listen: at, metrics: o.metricsListen, intervalMs: o.heartbeatIntervalMs }, 'session proxy serving');
-stopOnSignals(logger, async () => {
+stopOnSignals(logger, async (signal) => {
+  logger.info({ signal }, 'stopping');
   metricsServer?.close();
   await proxy.close();
 });

@@ -1,8 +1,8 @@
 /**
- * The session proxy: terminates clients' KeepAlive streams (many sessions
- * per stream) and sends their heartbeats to the cell leaders as one
- * HeartbeatBatch per cell leader per interval (the cell router's
- * HeartbeatBatcher). It answers a heartbeat only after the leader
+ * The session proxy: a front end (@fencer/routing) that serves KeepAlive
+ * only. It terminates clients' KeepAlive streams (many sessions per stream)
+ * and sends their heartbeats to the cell leaders as one HeartbeatBatch per
+ * cell leader per interval, answering a heartbeat only after the leader
  * acknowledged the batch that carried it. It holds no truth: a client whose
  * proxy dies reconnects to another and heartbeats there at once.
  *
@@ -11,19 +11,9 @@
  */
 import { FencerError } from '@fencer/base';
 import type { ServiceError } from '@grpc/grpc-js';
-import { lockservice, toServiceError } from '@fencer/protocol';
-import {
-  CellPool,
-  HeartbeatBatcher,
-  KeepAliveStreams,
-  RouterMetrics,
-  limits,
-  startLockServer,
-  type LockServer,
-  type RoutingSource,
-  type RoutingTable,
-} from '@fencer/cell-router';
-import type { Logger } from 'pino';
+import { type lockservice, toServiceError } from '@fencer/protocol';
+import { buildFrontEnd, type HeartbeatBatcher, RouterMetrics, type RoutingSource } from '@fencer/routing';
+import type { Logger } from '@fencer/service';
 
 export interface ProxyDeps {
   readonly source: RoutingSource;
@@ -55,24 +45,17 @@ const notHere =
   };
 
 export function buildProxy(deps: ProxyDeps): Proxy {
-  const metrics = deps.metrics ?? new RouterMetrics();
-  const pool = new CellPool();
-  const follow = (t: RoutingTable): void => {
-    pool.update(t);
-    metrics.routingVersion.set(t.version);
-  };
-  deps.source.onChange(follow);
-  const batcher = new HeartbeatBatcher({
-    pool,
+  const front = buildFrontEnd({
     source: deps.source,
     logger: deps.logger,
-    metrics,
-    proxyId: deps.id ?? `proxy-${process.pid}`,
-    intervalMs: deps.heartbeatIntervalMs ?? limits.HEARTBEAT_INTERVAL_MS_DEFAULT,
+    metrics: deps.metrics ?? new RouterMetrics(),
+    id: deps.id ?? `proxy-${process.pid}`,
+    heartbeatIntervalMs: deps.heartbeatIntervalMs,
+    streamsMax: deps.streamsMax,
+    streamPendingMax: deps.streamPendingMax,
   });
-  const streams = new KeepAliveStreams(batcher, metrics, deps.streamsMax, deps.streamPendingMax);
   const handlers: lockservice.LockServiceServer = {
-    keepAlive: streams.serve,
+    keepAlive: front.keepAlives.serve,
     openSession: notHere('OpenSession'),
     acquire: notHere('Acquire'),
     release: notHere('Release'),
@@ -82,23 +65,11 @@ export function buildProxy(deps: ProxyDeps): Proxy {
     closeSession: notHere('CloseSession'),
     watch: notHere('Watch'),
   };
-  let server: LockServer | undefined;
   return {
-    metrics,
-    batcher,
+    metrics: front.metrics,
+    batcher: front.batcher,
     handlers,
-    async listen(address: string): Promise<string> {
-      await deps.source.start();
-      follow(deps.source.table());
-      batcher.start();
-      server = await startLockServer(handlers, address);
-      return server.address;
-    },
-    async close(): Promise<void> {
-      batcher.close();
-      deps.source.close();
-      await server?.close();
-      pool.close();
-    },
+    listen: (address) => front.listen(handlers, address),
+    close: () => front.close(),
   };
 }

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Server, ServerCredentials, credentials, type ServiceError, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, internalpb, lockservice, toServiceError } from '@fencer/protocol';
-import { StaticRoutingSource } from '@fencer/cell-router';
+import { StaticRoutingSource } from '@fencer/routing';
 import { pino } from 'pino';
 import { buildProxy, type Proxy } from '../src/index.js';
 

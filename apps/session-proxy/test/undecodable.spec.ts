@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { NOT_A_MESSAGE, type RawCallKind, rawCallError } from '@fencer/protocol/testing';
-import { StaticRoutingSource } from '@fencer/cell-router';
+import { StaticRoutingSource } from '@fencer/routing';
 import { buildProxy, type Proxy } from '../src/index.js';
 
 let proxy: Proxy;

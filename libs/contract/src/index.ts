@@ -6,4 +6,28 @@
  *
  * Pure: imports only @fencer/base; no node: module, clock or I/O.
  */
-export {};
+
+// The routing table: its schema, its one parser and writer, and the one placement rule for a new tenant.
+export {
+  CELLS_MAX,
+  EMPTY_TABLE,
+  REPLICAS_PER_CELL_MAX,
+  ROUTES_MAX,
+  RoutingFormatError,
+  isCellId,
+  isHostPort,
+  leastLoadedCell,
+  namespacesPerCell,
+  parseCells,
+  parseRoutes,
+  parseRoutingFile,
+  routingFileJson,
+  routingObject,
+  type CellAddresses,
+  type CellLoad,
+  type Route,
+  type RouteState,
+  type RoutingFileObject,
+  type RoutingObject,
+  type RoutingTable,
+} from './routing-table.js';

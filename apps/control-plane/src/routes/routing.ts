@@ -5,6 +5,7 @@
  * `waitMs` runs out, whichever comes first.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { routingObject, type RoutingObject } from '@fencer/contract';
 import type { MetaStateMachine } from '@fencer/meta-fsm';
 import { routeConfig } from '../http/route-config.js';
 import { routingWaitMsMax } from '../limits.js';
@@ -12,15 +13,9 @@ import type { MetaStore } from '../meta-group.js';
 import { responseSchema } from '../openapi.js';
 import type { RouteContext } from './route-context.js';
 
-/** The routing table's writer: the state's routes as the contract's RoutingTable document. */
-export function routingTableJson(state: MetaStateMachine): {
-  version: number;
-  routes: { namespace: string; cell: string; state: string }[];
-} {
-  return {
-    version: state.routingVersion,
-    routes: state.routes().map((r) => ({ namespace: r.namespace, cell: r.cell, state: r.state })),
-  };
+/** The routing table's writer: the state's routes as the contract's Routing object (@fencer/contract). */
+export function routingTableJson(state: MetaStateMachine): RoutingObject {
+  return routingObject(state.routingVersion, state.routes());
 }
 
 /**

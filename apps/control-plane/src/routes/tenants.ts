@@ -7,6 +7,7 @@
  * (idempotent) but cannot show the token again: only its hash was kept.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { leastLoadedCell, namespacesPerCell } from '@fencer/contract';
 import type { MetaStateMachine, Tenant } from '@fencer/meta-fsm';
 import { hashToken } from '../auth.js';
 import type { CellDirectory } from '../cells.js';
@@ -17,18 +18,11 @@ import { ProblemError } from '../problems.js';
 import { tenantJson } from '../resource-json.js';
 import { cellMustExist, type RouteContext } from './route-context.js';
 
-/** The tenant placement rule: the cell with the fewest live sessions (then the fewest tenants, then the smallest id). */
+/** Where a new tenant goes when its creator names no cell: the contract's one placement rule over the cells' live sessions. */
 export function placeTenant(state: MetaStateMachine, cells: CellDirectory): string {
-  const views = cells.status();
-  if (views.length === 0) throw new ProblemError('CELL_NOT_FOUND', 'this control plane manages no cells; give it a cell list');
-  const tenantsOn = new Map<string, number>();
-  for (const r of state.routes()) tenantsOn.set(r.cell, (tenantsOn.get(r.cell) ?? 0) + 1);
-  const score = (v: (typeof views)[number]): [number, number, string] => [v.sessions, tenantsOn.get(v.id) ?? 0, v.id];
-  return [...views].sort((a, b) => {
-    const [sa, ta, ia] = score(a);
-    const [sb, tb, ib] = score(b);
-    return sa - sb || ta - tb || (ia < ib ? -1 : ia > ib ? 1 : 0);
-  })[0]!.id;
+  const cell = leastLoadedCell(cells.status(), namespacesPerCell(state.routes()));
+  if (cell === undefined) throw new ProblemError('CELL_NOT_FOUND', 'this control plane manages no cells; give it a cell list');
+  return cell;
 }
 
 interface CreateTenantBody {

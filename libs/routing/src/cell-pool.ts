@@ -7,7 +7,7 @@
  */
 import { credentials } from '@grpc/grpc-js';
 import { LaneClient, internalpb, lockservice } from '@fencer/protocol';
-import type { RoutingTable } from './routing.js';
+import type { RoutingTable } from '@fencer/contract';
 
 export type LockStub = InstanceType<typeof lockservice.LockServiceClient>;
 export type InternalStub = InstanceType<typeof internalpb.CellInternalClient>;

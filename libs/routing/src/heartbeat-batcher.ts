@@ -18,13 +18,13 @@
  * TTL.
  */
 import { FencerError, SESSION_ID_SEPARATOR, namespaceOfSessionId } from '@fencer/base';
+import type { RoutingTable } from '@fencer/contract';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { fromServiceError, type internalpb } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import type { CellPool, CellState } from './cell-pool.js';
 import { BATCH_SESSIONS_MAX, BATCH_TIMEOUT_MS, BATCHER_SESSIONS_MAX, HEARTBEAT_INTERVAL_MS_MIN } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
-import type { RoutingTable } from './routing.js';
 import type { RoutingSource } from './routing-source.js';
 
 export interface HeartbeatAnswer {
@@ -72,6 +72,8 @@ export interface HeartbeatBatcherDeps {
 
 /** Unroutable heartbeats refresh the routing table at most this often. */
 const REFRESH_SPACING_MS = 100;
+/** The shortest TTL is remembered over two windows of this length: a TTL not seen for that long stops capping the interval. */
+const TTL_WINDOW_MS = 10_000;
 
 const expired = (sessionId: string): HeartbeatAnswer => ({ sessionId, ttlMsRemaining: 0, expired: true });
 
@@ -226,7 +228,7 @@ export class HeartbeatBatcher {
     if (now >= this.windowEndsAtMs) {
       this.ttlMinPreviousMs = this.ttlMinWindowMs;
       this.ttlMinWindowMs = Infinity;
-      this.windowEndsAtMs = now + 10_000;
+      this.windowEndsAtMs = now + TTL_WINDOW_MS;
     }
     for (const [cellId, q] of this.queues) {
       q.hops = 0;

@@ -4,15 +4,13 @@
  * module loads.
  */
 import { assert } from '@fencer/base';
+import { ROUTES_MAX } from '@fencer/contract';
+
+/** The routing table's own bounds (routes, cells, replicas per cell) are the contract's. */
+export { CELLS_MAX, REPLICAS_PER_CELL_MAX, ROUTES_MAX } from '@fencer/contract';
 
 /** Unary calls and watches one router has open towards one cell; beyond it a call gets RESOURCE_EXHAUSTED TOO_MANY_REQUESTS. */
 export const CELL_CALLS_IN_FLIGHT_MAX = 4_096;
-/** Namespaces in one routing table: a fleet of about eight cells with a few thousand tenants each. */
-export const ROUTES_MAX = 100_000;
-/** Cells in one routing table. */
-export const CELLS_MAX = 256;
-/** Replicas listed for one cell (Raft groups of 3-7, plus room for a membership change). */
-export const REPLICAS_PER_CELL_MAX = 16;
 /** Sessions one heartbeat batcher tracks at once (pending or waiting for the leader). */
 export const BATCHER_SESSIONS_MAX = 200_000;
 /** Sessions in one HeartbeatBatch; the cell refuses batches above 100,000. */
@@ -28,7 +26,7 @@ export const KEEPALIVE_STREAMS_MAX = 10_000;
 export const STREAM_PENDING_MAX = 20_000;
 /** Watch streams one router proxies at once. */
 export const WATCHES_MAX = 10_000;
-/** A routing file larger than this is refused (100,000 routes of ~80 bytes). */
+/** A routing file larger than this is refused (ROUTES_MAX routes of ~80 bytes, with room to spare). */
 export const ROUTING_FILE_BYTES_MAX = 16 * 1024 * 1024;
 /** Retry backoff after UNAVAILABLE: doubles from min to max. */
 export const RETRY_BACKOFF_MS_MIN = 10;
@@ -43,5 +41,6 @@ export const BATCH_TIMEOUT_MS = 2_000;
 
 assert(BATCH_SESSIONS_MAX <= 100_000, 'a batch fits the cell limit');
 assert(STREAM_PENDING_MAX <= BATCHER_SESSIONS_MAX, 'one stream fits the batcher');
+assert(ROUTES_MAX * 80 <= ROUTING_FILE_BYTES_MAX, 'a full table fits a routing file');
 assert(RETRY_BACKOFF_MS_MIN < RETRY_BACKOFF_MS_MAX, 'backoff grows');
 assert(HEARTBEAT_INTERVAL_MS_MIN < HEARTBEAT_INTERVAL_MS_DEFAULT, 'the default interval is allowed');

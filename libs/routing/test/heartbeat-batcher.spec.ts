@@ -12,15 +12,8 @@ import { FencerError } from '@fencer/base';
 import type { ServiceError } from '@grpc/grpc-js';
 import { toServiceError, type internalpb } from '@fencer/protocol';
 import { pino } from 'pino';
-import {
-  CellPool,
-  HeartbeatBatcher,
-  RouterMetrics,
-  StaticRoutingSource,
-  type HeartbeatAnswer,
-  type InternalStub,
-  type RoutingTable,
-} from '../src/index.js';
+import { CellPool, HeartbeatBatcher, RouterMetrics, StaticRoutingSource, type HeartbeatAnswer, type InternalStub } from '../src/index.js';
+import type { RoutingTable } from '@fencer/contract';
 
 type Answer = (err: ServiceError | null, res?: internalpb.HeartbeatBatchResponse) => void;
 interface SentBatch {

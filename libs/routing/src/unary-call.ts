@@ -1,0 +1,127 @@
+/**
+ * A unary call through the router: routed by its namespace to its cell's
+ * last known leader, and tried again inside the caller's deadline while
+ * the answer says the attempt did not run (RETRY_CODES, following the
+ * leader-hint within the cell) or that the table is stale
+ * (NAMESPACE_NOT_HERE: refresh, then retry). A client that cancels cancels
+ * the attempt in flight. Calls in flight per cell are bounded.
+ */
+import { FencerError } from '@fencer/base';
+import { type sendUnaryData, type ServerUnaryCall, type ServiceError, status } from '@grpc/grpc-js';
+import { fromServiceError } from '@fencer/protocol';
+import type { Logger } from 'pino';
+import type { CellState } from './cell-pool.js';
+import type { CellOf } from './cell-of-namespace.js';
+import type { RouterMetrics } from './metrics.js';
+import { fail, namespaceOfCall, type UnaryMethod } from './namespace-of-call.js';
+import { RETRY_CODES, backoffMs, deadlineOf, sleep, toClientError } from './retry-policy.js';
+import type { RoutingSource } from './routing-source.js';
+import type { Attempt } from './upstream.js';
+
+export interface UnaryDeps {
+  readonly source: RoutingSource;
+  readonly logger: Logger;
+  readonly metrics: RouterMetrics;
+  readonly cellOf: CellOf;
+  readonly attempt: Attempt;
+  readonly inFlightMax: number;
+}
+
+/** NAMESPACE_NOT_HERE refreshes the table at most this often per call: a table that stays wrong is the client's answer. */
+const NAMESPACE_REFRESHES_MAX = 3;
+/** The first hints of a call are followed without a pause: a fresh leader change needs one hop. */
+const HINTS_FOLLOWED_AT_ONCE_MAX = 2;
+
+/** What the handler and its retry loop share about one call. */
+interface CallState {
+  /** The cell of the last attempt ('' before the first), for the call's metrics. */
+  cellId: string;
+  /** Cancels the attempt in flight. */
+  cancelUpstream: (() => void) | undefined;
+  cancelled: boolean;
+}
+
+/** The grpc-js handler of one unary method. */
+export function unaryHandler<Req, Res>(deps: UnaryDeps, method: UnaryMethod) {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
+    const started = performance.now();
+    const state: CallState = { cellId: '', cancelUpstream: undefined, cancelled: false };
+    let answered = false;
+    // grpc-js says 'cancelled' after every answer too: only a call still running has anything to cancel.
+    call.on('cancelled', () => {
+      if (answered) return;
+      state.cancelled = true;
+      state.cancelUpstream?.();
+    });
+    const answer = (err: Partial<ServiceError> | null, res?: Res): void => {
+      answered = true;
+      const code = err ? (status[err.code ?? status.UNKNOWN] ?? 'UNKNOWN') : 'OK';
+      deps.metrics.calls.inc({ cell: state.cellId, method, code });
+      deps.metrics.callSeconds.observe({ cell: state.cellId, method }, (performance.now() - started) / 1000);
+      if (err) callback(err as ServiceError);
+      else callback(null, res);
+    };
+    callWithRetries<Res>(deps, method, call, state).then(
+      (res) => answer(null, res),
+      (e) => answer(toClientError(e, deps.logger, method)),
+    );
+  };
+}
+
+async function callWithRetries<Res>(
+  deps: UnaryDeps,
+  method: UnaryMethod,
+  call: ServerUnaryCall<unknown, unknown>,
+  state: CallState,
+): Promise<Res> {
+  const req = call.request as Record<string, unknown>;
+  const { namespace, bySession } = namespaceOfCall(method, req);
+  const waitMs = method === 'acquire' && typeof req.waitMs === 'number' ? req.waitMs : 0;
+  const deadlineMs = deadlineOf(call, waitMs);
+  let refreshes = 0;
+  for (let n = 0; ; n++) {
+    const cell = await deps.cellOf(namespace, bySession);
+    state.cellId = cell.id;
+    if (cell.inFlight >= deps.inFlightMax)
+      fail('TOO_MANY_REQUESTS', `cell ${cell.id} has ${deps.inFlightMax} calls in flight from this router; retry with backoff`);
+    const target = cell.target();
+    // The call counts against its cell until the attempt and any pause after it are over.
+    cell.inFlight++;
+    try {
+      return await deps.attempt<Res>(target, method, call.request, deadlineMs, (c) => (state.cancelUpstream = c));
+    } catch (e) {
+      if (state.cancelled) fail('CANCELLED', 'the client cancelled the call');
+      const fe = e instanceof FencerError ? e : fromServiceError(e as ServiceError);
+      let retry = false;
+      let followHint = false;
+      if (RETRY_CODES.has(fe.code)) {
+        followHint = moveToNextTarget(cell, fe, target);
+        retry = true;
+      } else if (fe.code === 'NAMESPACE_NOT_HERE' && refreshes < NAMESPACE_REFRESHES_MAX) {
+        refreshes++;
+        await deps.source.refresh();
+        retry = true;
+      }
+      // A fresh leader-hint is followed at once; anything else waits, growing.
+      const pauseMs = followHint && n < HINTS_FOLLOWED_AT_ONCE_MAX ? 0 : backoffMs(n);
+      if (!retry || Date.now() + pauseMs >= deadlineMs) throw fe;
+      deps.metrics.retries.inc({ cell: cell.id, method, reason: fe.code });
+      if (pauseMs > 0) await sleep(pauseMs);
+    } finally {
+      cell.inFlight--;
+    }
+  }
+}
+
+/**
+ * After an attempt on `target` that did not run: the cell's next target is
+ * the replica its NOT_LEADER answer named, when that is another replica of
+ * the cell (returns true), else the next replica in turn.
+ */
+function moveToNextTarget(cell: CellState, fe: FencerError, target: string): boolean {
+  const followHint =
+    fe.code === 'NOT_LEADER' && fe.leaderHint !== undefined && fe.leaderHint !== target && cell.replicas.includes(fe.leaderHint);
+  if (followHint) cell.noteLeader(fe.leaderHint);
+  else cell.advance(target);
+  return followHint;
+}
