@@ -4,19 +4,31 @@
  * opens the WAL, composes libs/cell's LockCell with real timers, and serves:
  * - the client port (--listen): the lock service and the internal
  *   HeartbeatBatch over gRPC, and beside them on the same port the routers'
- *   lane (unary calls as TCP frames, @fencer/protocol lane.ts); nothing
+ *   lane (unary calls as TCP frames, @fencer/peer-transport); nothing
  *   else (peer traffic never reaches it);
  * - the peer port (--peer-listen): Raft messages, as TCP frames or, with
  *   --peer-transport grpc, the RaftTransport gRPC stream; a cell uses one
  *   of the two on every member; a batch for another cell, or from a sender
- *   it does not take (peer-codec.ts admitsSender), closes the stream;
+ *   it does not take (@fencer/peer-transport admitsSender), closes the stream;
  * - the admin port and the Prometheus metrics port.
  * main.ts only parses the command line, handles signals and exits.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type Clock, NodeId, type Random, assert } from '@fencer/base';
 import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
-import { TolerantServer, adminpb, internalpb, listenMuxed, lockservice } from '@fencer/protocol';
+import { TolerantServer, adminpb, internalpb, lockservice } from '@fencer/protocol';
+import {
+  GrpcPeerTransport,
+  type PeerIntake,
+  type PeerTransportOptions,
+  type RaftPeerTransport,
+  TcpPeerServer,
+  TcpPeerTransport,
+  admitsSender,
+  listenMuxed,
+  raftTransportHandlers,
+  raftTransportService,
+} from '@fencer/peer-transport';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
@@ -26,15 +38,6 @@ import type { Logger } from './logger.js';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder, LaneForwarder } from './forwarder.js';
-import {
-  PeerTransport,
-  type PeerTransportOptions,
-  type RaftPeerTransport,
-  raftTransportHandlers,
-  raftTransportService,
-} from './peer-transport.js';
-import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
-import { type PeerIntake, admitsSender } from './peer-codec.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -141,7 +144,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     // The peer address the cell lists for this node, else --peer-listen unless it is a wildcard no peer can dial.
     selfAddress: node.peerAddressOf(NodeId(config.id)) ?? (/^(0\.0\.0\.0|\[::\]):/.test(config.peerListen) ? undefined : config.peerListen),
   };
-  transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
+  transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new GrpcPeerTransport(transportOptions);
   // A member's peer address: --peer-dial's, else the member directory's, else its client port + --peer-port-offset.
   const setPeer = (id: NodeId, address: string): void => {
     try {
@@ -198,7 +201,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     await bind(peerServer, config.peerListen);
     closePeers = () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
   }
-  // gRPC and the routers' lane share the client port: each connection is sniffed (libs/protocol lane.ts).
+  // gRPC and the routers' lane share the client port: each connection is sniffed (@fencer/peer-transport listenMuxed).
   const clientPort = await listenMuxed(server, config.listen, {
     dispatch: service.lane,
     onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),

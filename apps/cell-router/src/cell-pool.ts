@@ -6,7 +6,8 @@
  * of calls in flight towards it.
  */
 import { credentials } from '@grpc/grpc-js';
-import { LaneClient, internalpb, lockservice } from '@fencer/protocol';
+import { internalpb, lockservice } from '@fencer/protocol';
+import { LaneClient } from '@fencer/peer-transport';
 import type { RoutingTable } from './routing.js';
 
 export type LockStub = InstanceType<typeof lockservice.LockServiceClient>;

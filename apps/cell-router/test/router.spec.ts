@@ -18,7 +18,8 @@ import { Metadata, credentials } from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { FencerError } from '@fencer/base';
 import { FakeLockService } from '@fencer/client/testing';
-import { type LaneMethod, type LaneOutcome, type MuxedPort, TolerantServer, listenMuxed, lockservice } from '@fencer/protocol';
+import { TolerantServer, lockservice } from '@fencer/protocol';
+import { type LaneMethod, type LaneOutcome, type MuxedPort, listenMuxed } from '@fencer/peer-transport';
 import { TestClient, errorOf, eventually } from '@fencer/fleet/contract';
 import { buildRouter, StaticRoutingSource, type Router } from '../src/index.js';
 

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { type Clock, SeededRandom } from '@fencer/base';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { NodeDisk } from '@fencer/wal/node';
-import { TcpPeerServer, TcpPeerTransport } from '@fencer/cell-node';
+import { TcpPeerServer, TcpPeerTransport } from '@fencer/peer-transport';
 import { noopCellMetrics } from '@fencer/cell';
 import { MetaGroup } from '@fencer/meta-fsm/group';
 import { buildApp } from './app.js';
