@@ -43,8 +43,8 @@ export interface RaftPeerTransport {
 /**
  * One directed link's batching, bounds and reconnect policy, whatever the
  * connection underneath (a TCP socket in tcp-peer-transport.ts, a gRPC
- * stream in grpc-peer-transport.ts). A subclass opens a connection, writes a batch and
- * calls `broken` when the connection ends.
+ * stream in grpc-peer-transport.ts). A subclass opens a connection, writes
+ * a batch and calls `broken` when the connection ends.
  */
 export abstract class BatchingLink<C> {
   private connection: C | undefined;

@@ -1,12 +1,13 @@
 /**
- * The lane's wire format. The lane: how a router reaches a cell node's lock service without a
- * second gRPC hop. It is internal (the client contract stays gRPC, served
- * by the router); it carries the contract's unary calls as length-prefixed
- * TCP frames on the node's client port, beside gRPC on the same port (etcd
- * serves gRPC and HTTP on one port the same way, by sniffing). On this
- * machine one grpc-js call costs a few hundred microseconds of CPU on each
- * side; a lane call costs tens, so a routed call costs the leader less than
- * a direct one (docs/architecture.md, the lane).
+ * The lane's wire format. The lane is how a router (or a follower
+ * forwarding a call) reaches a cell node's lock service without a second
+ * gRPC hop. It is internal (the client contract stays gRPC, served by the
+ * router); it carries the contract's unary calls as length-prefixed TCP
+ * frames on the node's client port, beside gRPC on the same port (etcd
+ * serves gRPC and HTTP on one port the same way, by sniffing). A lane call
+ * costs both sides a fraction of the CPU of a grpc-js call, so a routed
+ * call costs the leader less than a direct one (docs/architecture.md, the
+ * lane; docs/benchmarks.md).
  *
  * Handshake: the caller sends LANE_MAGIC first; a node that speaks the lane
  * answers LANE_MAGIC. Anything else (an HTTP/2 server's SETTINGS, or a

@@ -3,8 +3,8 @@
  * carrying length-prefixed frames, each frame one `fencer.raft.v1.RaftBatch`
  * (the same protobuf message the gRPC transport streams). It exists because
  * the peer path is the cell's hottest: every log write is one batch to each
- * follower and one answer back, and a gRPC stream message costs twice the CPU
- * of a frame on a socket (HTTP/2 framing, grpc-js filters and stream
+ * follower and one answer back, and a gRPC stream message costs more CPU
+ * than a frame on a socket (HTTP/2 framing, grpc-js filters and stream
  * machinery); see docs/benchmarks.md, cell section.
  *
  * Frame: a 4-byte big-endian payload length, then the payload (read by
@@ -14,10 +14,10 @@
  * sender it does not take (intake.ts takeBatch), counts the refusal by
  * reason and says why in its log (one warning per window at most,
  * refusal-log.ts). Batching, queue bounds and dropping are those of every
- * link (batching-link.ts): messages handed over in one synchronous run leave as one frame
- * in a microtask after it; a link with a full queue, a full socket buffer or
- * no connection drops messages (Raft retransmits) and reports the peer
- * unreachable so the leader falls back to probing.
+ * link (batching-link.ts): messages handed over in one synchronous run
+ * leave as one frame in a microtask after it; a link with a full queue, a
+ * full socket buffer or no connection drops messages (Raft retransmits) and
+ * reports the peer unreachable so the leader falls back to probing.
  */
 import net from 'node:net';
 import { raftpb } from '@fencer/protocol';
