@@ -1,13 +1,5 @@
-/** host:port addresses: splitting them, and the default TCP peer address of a member. */
-
-export function splitAddress(address: string): { host: string; port: number } {
-  const at = address.lastIndexOf(':');
-  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(address.slice(at + 1));
-  if (at <= 0 || address.slice(at + 1) === '' || !Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new Error(`"${address}" is not host:port`);
-  return { host, port };
-}
+/** The default TCP peer address of a member: its client address with the port moved by --peer-port-offset. */
+import { splitAddress } from '@fencer/peer-transport';
 
 /** The address with its port moved by `offset` (a member's TCP peer address is its gRPC address shifted so). */
 export function shiftPort(address: string, offset: number): string {

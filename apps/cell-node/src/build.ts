@@ -4,19 +4,31 @@
  * opens the WAL, composes libs/cell's LockCell with real timers, and serves:
  * - the client port (--listen): the lock service and the internal
  *   HeartbeatBatch over gRPC, and beside them on the same port the routers'
- *   lane (unary calls as TCP frames, @fencer/protocol lane.ts); nothing
+ *   lane (unary calls as TCP frames, @fencer/peer-transport); nothing
  *   else (peer traffic never reaches it);
  * - the peer port (--peer-listen): Raft messages, as TCP frames or, with
  *   --peer-transport grpc, the RaftTransport gRPC stream; a cell uses one
  *   of the two on every member; a batch for another cell, or from a sender
- *   it does not take (peer-codec.ts admitsSender), closes the stream;
+ *   it does not take (@fencer/peer-transport admitsSender), closes the stream;
  * - the admin port and the Prometheus metrics port.
  * main.ts only parses the command line, handles signals and exits.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { type Clock, NodeId, type Random, assert } from '@fencer/base';
 import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer/cell';
-import { TolerantServer, adminpb, internalpb, listenMuxed, lockservice } from '@fencer/protocol';
+import { TolerantServer, adminpb, internalpb, lockservice } from '@fencer/protocol';
+import {
+  GrpcPeerTransport,
+  type PeerIntake,
+  type PeerTransportOptions,
+  type RaftPeerTransport,
+  TcpPeerServer,
+  TcpPeerTransport,
+  admitsSender,
+  listenMuxed,
+  raftTransportHandlers,
+  raftTransportService,
+} from '@fencer/peer-transport';
 import { NodeDisk } from '@fencer/wal/node';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
@@ -26,15 +38,6 @@ import type { Logger } from './logger.js';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder, LaneForwarder } from './forwarder.js';
-import {
-  PeerTransport,
-  type PeerTransportOptions,
-  type RaftPeerTransport,
-  raftTransportHandlers,
-  raftTransportService,
-} from './peer-transport.js';
-import { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
-import { type PeerIntake, admitsSender } from './peer-codec.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -129,32 +132,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     deps.testHooks,
   );
   syncView.isLeader = () => node.isLeader;
-  const transportOptions: PeerTransportOptions = {
-    selfId: config.id,
-    cellId: config.cellId,
-    sendQueueMax: config.peerSendQueueMax,
-    reconnectDelayMs: 100,
-    logger,
-    onUnreachable: (peer) => node.replica.reportUnreachable(peer),
-    onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
-    onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
-    // The peer address the cell lists for this node, else --peer-listen unless it is a wildcard no peer can dial.
-    selfAddress: node.peerAddressOf(NodeId(config.id)) ?? (/^(0\.0\.0\.0|\[::\]):/.test(config.peerListen) ? undefined : config.peerListen),
-  };
-  transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(transportOptions) : new PeerTransport(transportOptions);
-  // A member's peer address: --peer-dial's, else the member directory's, else its client port + --peer-port-offset.
-  const setPeer = (id: NodeId, address: string): void => {
-    try {
-      transport?.setPeer(id, config.peerDial.get(id) ?? node.peerAddressOf(id) ?? address);
-    } catch (err) {
-      logger.error(
-        { peer: id, address, err: (err as Error).message },
-        'no peer address for this member: it gets no Raft messages from here',
-      );
-    }
-  };
-  for (const [id, address] of node.addresses) setPeer(id, address);
-  node.cell.core.members.onAddress = setPeer;
+  transport = connectPeers(deps, node);
 
   const service = new LockServiceImpl(node, metrics);
   syncView.callsInFlight = () => service.callsInFlight;
@@ -165,40 +143,8 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   const adminServer = new TolerantServer(grpcOptions(config));
   adminServer.addService(adminpb.CellAdminService, adminHandlers(node));
 
-  const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
-    node.replica.receive(m);
-  };
-  const known = (id: string): boolean => {
-    const conf = node.replica.conf;
-    return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
-  };
-  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused' | 'onSenderAddress'> = {
-    admits: (id) => admitsSender(id, { isKnown: known, leader: node.replica.leader }),
-    onRefused: (reason) => metrics.replica.inc('replica_messages_dropped_total', 1, { reason }),
-    // A sender it took but cannot answer (it missed that member's addition): reach it where it says it is.
-    onSenderAddress: (id, address) => {
-      if (transport && !transport.hasPeer(NodeId(id))) {
-        logger.info({ peer: id, address }, 'learned the peer address of a member it had none for from its messages');
-        transport.setPeer(NodeId(id), config.peerDial.get(NodeId(id)) ?? address);
-      }
-    },
-  };
-  let closePeers: () => Promise<void>;
-  if (config.peerTransport === 'tcp') {
-    const peerServer = new TcpPeerServer(config.cellId, receive, logger, peerChecks);
-    await peerServer.listen(config.peerListen);
-    closePeers = () => peerServer.close();
-  } else {
-    // A TolerantServer for its compressed-garbage answer (INVALID_ARGUMENT); the service marks its own undecodable batches.
-    const peerServer = new TolerantServer(grpcOptions(config));
-    peerServer.addService(
-      raftTransportService,
-      raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...peerChecks }, logger),
-    );
-    await bind(peerServer, config.peerListen);
-    closePeers = () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
-  }
-  // gRPC and the routers' lane share the client port: each connection is sniffed (libs/protocol lane.ts).
+  const closePeers = await servePeers(deps, node, transport);
+  // gRPC and the routers' lane share the client port: each connection is sniffed (@fencer/peer-transport listenMuxed).
   const clientPort = await listenMuxed(server, config.listen, {
     dispatch: service.lane,
     onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),
@@ -251,4 +197,76 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     await new Promise<void>((resolve, reject) => node.replica.close((err) => (err ? reject(err) : resolve())));
   };
   return { node, close };
+}
+
+/**
+ * The node's links to the other members, by --peer-transport. A member's peer address: --peer-dial's, else the member
+ * directory's, else its client port + --peer-port-offset; a member added later gets its link when the directory
+ * learns its address.
+ */
+function connectPeers(deps: CellNodeDeps, node: CellNode): RaftPeerTransport {
+  const { config, logger, metrics } = deps;
+  const options: PeerTransportOptions = {
+    selfId: config.id,
+    cellId: config.cellId,
+    sendQueueMax: config.peerSendQueueMax,
+    reconnectDelayMs: 100,
+    logger,
+    onUnreachable: (peer) => node.replica.reportUnreachable(peer),
+    onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
+    onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
+    // The peer address the cell lists for this node, else --peer-listen unless it is a wildcard no peer can dial.
+    selfAddress: node.peerAddressOf(NodeId(config.id)) ?? (/^(0\.0\.0\.0|\[::\]):/.test(config.peerListen) ? undefined : config.peerListen),
+  };
+  const transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(options) : new GrpcPeerTransport(options);
+  const setPeer = (id: NodeId, address: string): void => {
+    try {
+      transport.setPeer(id, config.peerDial.get(id) ?? node.peerAddressOf(id) ?? address);
+    } catch (err) {
+      logger.error(
+        { peer: id, address, err: (err as Error).message },
+        'no peer address for this member: it gets no Raft messages from here',
+      );
+    }
+  };
+  for (const [id, address] of node.addresses) setPeer(id, address);
+  node.cell.core.members.onAddress = setPeer;
+  return transport;
+}
+
+/**
+ * The peer port, by --peer-transport: Raft messages from the senders the node takes (@fencer/peer-transport
+ * admitsSender: its members and the leader it follows) go to the replica; refusals are counted by reason. Returns how
+ * to close it.
+ */
+async function servePeers(deps: CellNodeDeps, node: CellNode, transport: RaftPeerTransport): Promise<() => Promise<void>> {
+  const { config, logger, metrics } = deps;
+  const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
+    node.replica.receive(m);
+  };
+  const known = (id: string): boolean => {
+    const conf = node.replica.conf;
+    return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
+  };
+  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused' | 'onSenderAddress'> = {
+    admits: (id) => admitsSender(id, { isKnown: known, leader: node.replica.leader }),
+    onRefused: (reason) => metrics.replica.inc('replica_messages_dropped_total', 1, { reason }),
+    // A sender it took but cannot answer (it missed that member's addition): reach it where it says it is.
+    onSenderAddress: (id, address) => {
+      if (!transport.hasPeer(NodeId(id))) {
+        logger.info({ peer: id, address }, 'learned the peer address of a member it had none for from its messages');
+        transport.setPeer(NodeId(id), config.peerDial.get(NodeId(id)) ?? address);
+      }
+    },
+  };
+  if (config.peerTransport === 'tcp') {
+    const peerServer = new TcpPeerServer(config.cellId, receive, logger, peerChecks);
+    await peerServer.listen(config.peerListen);
+    return () => peerServer.close();
+  }
+  // A TolerantServer for its compressed-garbage answer (INVALID_ARGUMENT); the service marks its own undecodable batches.
+  const peerServer = new TolerantServer(grpcOptions(config));
+  peerServer.addService(raftTransportService, raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...peerChecks }, logger));
+  await bind(peerServer, config.peerListen);
+  return () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
 }

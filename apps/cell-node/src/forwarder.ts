@@ -4,14 +4,15 @@
  * forwarded so the leader never forwards it again. The cell library decides
  * when to forward and times the call out (timers of any length, chained);
  * this only carries it. `LaneForwarder` carries unary calls by the leader's
- * lane (libs/protocol lane.ts, as a router does: a lane call is served as a
+ * lane (@fencer/peer-transport LaneClient, as a router does: a lane call is served as a
  * forwarded one and costs the leader a fraction of a gRPC call), and falls
  * back to `GrpcForwarder` for a leader that speaks no lane.
  */
 import { Metadata, credentials, type ServiceError, status } from '@grpc/grpc-js';
 import { FencerError, type Result, err, ok } from '@fencer/base';
 import type { CallDone, Cancel, CellMethod, HeartbeatAnswer, LeaderForwarder, RequestOf, ResponseOf } from '@fencer/cell';
-import { FORWARDED_KEY, LANE_CALLS_MAX, LaneClient, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
+import { FORWARDED_KEY, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
+import { LaneClient, limits as laneLimits } from '@fencer/peer-transport';
 
 type Unary = (req: unknown, md: Metadata, cb: (err: ServiceError | null, res: unknown) => void) => { cancel(): void };
 
@@ -79,7 +80,7 @@ export class GrpcForwarder implements LeaderForwarder {
  * out and cancels it (which tells the leader CANCEL); the lane client clamps
  * this to the longest timer Node has.
  */
-const LANE_DEADLINE_MS = 2 ** 31 - 1;
+const LANE_DEADLINE_MS = laneLimits.timerDelayMsMax;
 
 export type ForwardTransport = 'lane' | 'grpc';
 
@@ -93,7 +94,7 @@ export class LaneForwarder implements LeaderForwarder {
   constructor(
     private readonly grpc: GrpcForwarder,
     private readonly onForward: (transport: ForwardTransport) => void = () => {},
-    private readonly laneCallsMax = LANE_CALLS_MAX,
+    private readonly laneCallsMax = laneLimits.laneCallsMax,
   ) {}
 
   forward<M extends CellMethod>(leader: string, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {

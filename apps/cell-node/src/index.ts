@@ -1,7 +1,7 @@
 /**
- * What other apps reuse of the cell node: its TCP peer transport (the
- * control plane's meta group sends its Raft messages the same way).
+ * The cell node is an app: nothing imports it (apps import only libs). What
+ * other apps share with it lives in libs, its peer transport and the lane in
+ * @fencer/peer-transport. It runs from main.ts; the chaos harness starts its
+ * compiled build.js the same way.
  */
-export { TcpPeerServer, TcpPeerTransport } from './tcp-peer-transport.js';
-export type { PeerTransportOptions, RaftPeerTransport } from './peer-transport.js';
-export { type PeerIntake, StreamRefusal, admitsSender } from './peer-codec.js';
+export {};

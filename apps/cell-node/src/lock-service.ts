@@ -26,7 +26,8 @@ import {
   type WatchSink,
   lockToWire,
 } from '@fencer/cell';
-import { FORWARDED_KEY, type LaneDispatch, internalpb, lockservice, toServiceError } from '@fencer/protocol';
+import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
+import type { LaneDispatch } from '@fencer/peer-transport';
 
 import type { NodeMetrics } from './metrics.js';
 import type { CellNode } from './node.js';

@@ -90,7 +90,7 @@ export class NodeMetrics {
     registers: [this.registry],
   });
   /**
-   * Peer messages refused, by reason: by the Raft core (libs/raft message-check.ts) or at the peer transport (peer-codec.ts:
+   * Peer messages refused, by reason: by the Raft core (libs/raft message-check.ts) or at the peer transport (@fencer/peer-transport StreamRefusal:
    * other-cell, undecodable, frame-too-large, not-member, unknown-type). A rising count is a bug or a hostile peer.
    */
   private readonly raftMessagesRefused = new Counter({

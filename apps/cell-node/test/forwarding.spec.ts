@@ -13,7 +13,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { FencerError, type Result } from '@fencer/base';
-import { type LaneOutcome, TolerantServer, listenMuxed, lockservice } from '@fencer/protocol';
+import { TolerantServer, lockservice } from '@fencer/protocol';
+import { type LaneOutcome, listenMuxed } from '@fencer/peer-transport';
 import { GrpcForwarder, LaneForwarder, type ForwardTransport } from '../src/forwarder.js';
 import { type Cell, startCell } from './support/cell.js';
 

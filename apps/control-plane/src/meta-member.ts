@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, SeededRandom } from '@fencer/base';
 import { noopCellMetrics } from '@fencer/cell';
-import { TcpPeerServer, TcpPeerTransport } from '@fencer/cell-node';
+import { TcpPeerServer, TcpPeerTransport } from '@fencer/peer-transport';
 import { MetaGroup } from '@fencer/meta-fsm/group';
 import type { Die, Logger } from '@fencer/service';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';

@@ -44,7 +44,7 @@ export class ControlPlaneMetrics implements AppMetrics {
   });
   /**
    * Peer messages refused, by reason, under the cell nodes' name and labels: by the Raft core (libs/raft
-   * message-check.ts) or at the peer port (@fencer/cell-node StreamRefusal: other-cell, undecodable,
+   * message-check.ts) or at the peer port (@fencer/peer-transport StreamRefusal: other-cell, undecodable,
    * frame-too-large, not-member, unknown-type). A rising count is a bug or a hostile peer.
    */
   private readonly raftMessagesRefused = new Counter({

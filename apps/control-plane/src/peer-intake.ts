@@ -1,13 +1,13 @@
 /**
  * Which senders the meta group's peer port takes Raft messages from: the
- * cell nodes' rule (@fencer/cell-node admitsSender) over the meta group's
+ * cell nodes' rule (@fencer/peer-transport admitsSender) over the meta group's
  * own view. Without it a well-formed RaftBatch from any host that reaches
  * the peer port, with a made-up sender at a higher term, moves the meta
  * group's term (the core takes requests from non-members, dissertation
  * §4.1), so any host could start elections at will.
  */
 import { NodeId } from '@fencer/base';
-import { type PeerIntake, admitsSender } from '@fencer/cell-node';
+import { type PeerIntake, admitsSender } from '@fencer/peer-transport';
 import type { MetaGroup } from '@fencer/meta-fsm/group';
 
 /**

@@ -13,16 +13,3 @@ export {
   type ErrorSpec,
 } from './errors.js';
 export { TolerantServer } from './tolerant-server.js';
-export {
-  LANE_CALLS_MAX,
-  LANE_FRAME_MAX,
-  LANE_MAGIC,
-  LANE_METHODS,
-  type LaneDispatch,
-  type LaneMethod,
-  type LaneOutcome,
-  type MuxOptions,
-  type MuxedPort,
-  listenMuxed,
-} from './lane.js';
-export { LaneClient, type LaneResult, UNSUPPORTED_RETRY_MS } from './lane-client.js';

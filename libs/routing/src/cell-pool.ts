@@ -2,11 +2,12 @@
  * The cells behind a router or proxy: each cell's replica addresses (from
  * the routing table), its last known leader (followed through the
  * `leader-hint` of NOT_LEADER answers), one gRPC channel and one lane
- * (@fencer/protocol LaneClient, for unary calls) per address, and the count
+ * (@fencer/peer-transport LaneClient, for unary calls) per address, and the count
  * of calls in flight towards it.
  */
 import { credentials } from '@grpc/grpc-js';
-import { LaneClient, internalpb, lockservice } from '@fencer/protocol';
+import { internalpb, lockservice } from '@fencer/protocol';
+import { LaneClient } from '@fencer/peer-transport';
 import type { RoutingTable } from '@fencer/contract';
 
 export type LockStub = InstanceType<typeof lockservice.LockServiceClient>;

@@ -10,7 +10,7 @@
  * (@fencer/client/testing), which holds waiting Acquires open and can play
  * a follower that answers NOT_LEADER. It speaks gRPC only, so these calls
  * take the router's gRPC path; the lane cases put the router in front of a
- * muxed port (@fencer/protocol listenMuxed) whose lane calls the test holds
+ * muxed port (@fencer/peer-transport listenMuxed) whose lane calls the test holds
  * and answers, as a cell node's would be.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,7 +18,8 @@ import { Metadata, credentials } from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { FencerError } from '@fencer/base';
 import { FakeLockService } from '@fencer/client/testing';
-import { type LaneMethod, type LaneOutcome, type MuxedPort, TolerantServer, listenMuxed, lockservice } from '@fencer/protocol';
+import { TolerantServer, lockservice } from '@fencer/protocol';
+import { type LaneMethod, type LaneOutcome, type MuxedPort, listenMuxed } from '@fencer/peer-transport';
 import { TestClient, errorOf, eventually } from '@fencer/fleet/contract';
 import { buildRouter, StaticRoutingSource, type Router } from '../src/index.js';
 

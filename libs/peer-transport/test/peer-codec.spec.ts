@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { LogIndex, NodeId, Term } from '@fencer/base';
 import { DropReason, EntryType, checkMessage, type Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
-import { type StreamRefusal, admitsSender, messageFromWire, messageToWire, takeBatch } from '../src/peer-codec.js';
+import { type StreamRefusal, admitsSender, messageFromWire, messageToWire, takeBatch } from '../src/index.js';
 
 const roundTrip = (m: Message): Message | undefined =>
   messageFromWire(raftpb.RaftMessage.decode(raftpb.RaftMessage.encode(messageToWire(m)).finish()));

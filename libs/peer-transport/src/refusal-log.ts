@@ -5,18 +5,16 @@
  * many were left unsaid since the last warning, so a flood of forgeries
  * (one connection each) cannot flood the log or slow the process with it.
  */
-import type { Logger } from './logger.js';
-
-/** One warning per this many ms at most, per refusing server. */
-export const REFUSAL_LOG_WINDOW_MS = 10_000;
+import type { PeerLogger } from './logger.js';
+import { refusalLogWindowMs } from './limits.js';
 
 export class RefusalLog {
   private lastAt = Number.NEGATIVE_INFINITY;
   private unsaid = 0;
 
   constructor(
-    private readonly logger: Logger,
-    private readonly windowMs = REFUSAL_LOG_WINDOW_MS,
+    private readonly logger: Pick<PeerLogger, 'warn'>,
+    private readonly windowMs = refusalLogWindowMs,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -1,5 +1,5 @@
 /**
- * A caller's end of the lane (see lane.ts) to one node: one TCP connection,
+ * A caller's end of the lane (lane-frames.ts) to one node: one TCP connection,
  * opened on first use, many calls in flight on it, each with its own
  * deadline (on expiry the node is told CANCEL and the call fails
  * DEADLINE_EXCEEDED). A lost connection fails every call on it with
@@ -8,26 +8,25 @@
  * was sent, and a PING got no PONG). A node that does not answer the
  * handshake with LANE_MAGIC speaks no lane: its calls come back
  * `unsupported` (the caller then uses gRPC), and the lane is tried again
- * after UNSUPPORTED_RETRY_MS (a node upgraded in place gains it).
+ * after laneUnsupportedRetryMs (a node upgraded in place gains it).
  */
 import net from 'node:net';
 import { FencerError } from '@fencer/base';
-import { LockServiceService } from './gen/lockservice/v1/lockservice.js';
+import { lockservice } from '@fencer/protocol';
+import { splitAddress } from './address.js';
 import {
-  FrameReader,
-  FrameType,
   LANE_MAGIC,
   LANE_METHODS,
-  LANE_PROBE_TIMEOUT_MS,
+  LaneFrameReader,
+  LaneFrameType,
   type LaneMethod,
-  encodeFrame,
+  encodeLaneFrame,
   errorOfPayload,
   writeCoalesced,
-} from './lane.js';
+} from './lane-frames.js';
+import { laneConnectTimeoutMs, laneProbeTimeoutMs, laneUnsupportedRetryMs, timerDelayMsMax } from './limits.js';
 
-export const UNSUPPORTED_RETRY_MS = 60_000;
-const CONNECT_TIMEOUT_MS = 2_000;
-const TIMER_MAX_MS = 2 ** 31 - 1;
+const { LockServiceService } = lockservice;
 
 export type LaneResult = { ok: true; value: unknown } | { ok: false; error: FencerError } | { ok: false; unsupported: true };
 
@@ -45,7 +44,7 @@ export class LaneClient {
   private socket: net.Socket | undefined;
   private ready = false;
   private handshake: Buffer = Buffer.alloc(0);
-  private reader = new FrameReader();
+  private reader = new LaneFrameReader();
   private readonly pending = new Map<number, Pending>();
   /** CALL frames waiting for the handshake. */
   private queued: Buffer[] = [];
@@ -74,17 +73,17 @@ export class LaneClient {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffff_fffe ? 1 : this.nextId + 1;
     const bytes = (LockServiceService[method].requestSerialize as (v: unknown) => Buffer)(request);
-    const frame = encodeFrame(FrameType.CALL, id, bytes, METHOD_INDEX.get(method)!);
+    const frame = encodeLaneFrame(LaneFrameType.CALL, id, bytes, METHOD_INDEX.get(method)!);
     const sentAt = performance.now();
     const timer = setTimeout(
       () => {
         if (!this.pending.delete(id)) return;
-        this.send(encodeFrame(FrameType.CANCEL, id, Buffer.alloc(0)));
+        this.send(encodeLaneFrame(LaneFrameType.CANCEL, id, Buffer.alloc(0)));
         if (this.lastReceivedAt < sentAt) this.probe();
         done({ ok: false, error: new FencerError('DEADLINE_EXCEEDED', `${method} at ${this.address}: deadline exceeded`) });
       },
       // setTimeout fires at once past 2^31-1 ms; a deadline weeks away waits that long instead.
-      Math.min(TIMER_MAX_MS, Math.max(0, deadlineMs - Date.now())),
+      Math.min(timerDelayMsMax, Math.max(0, deadlineMs - Date.now())),
     );
     this.pending.set(id, { method, done, timer, sentAt });
     this.send(frame);
@@ -93,7 +92,7 @@ export class LaneClient {
       if (!p) return;
       this.pending.delete(id);
       clearTimeout(p.timer);
-      this.send(encodeFrame(FrameType.CANCEL, id, Buffer.alloc(0)));
+      this.send(encodeLaneFrame(LaneFrameType.CANCEL, id, Buffer.alloc(0)));
     };
   }
 
@@ -116,16 +115,23 @@ export class LaneClient {
   }
 
   private dial(): void {
-    const at = this.address.lastIndexOf(':');
-    const host = this.address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-    const socket = net.connect({ host, port: Number(this.address.slice(at + 1)), noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+    let target: { host: string; port: number };
+    try {
+      target = splitAddress(this.address);
+    } catch (e) {
+      // An address no connection can be made to: its calls fail as calls to a node that refused the connection.
+      this.queued = [];
+      this.failAll((p) => ({ ok: false, error: new FencerError('NO_LEADER', `${p.method}: ${(e as Error).message}`) }));
+      return;
+    }
+    const socket = net.connect({ ...target, noDelay: true, timeout: laneConnectTimeoutMs });
     this.socket = socket;
     this.ready = false;
     this.handshake = Buffer.alloc(0);
-    this.reader = new FrameReader();
+    this.reader = new LaneFrameReader();
     socket.write(LANE_MAGIC);
     socket.on('timeout', () => {
-      if (!this.ready) socket.destroy(new Error(`no lane handshake within ${CONNECT_TIMEOUT_MS} ms`));
+      if (!this.ready) socket.destroy(new Error(`no lane handshake within ${laneConnectTimeoutMs} ms`));
     });
     socket.on('data', (d: Buffer) => {
       if (this.socket !== socket) return;
@@ -166,33 +172,31 @@ export class LaneClient {
 
   /**
    * A call reached its deadline and the node sent nothing since it was sent:
-   * ask it (PING). Nothing back within LANE_PROBE_TIMEOUT_MS and the
+   * ask it (PING). Nothing back within laneProbeTimeoutMs and the
    * connection is dropped (its calls fail NO_LEADER; the next call dials).
    */
   private probe(): void {
     const socket = this.socket;
     if (!socket || !this.ready || this.probeTimer) return;
     const askedAt = performance.now();
-    this.send(encodeFrame(FrameType.PING, 0, Buffer.alloc(0)));
+    this.send(encodeLaneFrame(LaneFrameType.PING, 0, Buffer.alloc(0)));
     this.probeTimer = setTimeout(() => {
       this.probeTimer = undefined;
       if (this.socket === socket && this.lastReceivedAt < askedAt)
-        socket.destroy(new Error(`the node at ${this.address} answered no PING within ${LANE_PROBE_TIMEOUT_MS} ms`));
-    }, LANE_PROBE_TIMEOUT_MS);
+        socket.destroy(new Error(`the node at ${this.address} answered no PING within ${laneProbeTimeoutMs} ms`));
+    }, laneProbeTimeoutMs);
   }
 
   private receive(socket: net.Socket, d: Buffer): void {
     // Frames only: a call queued before the handshake counts as sent when the handshake let it go.
     this.lastReceivedAt = performance.now();
-    let frames;
-    try {
-      frames = this.reader.push(d);
-    } catch {
+    const { frames, error } = this.reader.push(d);
+    if (error !== undefined) {
       socket.destroy();
       return;
     }
     for (const f of frames) {
-      if (f.type === FrameType.PONG) {
+      if (f.type === LaneFrameType.PONG) {
         this.probesAnswered++;
         continue;
       }
@@ -200,7 +204,7 @@ export class LaneClient {
       if (!p) continue; // cancelled or timed out already
       this.pending.delete(f.id);
       clearTimeout(p.timer);
-      if (f.type === FrameType.OK) {
+      if (f.type === LaneFrameType.OK) {
         let value: unknown;
         try {
           value = LockServiceService[p.method].responseDeserialize(Buffer.from(f.payload));
@@ -212,7 +216,7 @@ export class LaneClient {
           continue;
         }
         p.done({ ok: true, value });
-      } else if (f.type === FrameType.ERROR) {
+      } else if (f.type === LaneFrameType.ERROR) {
         p.done({ ok: false, error: errorOfPayload(f.payload) });
       } else {
         p.done({ ok: false, error: new FencerError('INTERNAL', `${p.method} at ${this.address}: the node sent frame type ${f.type}`) });
@@ -224,7 +228,7 @@ export class LaneClient {
 
   /** The node answered the handshake with something else: it speaks no lane. Its calls go to gRPC. */
   private unsupported(socket: net.Socket): void {
-    this.unsupportedUntil = Date.now() + UNSUPPORTED_RETRY_MS;
+    this.unsupportedUntil = Date.now() + laneUnsupportedRetryMs;
     this.socket = undefined;
     this.ready = false;
     this.queued = [];

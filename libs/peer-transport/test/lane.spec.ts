@@ -16,8 +16,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Server, ServerCredentials, credentials, type ServiceError } from '@grpc/grpc-js';
 import { ERROR_CODES, FencerError } from '@fencer/base';
+import { TolerantServer, lockservice } from '@fencer/protocol';
 import {
-  LANE_FRAME_MAX,
   LANE_MAGIC,
   LaneClient,
   type LaneDispatch,
@@ -25,11 +25,10 @@ import {
   type LaneOutcome,
   type LaneResult,
   type MuxedPort,
-  TolerantServer,
+  limits,
   listenMuxed,
-  lockservice,
 } from '../src/index.js';
-import { FrameReader, FrameType, encodeFrame, errorOfPayload, errorPayload } from '../src/lane.js';
+import { LaneFrameReader, LaneFrameType, encodeLaneFrame, errorOfPayload, errorPayload } from '../src/lane-frames.js';
 
 interface Held {
   readonly method: LaneMethod;
@@ -227,6 +226,13 @@ describe('lane', () => {
     expect((again as { error: FencerError }).error.code).toBe('NO_LEADER');
   });
 
+  it('fails a call to an address that is not host:port NO_LEADER instead of throwing', async () => {
+    const c = lane('localhost');
+    const r = await call(c, 'getLock', { name: '/ls/ns/x' });
+    expect((r as { error: FencerError }).error.code).toBe('NO_LEADER');
+    expect((r as { error: FencerError }).error.message).toMatch(/"localhost" is not host:port/);
+  });
+
   it('says unsupported for a node that speaks only gRPC, and stays off it', async () => {
     const server = new Server();
     server.addService(lockservice.LockServiceService, {} as lockservice.LockServiceServer);
@@ -244,12 +250,12 @@ describe('lane', () => {
     const bad = Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]);
     const frames = Buffer.concat([
       LANE_MAGIC,
-      encodeFrame(FrameType.CALL, 1, bad, 2),
-      encodeFrame(FrameType.CALL, 2, Buffer.alloc(0), 200),
-      encodeFrame(FrameType.CALL, 3, Buffer.alloc(0)),
+      encodeLaneFrame(LaneFrameType.CALL, 1, bad, 2),
+      encodeLaneFrame(LaneFrameType.CALL, 2, Buffer.alloc(0), 200),
+      encodeLaneFrame(LaneFrameType.CALL, 3, Buffer.alloc(0)),
     ]);
     const answers = await rawFrames(n.port.address, frames, 3);
-    expect(answers.map((f) => f.type)).toEqual([FrameType.ERROR, FrameType.ERROR, FrameType.ERROR]);
+    expect(answers.map((f) => f.type)).toEqual([LaneFrameType.ERROR, LaneFrameType.ERROR, LaneFrameType.ERROR]);
     const errors = answers.map((f) => JSON.parse(f.payload.toString()) as { code: string; message: string });
     expect(errors.map((e) => e.code)).toEqual(['INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT']);
     expect(errors[0]!.message).toMatch(/Acquire: the request is not a valid message/);
@@ -258,9 +264,9 @@ describe('lane', () => {
   });
 
   it.each([
-    ['a frame over the size limit', () => Buffer.from([0x7f, 0xff, 0xff, 0xff, FrameType.CALL, 0, 0, 0, 1])],
-    ['an unknown frame type', () => encodeFrame(9, 1, Buffer.from('x'))],
-    ["a frame type that is the node's to send", () => encodeFrame(FrameType.OK, 1, Buffer.from('x'))],
+    ['a frame over the size limit', () => Buffer.from([0x7f, 0xff, 0xff, 0xff, LaneFrameType.CALL, 0, 0, 0, 1])],
+    ['an unknown frame type', () => encodeLaneFrame(9, 1, Buffer.from('x'))],
+    ["a frame type that is the node's to send", () => encodeLaneFrame(LaneFrameType.OK, 1, Buffer.from('x'))],
     ['a call id reused while in flight', () => Buffer.concat([callFrame(5), callFrame(5)])],
   ])('closes a connection that sends %s; the port keeps serving lane and gRPC', async (_name, bytes) => {
     const n = await node();
@@ -315,13 +321,15 @@ describe('lane framing', () => {
         fc.array(fc.tuple(fc.constantFrom(1, 2, 3, 4), fc.nat({ max: 0xffffffff }), fc.uint8Array({ maxLength: 300 })), { maxLength: 12 }),
         fc.array(fc.nat({ max: 50 }), { maxLength: 30 }),
         (frames, cuts) => {
-          const bytes = Buffer.concat(frames.map(([t, id, p]) => encodeFrame(t, id, p)));
-          const r = new FrameReader();
+          const bytes = Buffer.concat(frames.map(([t, id, p]) => encodeLaneFrame(t, id, p)));
+          const r = new LaneFrameReader();
           const got: [number, number, number[]][] = [];
           let at = 0;
           for (const cut of [...cuts, bytes.length]) {
             const end = Math.min(bytes.length, at + cut);
-            for (const f of r.push(bytes.subarray(at, end))) got.push([f.type, f.id, [...f.payload]]);
+            const { frames: read, error } = r.push(bytes.subarray(at, end));
+            expect(error).toBeUndefined();
+            for (const f of read) got.push([f.type, f.id, [...f.payload]]);
             at = end;
           }
           expect(got).toEqual(frames.map(([t, id, p]) => [t, id, [...p]]));
@@ -330,16 +338,27 @@ describe('lane framing', () => {
     );
   });
 
-  it(`refuses a frame longer than ${LANE_FRAME_MAX} bytes from its header alone`, () => {
+  it(`refuses a frame longer than ${limits.laneFrameBytesMax} bytes from its header alone`, () => {
     const header = Buffer.alloc(9);
-    header.writeUInt32BE(LANE_FRAME_MAX + 1, 0);
-    header.writeUInt8(FrameType.CALL, 4);
-    expect(() => new FrameReader().push(header)).toThrow(/over the .*limit/);
+    header.writeUInt32BE(limits.laneFrameBytesMax + 1, 0);
+    header.writeUInt8(LaneFrameType.CALL, 4);
+    expect(new LaneFrameReader().push(header).error).toMatch(/over the .*limit/);
+  });
+
+  it('refuses a frame of an unknown type from its header alone, and stays broken', () => {
+    const reader = new LaneFrameReader();
+    const header = encodeLaneFrame(9, 1, Buffer.alloc(100)).subarray(0, 9);
+    expect(reader.push(header).error).toMatch(/unknown lane frame type 9/);
+    // Nothing after a broken frame is read, however well-formed.
+    expect(reader.push(encodeLaneFrame(LaneFrameType.PING, 2, Buffer.alloc(0)))).toEqual({
+      frames: [],
+      error: expect.stringMatching(/type 9/),
+    });
   });
 });
 
 function callFrame(id: number): Buffer {
-  return encodeFrame(FrameType.CALL, id, Buffer.from(lockservice.GetLockRequest.encode({ name: '/ls/ns/held' }).finish()), 5);
+  return encodeLaneFrame(LaneFrameType.CALL, id, Buffer.from(lockservice.GetLockRequest.encode({ name: '/ls/ns/held' }).finish()), 5);
 }
 
 /** Sends the magic and frames on a raw socket; resolves with the first `count` frames the node sends back after its magic. */
@@ -348,7 +367,7 @@ function rawFrames(address: string, bytes: Buffer, count: number): Promise<{ typ
   return new Promise((resolve, reject) => {
     const s = net.connect(Number(port), host!, () => s.write(bytes));
     let buf = Buffer.alloc(0);
-    const reader = new FrameReader();
+    const reader = new LaneFrameReader();
     const got: { type: number; id: number; payload: Buffer }[] = [];
     s.on('data', (d) => {
       if (buf.length < LANE_MAGIC.length) {
@@ -357,7 +376,7 @@ function rawFrames(address: string, bytes: Buffer, count: number): Promise<{ typ
         expect(buf.subarray(0, LANE_MAGIC.length).equals(LANE_MAGIC)).toBe(true);
         d = buf.subarray(LANE_MAGIC.length);
       }
-      got.push(...reader.push(d));
+      got.push(...reader.push(d).frames);
       if (got.length >= count) {
         s.destroy();
         resolve(got.slice(0, count));

@@ -5,8 +5,8 @@
  * batches, a non-member's messages) by closing the connection, saying why
  * and counting the refusal by reason; it tells Raft a peer is
  * unreachable and reconnects when the peer comes back.
- * Method: FrameReader over hand-cut byte streams; a real TcpPeerServer and
- * TcpPeerTransport on 127.0.0.1 ephemeral ports.
+ * Method: the peer frame decoder over hand-cut byte streams; a real
+ * TcpPeerServer and TcpPeerTransport on 127.0.0.1 ephemeral ports.
  */
 import net from 'node:net';
 import { pino } from 'pino';
@@ -14,10 +14,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LogIndex, NodeId, Term } from '@fencer/base';
 import { EntryType, type Message } from '@fencer/raft';
 import { raftpb } from '@fencer/protocol';
-import { FrameReader, TcpPeerServer, TcpPeerTransport, encodeFrame, frameBytesMax } from '../src/tcp-peer-transport.js';
-import { shiftPort, splitAddress } from '../src/address.js';
-import { messageToWire } from '../src/peer-codec.js';
-import type { Logger } from '../src/logger.js';
+import {
+  type PeerLogger,
+  TcpPeerServer,
+  TcpPeerTransport,
+  encodePeerFrame,
+  limits,
+  messageToWire,
+  peerFrameDecoder,
+  peerFrameHeaderBytes,
+  splitAddress,
+} from '../src/index.js';
+
+/** The payload (a RaftBatch's bytes) of a whole frame. */
+const payloadOf = (frame: Buffer): Buffer => frame.subarray(peerFrameHeaderBytes);
 
 const a = NodeId('a');
 const b = NodeId('b');
@@ -32,11 +42,9 @@ const append = (i: number): Message => ({
   entries: [{ term: Term(3), index: LogIndex(i), type: EntryType.Normal, data: new Uint8Array([i & 0xff, 7, 7]) }],
 });
 
-function recordingLogger(): Logger & { warnings: string[] } {
+function recordingLogger(): PeerLogger & { warnings: string[] } {
   const warnings: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }) as Logger & { warnings: string[] };
-  logger.warnings = warnings;
-  return logger;
+  return Object.assign(pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }), { warnings });
 }
 
 /** Resolves when `check` holds, polling on the event loop (no fixed sleeps: it waits for the event). */
@@ -78,17 +86,17 @@ function transport(cellId: string, onUnreachable: (p: NodeId) => void = () => {}
 }
 
 describe('frame reader', () => {
-  const frames = [1, 2, 3].map((i) => encodeFrame({ senderAddress: '', cellId: 'c', messages: [messageToWire(append(i))] }));
+  const frames = [1, 2, 3].map((i) => encodePeerFrame({ senderAddress: '', cellId: 'c', messages: [messageToWire(append(i))] }));
   const stream = Buffer.concat(frames);
 
   it('finds every frame whether chunks split or join them', () => {
     for (const cut of [1, 2, 3, 5, 17, stream.length]) {
-      const reader = new FrameReader();
+      const reader = peerFrameDecoder();
       const out: Buffer[] = [];
       for (let at = 0; at < stream.length; at += cut) {
         const { frames: got, error } = reader.push(stream.subarray(at, at + cut));
         expect(error).toBeUndefined();
-        out.push(...got);
+        out.push(...got.map(payloadOf));
       }
       expect(out.map((p) => raftpb.RaftBatch.decode(p).messages[0]!.entries[0]!.index)).toEqual([1, 2, 3]);
     }
@@ -96,17 +104,17 @@ describe('frame reader', () => {
 
   it('copies each byte of a big frame once, however many reads it arrives in', () => {
     // 4 MiB of entries arriving in 16 KiB reads: joining the whole buffer on every read would copy ~512 MiB.
-    const big = encodeFrame({
+    const big = encodePeerFrame({
       senderAddress: '',
       cellId: 'c',
       messages: [
         messageToWire({ ...append(9), entries: [{ index: LogIndex(9), term: Term(3), type: 0, data: new Uint8Array(4 << 20).fill(7) }] }),
       ],
     });
-    const reader = new FrameReader();
+    const reader = peerFrameDecoder();
     const out: Buffer[] = [];
     const wire = Buffer.concat([big, frames[0]!]);
-    for (let at = 0; at < wire.length; at += 16 * 1024) out.push(...reader.push(wire.subarray(at, at + 16 * 1024)).frames);
+    for (let at = 0; at < wire.length; at += 16 * 1024) out.push(...reader.push(wire.subarray(at, at + 16 * 1024)).frames.map(payloadOf));
     expect(out).toHaveLength(2);
     expect(raftpb.RaftBatch.decode(out[0]!).messages[0]!.entries[0]!.data.length).toBe(4 << 20);
     expect(raftpb.RaftBatch.decode(out[1]!).messages[0]!.entries[0]!.index).toBe(1);
@@ -115,8 +123,8 @@ describe('frame reader', () => {
 
   it('refuses a frame longer than the limit before reading it', () => {
     const header = Buffer.alloc(4);
-    header.writeUInt32BE(frameBytesMax + 1, 0);
-    expect(new FrameReader().push(header).error).toMatch(/over the .*-byte limit/);
+    header.writeUInt32BE(limits.peerBatchBytesMax + 1, 0);
+    expect(peerFrameDecoder().push(header).error).toMatch(/over the .*-byte limit/);
   });
 });
 
@@ -176,9 +184,9 @@ describe('TCP peer transport', () => {
       });
     const intruder = messageToWire({ ...append(1), from: NodeId('intruder'), term: Term(4) });
     const oversized = Buffer.alloc(4);
-    oversized.writeUInt32BE(frameBytesMax + 1, 0);
-    await send(encodeFrame({ senderAddress: '', cellId: 'cell-1', messages: [messageToWire(append(1)), intruder] }));
-    await send(encodeFrame({ senderAddress: '', cellId: 'cell-2', messages: [messageToWire(append(1))] }));
+    oversized.writeUInt32BE(limits.peerBatchBytesMax + 1, 0);
+    await send(encodePeerFrame({ senderAddress: '', cellId: 'cell-1', messages: [messageToWire(append(1)), intruder] }));
+    await send(encodePeerFrame({ senderAddress: '', cellId: 'cell-2', messages: [messageToWire(append(1))] }));
     await send(Buffer.from([0, 0, 0, 3, 0xff, 0xff, 0xff]));
     await send(oversized);
     expect(got).toEqual([]);
@@ -187,7 +195,7 @@ describe('TCP peer transport', () => {
     // Four refusals within a few ms: one warning (the first); the rest are in the counts only.
     expect(logger.warnings).toHaveLength(1);
     // A member's frame on a fresh connection still gets through.
-    await send(encodeFrame({ senderAddress: '', cellId: 'cell-1', messages: [messageToWire(append(2))] }));
+    await send(encodePeerFrame({ senderAddress: '', cellId: 'cell-1', messages: [messageToWire(append(2))] }));
     expect(got.map((m) => m.from)).toEqual(['a']);
   });
 
@@ -219,11 +227,9 @@ describe('TCP peer transport', () => {
 });
 
 describe('peer addresses', () => {
-  it('moves a port by the offset and refuses what is not host:port', () => {
-    expect(shiftPort('127.0.0.1:7001', 300)).toBe('127.0.0.1:7301');
-    expect(shiftPort('[::1]:7001', 300)).toBe('[::1]:7301');
+  it('splits host:port and refuses what is not host:port', () => {
+    expect(splitAddress('127.0.0.1:7001')).toEqual({ host: '127.0.0.1', port: 7001 });
     expect(splitAddress('[::1]:7001')).toEqual({ host: '::1', port: 7001 });
-    expect(() => shiftPort('127.0.0.1:65400', 300)).toThrow(/not a port: give --peer-listen and --peer-dial/);
     expect(() => splitAddress('localhost')).toThrow(/not host:port/);
     expect(() => splitAddress('localhost:')).toThrow(/not host:port/);
   });
