@@ -26,6 +26,7 @@ import {
   TcpPeerTransport,
   admitsSender,
   listenMuxed,
+  type MuxedPort,
   raftTransportHandlers,
   raftTransportService,
 } from '@fencer/peer-transport';
@@ -34,7 +35,7 @@ import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
 import { timedDisk } from './timed-disk.js';
 import type { CellNodeConfig } from './config.js';
-import type { Logger } from './logger.js';
+import { type Logger, serveMetrics } from '@fencer/service';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder, LaneForwarder } from './forwarder.js';
@@ -150,7 +151,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),
   });
   await bind(adminServer, config.adminListen);
-  const metricsServer = await metrics.serve(config.metricsListen);
+  const metricsServer = await serveMetrics(config.metricsListen, metrics.registry);
 
   const ticker = setInterval(() => node.tick(), config.tickMs);
   logger.info(
@@ -166,29 +167,9 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   );
 
   const close = async (): Promise<void> => {
-    if (node.isLeader) {
-      const target = node.bestTransferTarget();
-      if (target) {
-        node.replica.transferLeadership(target);
-        const until = Date.now() + config.shutdownTransferMs;
-        while (node.isLeader && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-        logger.info({ to: target, moved: !node.isLeader }, 'leadership transfer before shutdown');
-      }
-    }
+    await handOffLeadership(node, config, logger);
     node.cell.close();
-    let graceTimer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([
-        new Promise<void>((r) => server.tryShutdown(() => r())),
-        new Promise<void>((r) => adminServer.tryShutdown(() => r())),
-        clientPort.close(),
-      ]),
-      new Promise((r) => (graceTimer = setTimeout(r, 2_000))),
-    ]);
-    clearTimeout(graceTimer);
-    server.forceShutdown();
-    clientPort.destroy();
-    adminServer.forceShutdown();
+    await stopServing([server, adminServer], clientPort);
     clearInterval(ticker);
     transport?.close();
     await closePeers();
@@ -197,6 +178,38 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     await new Promise<void>((resolve, reject) => node.replica.close((err) => (err ? reject(err) : resolve())));
   };
   return { node, close };
+}
+
+/** How long the gRPC servers get to finish their calls on close before they are cut. */
+const SERVER_CLOSE_GRACE_MS = 2_000;
+/** How often a stopping leader looks whether leadership has moved. */
+const TRANSFER_POLL_MS = 10;
+
+/**
+ * A stopping leader first hands leadership to its most up-to-date follower
+ * (waiting at most --shutdown-transfer-ms), so the cell elects no one by
+ * timeout and clients see one leader change, not an outage.
+ */
+async function handOffLeadership(node: CellNode, config: CellNodeConfig, logger: Logger): Promise<void> {
+  if (!node.isLeader) return;
+  const target = node.bestTransferTarget();
+  if (!target) return;
+  node.replica.transferLeadership(target);
+  const untilMs = Date.now() + config.shutdownTransferMs;
+  while (node.isLeader && Date.now() < untilMs) await new Promise((r) => setTimeout(r, TRANSFER_POLL_MS));
+  logger.info({ to: target, moved: !node.isLeader }, 'leadership transfer before shutdown');
+}
+
+/** Lets calls in flight finish for a short grace, then cuts every server and the client port. */
+async function stopServing(servers: readonly TolerantServer[], clientPort: MuxedPort): Promise<void> {
+  let graceTimer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([...servers.map((s) => new Promise<void>((r) => s.tryShutdown(() => r()))), clientPort.close()]),
+    new Promise((r) => (graceTimer = setTimeout(r, SERVER_CLOSE_GRACE_MS))),
+  ]);
+  clearTimeout(graceTimer);
+  for (const s of servers) s.forceShutdown();
+  clientPort.destroy();
 }
 
 /**

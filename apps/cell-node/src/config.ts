@@ -95,11 +95,36 @@ export function parsePeers(spec: string): Map<NodeId, string> {
   return peers;
 }
 
-export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CellNodeConfig {
-  const e = (flag: string): string | undefined => env[`FENCER_${flag.toUpperCase().replace(/-/g, '_')}`];
-  const program = new Command('fencer-cell-node')
-    .description('One replica of a Fencer cell.')
-    .exitOverride()
+/** Reads flag `--name`'s environment fallback, FENCER_NAME. */
+type EnvOf = (flag: string) => string | undefined;
+
+/** A non-negative integer option: flag, what it sets, and its default when neither flag nor environment gives one. */
+type IntOption = readonly [flag: string, description: string, defaultValue: number];
+
+/** The integer options, in the order `--help` lists them. */
+const INT_OPTIONS: readonly IntOption[] = [
+  ['peer-port-offset', "a member's TCP peer port is its gRPC port plus this", 300],
+  ['heartbeat-round-spacing-ms', 'least time between the starts of two leadership confirmations that answer heartbeats', 5],
+  ['tick-ms', 'Raft tick', 100],
+  ['election-ticks', 'election timeout in ticks', raftTuningDefault.electionTicks],
+  ['heartbeat-ticks', 'heartbeat interval in ticks', raftTuningDefault.heartbeatTicks],
+  ['ttl-min-ms', 'smallest session TTL', 2_000],
+  ['ttl-max-ms', 'largest session TTL', 3_600_000],
+  ['ttl-default-ms', 'TTL when a client asks for 0', 12_000],
+  ['snapshot-every-entries', 'snapshot and compact every n applied entries', replicaLimits.snapshotEveryEntriesDefault],
+  ['watch-history-max', 'events kept for Watch resumption', 100_000],
+  ['watcher-buffer-max', 'events buffered for one watcher before it is ended as too slow', 10_000],
+  ['watchers-max', 'most watchers on this node', 10_000],
+  ['watch-progress-ms', 'PROGRESS interval for idle watchers', 5_000],
+  ['peer-send-queue-max', 'messages queued per peer link', 4_096],
+  ['waiting-calls-max', 'held-open Acquire calls on this node', 100_000],
+  ['grpc-message-bytes-max', 'largest gRPC message accepted', 4 * 1024 * 1024],
+  ['shutdown-transfer-ms', 'leadership transfer wait on SIGTERM', 3_000],
+];
+
+/** Where this replica is and what it listens on. */
+function addPlacementOptions(program: Command, e: EnvOf): Command {
+  return program
     .requiredOption('--id <id>', "this replica's node id", e('id'))
     .option('--cell-id <id>', 'the cell this replica belongs to', e('cell-id') ?? 'cell-1')
     .option(
@@ -110,6 +135,13 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--admin-listen <host:port>', 'admin gRPC address', e('admin-listen') ?? '127.0.0.1:7101')
     .option('--metrics-listen <host:port>', 'Prometheus metrics address', e('metrics-listen') ?? '127.0.0.1:7201')
     .option('--data-dir <dir>', 'where the WAL and snapshots live', e('data-dir') ?? './.fencer/node')
+    .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
+    .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1');
+}
+
+/** How this replica reaches its peers, and how it replicates. */
+function addPeerOptions(program: Command, e: EnvOf): Command {
+  return program
     .option('--peers <list>', 'initial members: id=host:port,...', e('peers') ?? '')
     .option('--peer-dial <list>', 'dial overrides for the peer transport: id=host:port,...', e('peer-dial') ?? '')
     .option(
@@ -123,12 +155,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       e('peer-listen'),
     )
     .option(
-      '--peer-port-offset <n>',
-      "a member's TCP peer port is its gRPC port plus this",
-      int('peer-port-offset'),
-      Number(e('peer-port-offset') ?? 300),
-    )
-    .option(
       '--broadcast-commit',
       'send every commit advance to followers at once (default: with the next append or heartbeat)',
       (e('broadcast-commit') ?? (raftTuningDefault.broadcastCommit ? '1' : '0')) === '1',
@@ -137,115 +163,60 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       '--wal-sync-on-loop <when>',
       `when a WAL fdatasync runs on the event loop instead of the thread pool: ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`,
       e('wal-sync-on-loop') ?? 'when-idle',
-    )
-    .option(
-      '--heartbeat-round-spacing-ms <ms>',
-      'least time between the starts of two leadership confirmations that answer heartbeats',
-      int('heartbeat-round-spacing-ms'),
-      Number(e('heartbeat-round-spacing-ms') ?? 5),
-    )
-    .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
-    .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1')
-    .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
-    .option(
-      '--election-ticks <n>',
-      'election timeout in ticks',
-      int('election-ticks'),
-      Number(e('election-ticks') ?? raftTuningDefault.electionTicks),
-    )
-    .option(
-      '--heartbeat-ticks <n>',
-      'heartbeat interval in ticks',
-      int('heartbeat-ticks'),
-      Number(e('heartbeat-ticks') ?? raftTuningDefault.heartbeatTicks),
-    )
-    .option('--ttl-min-ms <ms>', 'smallest session TTL', int('ttl-min-ms'), Number(e('ttl-min-ms') ?? 2_000))
-    .option('--ttl-max-ms <ms>', 'largest session TTL', int('ttl-max-ms'), Number(e('ttl-max-ms') ?? 3_600_000))
-    .option('--ttl-default-ms <ms>', 'TTL when a client asks for 0', int('ttl-default-ms'), Number(e('ttl-default-ms') ?? 12_000))
-    .option(
-      '--snapshot-every-entries <n>',
-      'snapshot and compact every n applied entries',
-      int('snapshot-every-entries'),
-      Number(e('snapshot-every-entries') ?? replicaLimits.snapshotEveryEntriesDefault),
-    )
-    .option(
-      '--watch-history-max <n>',
-      'events kept for Watch resumption',
-      int('watch-history-max'),
-      Number(e('watch-history-max') ?? 100_000),
-    )
-    .option(
-      '--watcher-buffer-max <n>',
-      'events buffered for one watcher before it is ended as too slow',
-      int('watcher-buffer-max'),
-      Number(e('watcher-buffer-max') ?? 10_000),
-    )
-    .option('--watchers-max <n>', 'most watchers on this node', int('watchers-max'), Number(e('watchers-max') ?? 10_000))
-    .option(
-      '--watch-progress-ms <ms>',
-      'PROGRESS interval for idle watchers',
-      int('watch-progress-ms'),
-      Number(e('watch-progress-ms') ?? 5_000),
-    )
-    .option(
-      '--peer-send-queue-max <n>',
-      'messages queued per peer link',
-      int('peer-send-queue-max'),
-      Number(e('peer-send-queue-max') ?? 4_096),
-    )
-    .option(
-      '--waiting-calls-max <n>',
-      'held-open Acquire calls on this node',
-      int('waiting-calls-max'),
-      Number(e('waiting-calls-max') ?? 100_000),
-    )
-    .option(
-      '--grpc-message-bytes-max <n>',
-      'largest gRPC message accepted',
-      int('grpc-message-bytes-max'),
-      Number(e('grpc-message-bytes-max') ?? 4 * 1024 * 1024),
-    )
-    .option(
-      '--shutdown-transfer-ms <ms>',
-      'leadership transfer wait on SIGTERM',
-      int('shutdown-transfer-ms'),
-      Number(e('shutdown-transfer-ms') ?? 3_000),
     );
-  program.parse(argv, { from: 'user' });
-  const o = program.opts();
-  const config: CellNodeConfig = {
-    id: NodeId(o.id),
-    cellId: o.cellId,
-    listen: o.listen,
-    adminListen: o.adminListen,
-    metricsListen: o.metricsListen,
-    dataDir: o.dataDir,
-    peers: parsePeers(o.peers),
-    peerDial: parsePeers(o.peerDial),
-    peerTransport: o.peerTransport,
-    peerListen: o.peerListen ?? shiftPortOrFail(o.listen, o.peerPortOffset),
-    peerPortOffset: o.peerPortOffset,
+}
+
+function addIntOptions(program: Command, e: EnvOf): Command {
+  for (const [flag, description, defaultValue] of INT_OPTIONS) {
+    program.option(`--${flag} <n>`, description, int(flag), Number(e(flag) ?? defaultValue));
+  }
+  return program;
+}
+
+/** The parsed options as a configuration (before validateConfig). */
+function configOf(o: Record<string, string | number | boolean | undefined>): CellNodeConfig {
+  const n = (key: string): number => o[key] as number;
+  return {
+    id: NodeId(o.id as string),
+    cellId: o.cellId as string,
+    listen: o.listen as string,
+    adminListen: o.adminListen as string,
+    metricsListen: o.metricsListen as string,
+    dataDir: o.dataDir as string,
+    peers: parsePeers(o.peers as string),
+    peerDial: parsePeers(o.peerDial as string),
+    peerTransport: o.peerTransport as CellNodeConfig['peerTransport'],
+    peerListen: (o.peerListen as string | undefined) ?? shiftPortOrFail(o.listen as string, n('peerPortOffset')),
+    peerPortOffset: n('peerPortOffset'),
     broadcastCommit: Boolean(o.broadcastCommit),
-    walSyncOnLoop: o.walSyncOnLoop,
-    heartbeatRoundSpacingMs: o.heartbeatRoundSpacingMs,
+    walSyncOnLoop: o.walSyncOnLoop as WalSyncOnLoop,
+    heartbeatRoundSpacingMs: n('heartbeatRoundSpacingMs'),
     join: Boolean(o.join),
     managed: Boolean(o.managed),
-    tickMs: o.tickMs,
-    electionTicks: o.electionTicks,
-    heartbeatTicks: o.heartbeatTicks,
-    ttlMinMs: o.ttlMinMs,
-    ttlMaxMs: o.ttlMaxMs,
-    ttlDefaultMs: o.ttlDefaultMs,
-    snapshotEveryEntries: o.snapshotEveryEntries,
-    watchHistoryMax: o.watchHistoryMax,
-    watcherBufferMax: o.watcherBufferMax,
-    watchersMax: o.watchersMax,
-    watchProgressMs: o.watchProgressMs,
-    peerSendQueueMax: o.peerSendQueueMax,
-    waitingCallsMax: o.waitingCallsMax,
-    grpcMessageBytesMax: o.grpcMessageBytesMax,
-    shutdownTransferMs: o.shutdownTransferMs,
+    tickMs: n('tickMs'),
+    electionTicks: n('electionTicks'),
+    heartbeatTicks: n('heartbeatTicks'),
+    ttlMinMs: n('ttlMinMs'),
+    ttlMaxMs: n('ttlMaxMs'),
+    ttlDefaultMs: n('ttlDefaultMs'),
+    snapshotEveryEntries: n('snapshotEveryEntries'),
+    watchHistoryMax: n('watchHistoryMax'),
+    watcherBufferMax: n('watcherBufferMax'),
+    watchersMax: n('watchersMax'),
+    watchProgressMs: n('watchProgressMs'),
+    peerSendQueueMax: n('peerSendQueueMax'),
+    waitingCallsMax: n('waitingCallsMax'),
+    grpcMessageBytesMax: n('grpcMessageBytesMax'),
+    shutdownTransferMs: n('shutdownTransferMs'),
   };
+}
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CellNodeConfig {
+  const e: EnvOf = (flag) => env[`FENCER_${flag.toUpperCase().replace(/-/g, '_')}`];
+  const program = new Command('fencer-cell-node').description('One replica of a Fencer cell.').exitOverride();
+  addIntOptions(addPeerOptions(addPlacementOptions(program, e), e), e);
+  program.parse(argv, { from: 'user' });
+  const config = configOf(program.opts());
   validateConfig(config);
   return config;
 }

@@ -3,7 +3,6 @@
  * replica's tiny Metrics interface writes through. Served over plain HTTP
  * at /metrics.
  */
-import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CellMetrics } from '@fencer/cell';
 
@@ -194,29 +193,4 @@ export class NodeMetrics {
       },
     };
   }
-
-  serve(listen: string): Promise<Server> {
-    const [host, port] = splitHostPort(listen);
-    const server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('metrics are at /metrics\n');
-        return;
-      }
-      this.registry.metrics().then(
-        (body) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(body),
-        (err: Error) => res.writeHead(500).end(String(err.message)),
-      );
-    });
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve(server));
-    });
-  }
-}
-
-export function splitHostPort(address: string): [string, number] {
-  const at = address.lastIndexOf(':');
-  const port = Number(address.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`"${address}" is not host:port`);
-  return [address.slice(0, at), port];
 }

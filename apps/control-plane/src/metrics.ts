@@ -1,5 +1,4 @@
 /** Prometheus metrics (prom-client) of one control-plane instance, served at /metrics on their own listener. */
-import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Metrics } from '@fencer/replica';
 import type { AppMetrics } from './app.js';
@@ -81,31 +80,6 @@ export class ControlPlaneMetrics implements AppMetrics {
       collect() {
         this.set(term());
       },
-    });
-  }
-
-  serve(address: string): Promise<Server> {
-    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
-    const server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.statusCode = 404;
-        res.end();
-        return;
-      }
-      this.registry.metrics().then(
-        (text) => {
-          res.setHeader('content-type', this.registry.contentType);
-          res.end(text);
-        },
-        () => {
-          res.statusCode = 500;
-          res.end();
-        },
-      );
-    });
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve(server));
     });
   }
 }
