@@ -5,10 +5,12 @@
  * for the same values.
  *
  * UTF-8 is written by hand (the pure libs compile without DOM or Node type
- * libraries, so TextEncoder is not available to them); most strings here are
- * ASCII, which takes a fast path.
+ * libraries, so TextEncoder is not available to them; the byte count is the
+ * contract's utf8ByteLength); most strings here are ASCII, which takes a
+ * fast path.
  */
 import { assert, AssertionError } from '@fencer/base';
+import { utf8ByteLength } from '@fencer/contract';
 
 /**
  * Malformed input: truncated, overlong, invalid UTF-8, trailing bytes, or a
@@ -24,27 +26,6 @@ export class DecodeError extends Error {
 /** Largest value a varint may carry: every number here is a safe integer. */
 const VARUINT_MAX = Number.MAX_SAFE_INTEGER;
 const TWO_POW_7 = 128;
-
-/**
- * Byte length of `s` in UTF-8, or -1 when `s` holds a lone surrogate (it has
- * no UTF-8 form; encoding it would silently change the string).
- */
-export function utf8ByteLength(s: string): number {
-  let bytes = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
-      if (d < 0xdc00 || d > 0xdfff) return -1;
-      bytes += 4;
-      i++;
-    } else if (c >= 0xdc00 && c <= 0xdfff) return -1;
-    else bytes += 3;
-  }
-  return bytes;
-}
 
 export class ByteWriter {
   private buf: Uint8Array;

@@ -6,7 +6,8 @@
  * ImportNamespace entries; outcomes, lock states and tokens are checked.
  */
 import { describe, expect, it } from 'vitest';
-import { makeSessionId, Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { makeSessionId } from '@fencer/contract';
 import { Cell } from '../test/harness.js';
 import { validateNamespaceExport, type ExportNamespaceOutcome } from './index.js';
 

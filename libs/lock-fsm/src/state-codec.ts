@@ -29,7 +29,8 @@
  *     u8 mode, varuint lockDelayMs; varuint waiterCount, per waiter: string sessionId,
  *     u8 mode, string requestId, varuint waitMs, varuint lockDelayMs, varuint queuedRevision.
  */
-import { isValidNamespace, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
+import type { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { isValidNamespace } from '@fencer/contract';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import { decodeMode, encodeMode } from './commands.js';
 import { MEMBERS_MAX, type FsmLimits } from './limits.js';

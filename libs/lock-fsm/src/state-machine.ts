@@ -16,13 +16,13 @@ import {
   assert,
   assertUint,
   AssertionError,
-  namespaceOfSessionId,
   unreachable,
   type Namespace,
   type RequestId,
   type Revision,
   type SessionId,
 } from '@fencer/base';
+import { LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, namespaceOfSessionId, parseLockName, parseLockPrefix } from '@fencer/contract';
 import { DecodeError, decodeOrCrash } from './codec.js';
 import {
   decodeCommand,
@@ -36,8 +36,7 @@ import {
   type ReleaseCommand,
   type SetMemberAddressCommand,
 } from './commands.js';
-import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, MEMBERS_MAX, type FsmLimits } from './limits.js';
-import { parseLockName, parseLockPrefix } from './names.js';
+import { checkLimits, LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 import {
   addSessionLock,
   removeSessionLock,
