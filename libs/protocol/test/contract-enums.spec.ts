@@ -20,7 +20,7 @@ function numbersOf(e: Record<string, unknown>): Record<string, number> {
   return Object.fromEntries(Object.entries(e).filter(([k, v]) => typeof v === 'number' && k !== 'UNRECOGNIZED')) as Record<string, number>;
 }
 
-const generated = Object.entries(lockservice).filter(
+const generated = Object.entries(lockservice as unknown as Record<string, unknown>).filter(
   (entry): entry is [string, Record<string, unknown>] => typeof entry[1] === 'object' && entry[1] !== null && 'UNRECOGNIZED' in entry[1],
 );
 
