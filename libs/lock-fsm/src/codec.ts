@@ -285,10 +285,11 @@ for (let n = 0; n <= SCRATCH_CHARS_MAX; n++) scratchCodes.push(new Array<number>
 /**
  * The ASCII bytes [start, end) as a string. Up to 40 chars (session ids,
  * most lock names, UUID request ids), String.fromCharCode is called with
- * explicit arguments: measured about twice as fast as spreading an array
- * through apply, and building the string char by char with `+=` allocates
- * an intermediate string per char.
+ * explicit arguments, which is faster than spreading an array through
+ * apply (docs/benchmarks.md, lock state machine); building the string char
+ * by char with `+=` allocates an intermediate string per char.
  */
+// eslint-disable-next-line max-lines-per-function -- a flat table: one unrolled call per string length, the point of the function
 function asciiString(buf: Uint8Array, start: number, end: number): string {
   const b = buf;
   const s = start;
