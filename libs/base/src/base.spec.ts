@@ -4,18 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import {
-  AssertionError,
-  BoundedQueue,
-  ManualClock,
-  Namespace,
-  SeededRandom,
-  assert,
-  findForbiddenTokens,
-  findForeignImports,
-  makeSessionId,
-  namespaceOfSessionId,
-} from './index.js';
+import { AssertionError, BoundedQueue, ManualClock, SeededRandom, assert, findForbiddenTokens, findForeignImports } from './index.js';
 
 describe('assert', () => {
   it('throws an AssertionError carrying the message when the condition is false', () => {
@@ -108,17 +97,6 @@ describe('BoundedQueue', () => {
         },
       ),
     );
-  });
-});
-
-describe('session ids', () => {
-  it('embed their namespace so routers need no lookup', () => {
-    const id = makeSessionId(Namespace('payments'), '7f3a9c');
-    expect(id).toBe('payments:7f3a9c');
-    expect(namespaceOfSessionId(id)).toBe('payments');
-    expect(namespaceOfSessionId('no-separator')).toBeUndefined();
-    expect(namespaceOfSessionId(':x')).toBeUndefined();
-    expect(namespaceOfSessionId('bad/ns:x')).toBeUndefined();
   });
 });
 

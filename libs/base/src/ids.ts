@@ -23,29 +23,3 @@ export const SessionId = (s: string): SessionId => s as SessionId;
 export const RequestId = (s: string): RequestId => s as RequestId;
 export const Namespace = (s: string): Namespace => s as Namespace;
 export const CellId = (s: string): CellId => s as CellId;
-
-/**
- * A session id embeds its namespace before this separator (ARCHITECTURE
- * decision 4), so routers route by session id alone. The namespace alphabet
- * [A-Za-z0-9._-] cannot contain it.
- */
-export const SESSION_ID_SEPARATOR = ':';
-
-/** Namespace alphabet of the contract: one path segment, [A-Za-z0-9._-], not "." or "..". */
-export const NAMESPACE_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-
-export function isValidNamespace(ns: string): boolean {
-  return NAMESPACE_PATTERN.test(ns) && ns !== '.' && ns !== '..';
-}
-
-export function makeSessionId(namespace: Namespace, unique: string): SessionId {
-  return SessionId(`${namespace}${SESSION_ID_SEPARATOR}${unique}`);
-}
-
-/** The namespace a session id embeds, or undefined for a malformed id. */
-export function namespaceOfSessionId(id: string): Namespace | undefined {
-  const at = id.indexOf(SESSION_ID_SEPARATOR);
-  if (at <= 0) return undefined;
-  const ns = id.slice(0, at);
-  return isValidNamespace(ns) ? Namespace(ns) : undefined;
-}

@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { assert, FencerError, SeededRandom, type Random } from '@fencer/base';
 import type { ChannelCredentials } from '@grpc/grpc-js';
+import { checkNamespace, parseLockName, parseLockPrefix } from '@fencer/contract';
 import { lockservice } from '@fencer/protocol';
 import { lockFromPb, holderFromPb, modeToPb } from './convert.js';
 import { EndpointPool } from './endpoints.js';
@@ -21,7 +22,6 @@ import { LockTimeoutError } from './errors.js';
 import { KeepAlive, type KeepAliveObserver } from './keepalive.js';
 import { CLIENT_DEFAULTS, CLIENT_LIMITS, DRIFT_PPM_MIN } from './limits.js';
 import { LockHandle } from './lock-handle.js';
-import { checkLockName, namespaceOf } from './names.js';
 import { callWithRetry, type CallContext, type RetryPolicy } from './retry.js';
 import { systemScheduler, type Scheduler } from './scheduler.js';
 import { Session } from './session.js';
@@ -29,6 +29,26 @@ import type { LockInfo, LockMode, LockPage, LockReadResult, TokenCheck, WatchEve
 import { watchEvents, type WatchOptions } from './watch.js';
 
 const { AcquireStatus } = lockservice;
+
+// Input the contract refuses fails before any call, with the contract's code and message.
+
+/** The namespace of a lock name ("/ls/<namespace>/<rest>"), or INVALID_NAME. */
+function namespaceOfName(name: string): string {
+  const parsed = parseLockName(name);
+  if (!parsed.ok) throw new FencerError(parsed.code, parsed.message);
+  return parsed.namespace;
+}
+
+/** A prefix must lie inside one namespace ("/ls/<namespace>/..."), or INVALID_NAME. */
+function checkPrefix(prefix: string): void {
+  const parsed = parseLockPrefix(prefix);
+  if (!parsed.ok) throw new FencerError(parsed.code, parsed.message);
+}
+
+function checkNamespaceName(namespace: string): void {
+  const problem = checkNamespace(namespace);
+  if (problem) throw new FencerError(problem.code, problem.message);
+}
 
 export interface FencerClientOptions {
   /** host:port of each node (or router) to call. */
@@ -146,7 +166,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
 
   /** The session of a namespace, opened on first use and reopened after an expiry. Waits while it is in jeopardy. */
   async session(namespace: string): Promise<Session> {
-    namespaceOf(`/ls/${namespace}/`);
+    checkNamespaceName(namespace);
     for (let i = 0; i < 2; i++) {
       this.checkOpen();
       const existing = this.sessions.get(namespace);
@@ -222,7 +242,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
    * request_id per acquire); a wait the server ends early (QUEUED) resumes.
    */
   async acquire(name: string, options: AcquireOptions = {}): Promise<LockHandle> {
-    const namespace = checkLockName(name);
+    const namespace = namespaceOfName(name);
     const mode = options.mode ?? 'exclusive';
     if (mode !== 'exclusive' && mode !== 'shared')
       throw new FencerError('INVALID_MODE', `mode must be 'exclusive' or 'shared', got ${String(mode)}`);
@@ -314,7 +334,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
 
   /** Linearizable view of one lock. */
   async getLock(name: string): Promise<LockReadResult> {
-    checkLockName(name);
+    namespaceOfName(name);
     const res = await callWithRetry<lockservice.GetLockRequest, lockservice.GetLockResponse>(
       this.ctx,
       'getLock',
@@ -326,7 +346,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
 
   /** Is token current for name? Linearizable: what a resource asks before trusting a token it cannot compare. */
   async checkToken(name: string, token: number): Promise<TokenCheck> {
-    checkLockName(name);
+    namespaceOfName(name);
     const res = await callWithRetry<lockservice.CheckTokenRequest, lockservice.CheckTokenResponse>(
       this.ctx,
       'checkToken',
@@ -338,7 +358,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
 
   /** One page of live locks under a prefix ("/ls/<namespace>/..."). */
   async listLocks(prefix: string, options: { limit?: number; pageToken?: string } = {}): Promise<LockPage> {
-    namespaceOf(prefix);
+    checkPrefix(prefix);
     const res = await callWithRetry<lockservice.ListLocksRequest, lockservice.ListLocksResponse>(
       this.ctx,
       'listLocks',
@@ -361,7 +381,6 @@ export class FencerClient extends EventEmitter<ClientEvents> {
 
   /** Events of a lock, or of every lock under a prefix (a name ending in "/"), across reconnects. */
   watch(nameOrPrefix: string, options: WatchOptions = {}): AsyncGenerator<WatchEventInfo, void, undefined> {
-    namespaceOf(nameOrPrefix);
     const signal = options.signal ? AbortSignal.any([options.signal, this.closeController.signal]) : this.closeController.signal;
     return watchEvents(this.ctx, nameOrPrefix, { ...options, signal });
   }

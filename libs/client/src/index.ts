@@ -7,7 +7,6 @@ export { parseDuration, formatDuration, DURATION_MS_MAX } from './duration.js';
 export { systemScheduler, type Scheduler, type TimerHandle } from './scheduler.js';
 export { Lease, type LeaseConfig, type LeaseTransition } from './lease.js';
 export { CLIENT_DEFAULTS, CLIENT_LIMITS, DRIFT_PPM_MIN, leaseMarginMs, heartbeatIntervalMs, heartbeatTimeoutMs } from './limits.js';
-export { namespaceOf, checkLockName } from './names.js';
 export { checkAddress } from './endpoints.js';
 export { backoffMs, toFencerError } from './retry.js';
 export type { KeepAliveObserver } from './keepalive.js';

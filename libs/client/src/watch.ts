@@ -11,6 +11,7 @@
  * 'resync'.
  */
 import { FencerError } from '@fencer/base';
+import { parseLockName, parseLockPrefix } from '@fencer/contract';
 import type { ClientReadableStream } from '@grpc/grpc-js';
 import { isRetryable, type lockservice } from '@fencer/protocol';
 import { lockFromPb, watchEventFromPb } from './convert.js';
@@ -28,6 +29,127 @@ export interface WatchOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * Where a watch stands, so that a new stream resumes with no gap and no
+ * repeat. In the snapshot phase (a since_revision 0 stream before its
+ * PROGRESS) a break restarts the snapshot and skips locks already delivered
+ * at the same revision. In the events phase `cur` is the revision of the
+ * last delivered event and `seenAtCur` how many events at `cur` were
+ * delivered: the next stream resumes from cur - 1 and skips that many,
+ * because one log entry can yield several events.
+ */
+class WatchCursor {
+  private snapshotPhase: boolean;
+  private snapshotRevision = -1;
+  private readonly snapshotNames = new Set<string>();
+  private cur: number;
+  private seenAtCur = 0;
+  /** Events at `cur` that the current stream repeats from before the break. */
+  private skip = 0;
+  /** COMPACTED resyncs since the last delivered change. */
+  private resyncs = 0;
+
+  constructor(sinceRevision: number) {
+    this.snapshotPhase = sinceRevision === 0;
+    this.cur = sinceRevision;
+  }
+
+  get revision(): number {
+    return this.cur;
+  }
+
+  /** The since_revision of the next stream (and how many of its first events to skip). */
+  resume(): number {
+    const fromPrevious = !this.snapshotPhase && this.seenAtCur > 0 && this.cur > 1;
+    this.skip = fromPrevious ? this.seenAtCur : 0;
+    return this.snapshotPhase ? 0 : fromPrevious ? this.cur - 1 : this.cur;
+  }
+
+  /** Whether to deliver `ev` (false for what was delivered before a break); moves the position past it. */
+  admit(ev: WatchEventInfo): boolean {
+    if (ev.type === 'progress') {
+      if (this.snapshotPhase || ev.revision >= this.cur) this.moveTo(ev.revision, 0);
+      this.snapshotPhase = false;
+      this.skip = 0;
+      return true;
+    }
+    if (ev.type === 'snapshot' && this.snapshotPhase) return this.admitSnapshot(ev);
+    if (this.snapshotPhase) {
+      // A change without the PROGRESS that should close the snapshot: treat the snapshot as complete.
+      this.snapshotPhase = false;
+      this.moveTo(Math.max(this.snapshotRevision, 0), 0);
+    }
+    if (this.skip > 0 && ev.revision === this.cur) {
+      this.skip--; // delivered before the reconnect
+      return false;
+    }
+    this.skip = 0;
+    this.resyncs = 0;
+    if (ev.revision > this.cur) this.moveTo(ev.revision, 1);
+    else this.seenAtCur = Math.min(this.seenAtCur + 1, CLIENT_LIMITS.watchSkipMax);
+    return true;
+  }
+
+  private admitSnapshot(ev: WatchEventInfo): boolean {
+    if (ev.revision === this.snapshotRevision && this.snapshotNames.has(ev.name)) return false; // delivered before the break
+    if (ev.revision !== this.snapshotRevision) {
+      this.snapshotRevision = ev.revision;
+      this.snapshotNames.clear();
+    }
+    if (this.snapshotNames.size < CLIENT_LIMITS.watchSkipMax) this.snapshotNames.add(ev.name);
+    return true;
+  }
+
+  private moveTo(revision: number, seen: number): void {
+    this.cur = revision;
+    this.seenAtCur = seen;
+  }
+
+  /** History is gone (COMPACTED): false once resyncs keep failing without a change in between. */
+  beginResync(): boolean {
+    if (++this.resyncs > CLIENT_LIMITS.watchResyncsMax) return false;
+    this.seenAtCur = 0;
+    return true;
+  }
+
+  /** A prefix resyncs from the server's snapshot of every live lock (since_revision 0). */
+  restartSnapshot(): void {
+    this.snapshotPhase = true;
+    this.snapshotRevision = -1;
+    this.snapshotNames.clear();
+  }
+
+  /** A name resyncs from a GetLock read at `revision`, then watches from there. */
+  restartAt(revision: number): void {
+    this.snapshotPhase = false;
+    this.cur = revision;
+  }
+}
+
+/** A name or prefix the contract refuses fails the iteration, not the call that created it. */
+function checkTarget(name: string, prefix: boolean): void {
+  const parsed = prefix ? parseLockPrefix(name) : parseLockName(name);
+  if (!parsed.ok) throw new FencerError(parsed.code, parsed.message);
+}
+
+/** COMPACTED: a 'resync' marker, then current state (for a name; a prefix gets the server's snapshot). */
+async function* resync(
+  ctx: CallContext,
+  name: string,
+  prefix: boolean,
+  cursor: WatchCursor,
+  error: FencerError,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<WatchEventInfo, void, undefined> {
+  const revision = cursor.revision;
+  if (!cursor.beginResync()) throw error;
+  yield { type: 'resync', revision, name: '', sessionId: '', token: 0 };
+  if (prefix) return cursor.restartSnapshot();
+  const got = await callWithRetry<lockservice.GetLockRequest, lockservice.GetLockResponse>(ctx, 'getLock', { name }, { signal });
+  cursor.restartAt(got.revision);
+  yield { type: 'snapshot', revision: got.revision, name, sessionId: '', token: 0, lock: lockFromPb(got.lock, name) };
+}
+
 export async function* watchEvents(
   ctx: CallContext,
   name: string,
@@ -36,75 +158,27 @@ export async function* watchEvents(
   const { pool, scheduler, random, policy } = ctx;
   const prefix = options.prefix ?? name.endsWith('/');
   const signal = options.signal;
+  checkTarget(name, prefix);
   const since0 = options.sinceRevision ?? 0;
   if (!(Number.isSafeInteger(since0) && since0 >= 0))
     throw new FencerError('INVALID_ARGUMENT', `sinceRevision must be a non-negative integer, got ${since0}`);
-  // Where to resume. In the snapshot phase (a since_revision 0 stream before its PROGRESS) a break
-  // restarts the snapshot and skips locks already delivered at the same revision. In the events phase
-  // `cur` is the revision of the last delivered event and `seenAtCur` how many events at `cur` were
-  // delivered: resume from cur - 1 and skip that many, because one log entry can yield several events.
-  let snapshotPhase = since0 === 0;
-  let snapshotRevision = -1;
-  const snapshotNames = new Set<string>();
-  let cur = since0;
-  let seenAtCur = 0;
+  const cursor = new WatchCursor(since0);
   let failingSinceMonoMs: number | undefined;
   let attempt = 0;
-  let resyncs = 0;
   while (!signal?.aborted) {
     const address = pool.current();
-    const resumeFromPrevious = !snapshotPhase && seenAtCur > 0 && cur > 1;
-    const sinceRevision = snapshotPhase ? 0 : resumeFromPrevious ? cur - 1 : cur;
-    let skip = resumeFromPrevious ? seenAtCur : 0;
-    const stream = pool.stub(address).watch({ name, prefix, sinceRevision }) as ClientReadableStream<lockservice.WatchEvent>;
+    const stream = pool
+      .stub(address)
+      .watch({ name, prefix, sinceRevision: cursor.resume() }) as ClientReadableStream<lockservice.WatchEvent>;
     const onAbort = (): void => stream.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
     let error: FencerError | undefined;
     try {
       for await (const pb of stream as AsyncIterable<lockservice.WatchEvent>) {
-        const ev = watchEventFromPb(pb);
         failingSinceMonoMs = undefined;
         attempt = 0;
-        if (!ev) continue;
-        if (ev.type === 'progress') {
-          if (snapshotPhase || ev.revision >= cur) {
-            cur = ev.revision;
-            seenAtCur = 0;
-          }
-          snapshotPhase = false;
-          skip = 0;
-          yield ev;
-          continue;
-        }
-        if (ev.type === 'snapshot' && snapshotPhase) {
-          if (ev.revision === snapshotRevision && snapshotNames.has(ev.name)) continue; // delivered before the break
-          if (ev.revision !== snapshotRevision) {
-            snapshotRevision = ev.revision;
-            snapshotNames.clear();
-          }
-          if (snapshotNames.size < CLIENT_LIMITS.watchSkipMax) snapshotNames.add(ev.name);
-          yield ev;
-          continue;
-        }
-        if (snapshotPhase) {
-          // A change without the PROGRESS that should close the snapshot: treat the snapshot as complete.
-          snapshotPhase = false;
-          cur = Math.max(snapshotRevision, 0);
-          seenAtCur = 0;
-        }
-        if (skip > 0 && ev.revision === cur) {
-          skip--; // delivered before the reconnect
-          continue;
-        }
-        skip = 0;
-        resyncs = 0;
-        if (ev.revision > cur) {
-          cur = ev.revision;
-          seenAtCur = 1;
-        } else {
-          seenAtCur = Math.min(seenAtCur + 1, CLIENT_LIMITS.watchSkipMax);
-        }
-        yield ev;
+        const ev = watchEventFromPb(pb);
+        if (ev && cursor.admit(ev)) yield ev;
       }
     } catch (e) {
       error = toFencerError(e);
@@ -115,19 +189,7 @@ export async function* watchEvents(
     if (signal?.aborted) return;
     error ??= new FencerError('SHUTTING_DOWN', `${address} ended the watch stream`);
     if (error.code === 'COMPACTED') {
-      if (++resyncs > CLIENT_LIMITS.watchResyncsMax) throw error;
-      yield { type: 'resync', revision: cur, name: '', sessionId: '', token: 0 };
-      seenAtCur = 0;
-      if (prefix) {
-        snapshotPhase = true;
-        snapshotRevision = -1;
-        snapshotNames.clear();
-      } else {
-        const got = await callWithRetry<lockservice.GetLockRequest, lockservice.GetLockResponse>(ctx, 'getLock', { name }, { signal });
-        snapshotPhase = false;
-        cur = got.revision;
-        yield { type: 'snapshot', revision: got.revision, name, sessionId: '', token: 0, lock: lockFromPb(got.lock, name) };
-      }
+      yield* resync(ctx, name, prefix, cursor, error, signal);
       continue;
     }
     if (!isRetryable(error.code) && error.code !== 'CANCELLED' && error.code !== 'INTERNAL') throw error;

@@ -78,7 +78,8 @@ describe('acquire and release', () => {
     const s2 = await c2.acquire('/ls/cfg/x', { mode: 'shared' });
     expect(s1.token).not.toBe(s2.token);
     const queued = nextEvent(fake, 'queued');
-    const ex = c1.acquire('/ls/cfg/x', { waitMs: 5_000 });
+    // A third session: the cell refuses a session that holds the lock shared an exclusive request (INVALID_MODE).
+    const ex = client().acquire('/ls/cfg/x', { waitMs: 5_000 });
     await queued;
     await s1.release();
     await s2.release();

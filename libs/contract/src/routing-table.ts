@@ -15,7 +15,8 @@
  * Here are its types, its one parser, its one writer and the one rule that
  * places a new tenant on a cell. Pure: no I/O, no clock.
  */
-import { assert, isValidNamespace } from '@fencer/base';
+import { assert } from '@fencer/base';
+import { isValidNamespace } from './names.js';
 
 /** Namespaces in one routing table: a fleet of about eight cells with a few thousand tenants each. */
 export const ROUTES_MAX = 100_000;

@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { AssertionError, Namespace, RequestId, Revision, SessionId } from '@fencer/base';
 import { COMMAND_FORMAT_VERSION, COMMAND_KIND_CODES, decodeCommand, encodeCommand, validateCommand, type Command } from './index.js';
-import { ByteReader, ByteWriter, DecodeError, utf8ByteLength } from './codec.js';
+import { utf8ByteLength } from '@fencer/contract';
+import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 
 const text = fc.string({ unit: 'grapheme', maxLength: 40 });
 const uint = fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }));

@@ -5,10 +5,12 @@
  * for the same values.
  *
  * UTF-8 is written by hand (the pure libs compile without DOM or Node type
- * libraries, so TextEncoder is not available to them); most strings here are
- * ASCII, which takes a fast path.
+ * libraries, so TextEncoder is not available to them; the byte count is the
+ * contract's utf8ByteLength); most strings here are ASCII, which takes a
+ * fast path.
  */
 import { assert, AssertionError } from '@fencer/base';
+import { utf8ByteLength } from '@fencer/contract';
 
 /**
  * Malformed input: truncated, overlong, invalid UTF-8, trailing bytes, or a
@@ -24,27 +26,6 @@ export class DecodeError extends Error {
 /** Largest value a varint may carry: every number here is a safe integer. */
 const VARUINT_MAX = Number.MAX_SAFE_INTEGER;
 const TWO_POW_7 = 128;
-
-/**
- * Byte length of `s` in UTF-8, or -1 when `s` holds a lone surrogate (it has
- * no UTF-8 form; encoding it would silently change the string).
- */
-export function utf8ByteLength(s: string): number {
-  let bytes = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
-      if (d < 0xdc00 || d > 0xdfff) return -1;
-      bytes += 4;
-      i++;
-    } else if (c >= 0xdc00 && c <= 0xdfff) return -1;
-    else bytes += 3;
-  }
-  return bytes;
-}
 
 export class ByteWriter {
   private buf: Uint8Array;
@@ -304,99 +285,58 @@ for (let n = 0; n <= SCRATCH_CHARS_MAX; n++) scratchCodes.push(new Array<number>
 /**
  * The ASCII bytes [start, end) as a string. Up to 40 chars (session ids,
  * most lock names, UUID request ids), String.fromCharCode is called with
- * explicit arguments: measured about twice as fast as spreading an array
- * through apply, and building the string char by char with `+=` allocates
- * an intermediate string per char.
+ * explicit arguments, which is faster than spreading an array through
+ * apply (docs/benchmarks.md, lock state machine); building the string char
+ * by char with `+=` allocates an intermediate string per char.
  */
 function asciiString(buf: Uint8Array, start: number, end: number): string {
   const b = buf;
   const s = start;
   const c = fromCharCode;
-  // Kept one call per line: the unrolled arguments are the point (see the comment above).
+  // A table, one length per line: the unrolled arguments are the point (see the comment above).
   // prettier-ignore
   switch (end - start) {
-    case 0:
-      return '';
-    case 1:
-      return c(b[s]);
-    case 2:
-      return c(b[s], b[s + 1]);
-    case 3:
-      return c(b[s], b[s + 1], b[s + 2]);
-    case 4:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3]);
-    case 5:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4]);
-    case 6:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5]);
-    case 7:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6]);
-    case 8:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7]);
-    case 9:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8]);
-    case 10:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9]);
-    case 11:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10]);
-    case 12:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11]);
-    case 13:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12]);
-    case 14:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13]);
-    case 15:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14]);
-    case 16:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15]);
-    case 17:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16]);
-    case 18:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17]);
-    case 19:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18]);
-    case 20:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19]);
-    case 21:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20]);
-    case 22:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21]);
-    case 23:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22]);
-    case 24:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23]);
-    case 25:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24]);
-    case 26:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25]);
-    case 27:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26]);
-    case 28:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27]);
-    case 29:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28]);
-    case 30:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29]);
-    case 31:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30]);
-    case 32:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31]);
-    case 33:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32]);
-    case 34:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33]);
-    case 35:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34]);
-    case 36:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35]);
-    case 37:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36]);
-    case 38:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36], b[s + 37]);
-    case 39:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36], b[s + 37], b[s + 38]);
-    case 40:
-      return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36], b[s + 37], b[s + 38], b[s + 39]);
+    case 0: return '';
+    case 1: return c(b[s]);
+    case 2: return c(b[s], b[s + 1]);
+    case 3: return c(b[s], b[s + 1], b[s + 2]);
+    case 4: return c(b[s], b[s + 1], b[s + 2], b[s + 3]);
+    case 5: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4]);
+    case 6: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5]);
+    case 7: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6]);
+    case 8: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7]);
+    case 9: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8]);
+    case 10: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9]);
+    case 11: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10]);
+    case 12: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11]);
+    case 13: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12]);
+    case 14: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13]);
+    case 15: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14]);
+    case 16: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15]);
+    case 17: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16]);
+    case 18: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17]);
+    case 19: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18]);
+    case 20: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19]);
+    case 21: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20]);
+    case 22: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21]);
+    case 23: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22]);
+    case 24: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23]);
+    case 25: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24]);
+    case 26: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25]);
+    case 27: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26]);
+    case 28: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27]);
+    case 29: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28]);
+    case 30: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29]);
+    case 31: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30]);
+    case 32: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31]);
+    case 33: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32]);
+    case 34: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33]);
+    case 35: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34]);
+    case 36: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35]);
+    case 37: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36]);
+    case 38: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36], b[s + 37]);
+    case 39: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36], b[s + 37], b[s + 38]);
+    case 40: return c(b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7], b[s + 8], b[s + 9], b[s + 10], b[s + 11], b[s + 12], b[s + 13], b[s + 14], b[s + 15], b[s + 16], b[s + 17], b[s + 18], b[s + 19], b[s + 20], b[s + 21], b[s + 22], b[s + 23], b[s + 24], b[s + 25], b[s + 26], b[s + 27], b[s + 28], b[s + 29], b[s + 30], b[s + 31], b[s + 32], b[s + 33], b[s + 34], b[s + 35], b[s + 36], b[s + 37], b[s + 38], b[s + 39]);
     default:
       break;
   }

@@ -1,6 +1,8 @@
 /**
  * @fencer/lock-fsm: the lock state machine every replica of a cell applies.
- * Pure: imports only @fencer/base; no clock, timer, randomness or I/O.
+ * Pure: imports only @fencer/base and @fencer/contract (the lock-name
+ * grammar, id formats and fixed limits it enforces); no clock, timer,
+ * randomness or I/O.
  */
 export {
   LockStateMachine,
@@ -35,33 +37,26 @@ export {
   type SetMemberAddressCommand,
   type ForgetMemberCommand,
 } from './commands.js';
-export {
-  LOCK_NAME_ROOT,
-  parseLockName,
-  parseLockPrefix,
-  validateLockName,
-  type LockNameProblem,
-  type ParsedLockName,
-  type ParsedLockPrefix,
-} from './names.js';
 export { validateCommand, isFailure } from './validate.js';
-export {
-  LIMITS,
-  NAME_BYTES_MAX,
-  NAMESPACE_BYTES_MAX,
-  REQUEST_ID_BYTES_MAX,
-  CLIENT_ID_BYTES_MAX,
-  SESSION_ID_BYTES_MAX,
-  LOCK_DELAY_MS_MAX,
-  TTL_MS_MIN,
-  TTL_MS_MAX,
-  WAIT_MS_MAX,
-  LIST_LOCKS_LIMIT_DEFAULT,
-  LIST_LOCKS_LIMIT_MAX,
-  MEMBERS_MAX,
-  type FsmLimits,
-} from './limits.js';
+export { LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 export { SNAPSHOT_FORMAT_VERSION, EXPORT_FORMAT_VERSION } from './state-codec.js';
 export { fnv1a64 } from './hash.js';
-export { utf8ByteLength } from './codec.js';
 export type * from './types.js';
+
+/**
+ * The contract's knowledge, re-exported only for the importers that still
+ * take it from here (libs/cell: lock-cell.ts; apps/cell-router: router.ts).
+ * Its home is @fencer/contract; drop these once those import it from there.
+ */
+export {
+  CLIENT_ID_BYTES_MAX,
+  LIST_LOCKS_LIMIT_DEFAULT,
+  LIST_LOCKS_LIMIT_MAX,
+  LOCK_DELAY_MS_MAX,
+  REQUEST_ID_BYTES_MAX,
+  WAIT_MS_MAX,
+  parseLockName,
+  parseLockPrefix,
+  utf8ByteLength,
+  validateLockName,
+} from '@fencer/contract';

@@ -5,9 +5,10 @@
  * entry path, and check the outcome one step past the edge.
  */
 import { describe, expect, it } from 'vitest';
-import { AssertionError, makeSessionId, Namespace, RequestId } from '@fencer/base';
+import { AssertionError, Namespace, RequestId } from '@fencer/base';
+import { makeSessionId, REQUEST_ID_BYTES_MAX, TTL_MS_MAX } from '@fencer/contract';
 import { Cell } from '../test/harness.js';
-import { LIMITS, LockStateMachine, REQUEST_ID_BYTES_MAX, TTL_MS_MAX } from './index.js';
+import { LIMITS, LockStateMachine } from './index.js';
 
 const X = '/ls/payments/x';
 

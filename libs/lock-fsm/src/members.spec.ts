@@ -83,7 +83,9 @@ describe('member directory', () => {
     ];
     for (const c of commands) expect(decodeCommand(encodeCommand(c))).toEqual(c);
   });
+});
 
+describe('member directory in snapshots', () => {
   it('travels in snapshots, canonically (sorted by id), and restores', () => {
     const { fsm, apply } = machine();
     apply({ kind: 'SetMemberAddress', id: 'zeta', address: 'z:1', peerAddress: 'z:2' });

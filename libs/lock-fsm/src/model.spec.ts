@@ -14,7 +14,7 @@
 import { describe, it } from 'vitest';
 import fc from 'fast-check';
 import { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
-import { encodeCommand, LockStateMachine, type Command, type FsmLimits, type LockEvent } from './index.js';
+import { encodeCommand, LockStateMachine, type ApplyResult, type Command, type FsmLimits, type LockEvent } from './index.js';
 import { ReferenceModel, type ModelLimits, type Mode, type Obs } from '../test/reference-model.js';
 
 /** Four sessions share namespace a (batch grants need a holder and two waiters); b has two. */
@@ -113,6 +113,13 @@ function step(op: Op, m: ReferenceModel, r: Real): void {
     return;
   }
   m.next();
+  const { command, expected } = applyToModel(op, m);
+  const result = r.fsm.applyEntry(m.index, encodeCommand(command));
+  compareWithModel(op, m, r, result, expected);
+}
+
+/** The command an op stands for, and the model's outcome of it. */
+function applyToModel(op: Exclude<Op, { t: 'restore' }>, m: ReferenceModel): { command: Command; expected: Obs } {
   let command: Command;
   let expected: Obs;
   const sid = (i: number) => SESSIONS[i] as string;
@@ -183,7 +190,11 @@ function step(op: Op, m: ReferenceModel, r: Real): void {
       expected = { ok: true };
       break;
   }
-  const result = r.fsm.applyEntry(m.index, encodeCommand(command));
+  return { command, expected };
+}
+
+/** Everything observable of the real state machine after `result` equals the model's. */
+function compareWithModel(op: Op, m: ReferenceModel, r: Real, result: ApplyResult, expected: Obs): void {
   const where = `at index ${m.index}, ${JSON.stringify(op)}`;
   same(normalize(result.outcome), expected, `outcome ${where}`);
   same(result.revision, m.index, `revision ${where}`);

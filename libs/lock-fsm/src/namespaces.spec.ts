@@ -1,12 +1,16 @@
 /**
- * Goal: namespace ownership (ARCHITECTURE decision 5) and the state side of
- * a live tenant move (decisions 3 and 4): claim, freeze, export, import into
- * another cell whose log index is far lower, drop; tokens keep growing.
+ * Goal: namespace ownership (docs/decisions/0005-cells-own-namespaces.md)
+ * and the state side of a live tenant move
+ * (docs/decisions/0003-revisions-are-log-index-plus-base.md,
+ * docs/decisions/0004-sessions-belong-to-one-namespace.md): claim, freeze,
+ * export, import into another cell whose log index is far lower, drop;
+ * tokens keep growing.
  * Method: two harness cells exchange ExportNamespace bytes through
  * ImportNamespace entries; outcomes, lock states and tokens are checked.
  */
 import { describe, expect, it } from 'vitest';
-import { makeSessionId, Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { makeSessionId } from '@fencer/contract';
 import { Cell } from '../test/harness.js';
 import { validateNamespaceExport, type ExportNamespaceOutcome } from './index.js';
 
@@ -122,19 +126,20 @@ describe('a frozen namespace rejects mutations with NAMESPACE_MOVING', () => {
   });
 });
 
-describe('moving a namespace: export, import into a cell with a far lower index, drop', () => {
-  function sourceWithState() {
-    const source = new Cell({ autoClaim: true }, 1_000_000);
-    const [a, b, c] = [source.open(), source.open(), source.open()];
-    const ta = source.grant(a, X, { requestId: 'a-x', lockDelayMs: 2000 });
-    source.acquire(b, X, { requestId: 'b-x' });
-    const tb = source.grant(b, Y, { mode: 'SHARED', requestId: 'b-y' });
-    const tc = source.grant(c, Y, { mode: 'SHARED', requestId: 'c-y' });
-    source.acquire(c, X, { requestId: 'c-try', tryLock: true });
-    source.open('billing');
-    return { source, a, b, c, ta, tb, tc };
-  }
+/** A cell far ahead in its log, with holders, a queue, shared holders, a try-lock and a second namespace. */
+function sourceWithState() {
+  const source = new Cell({ autoClaim: true }, 1_000_000);
+  const [a, b, c] = [source.open(), source.open(), source.open()];
+  const ta = source.grant(a, X, { requestId: 'a-x', lockDelayMs: 2000 });
+  source.acquire(b, X, { requestId: 'b-x' });
+  const tb = source.grant(b, Y, { mode: 'SHARED', requestId: 'b-y' });
+  const tc = source.grant(c, Y, { mode: 'SHARED', requestId: 'c-y' });
+  source.acquire(c, X, { requestId: 'c-try', tryLock: true });
+  source.open('billing');
+  return { source, a, b, c, ta, tb, tc };
+}
 
+describe('moving a namespace: export, import into a cell with a far lower index, drop', () => {
   it('requires a frozen namespace to export', () => {
     const { source } = sourceWithState();
     expect(source.run({ kind: 'ExportNamespace', namespace: NS }).outcome).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
@@ -215,7 +220,9 @@ describe('moving a namespace: export, import into a cell with a far lower index,
     expect(target.fsm.revisionBase).toBe(0);
     expect(imp.revision).toBe(target.index);
   });
+});
 
+describe('moving a namespace: what an import refuses, and what the new leader learns', () => {
   it('refuses an import onto a namespace it owns, of another namespace, or of malformed bytes, without crashing', () => {
     const { source } = sourceWithState();
     const out = exportOf(source);

@@ -1,6 +1,6 @@
 /**
- * Goal: one scenario per promise of the lock table (ARCHITECTURE "Promises",
- * issue 5 "Done when"), each small enough to read as an example.
+ * Goal: one scenario per promise of the lock table (docs/architecture.md,
+ * "Promises"), each small enough to read as an example.
  * Method: drive a state machine through the real entry path (encode, then
  * applyEntry) with the test harness, and check outcomes, lock states and
  * events. Each describe quotes the promise it checks.
@@ -287,7 +287,9 @@ describe('Retries: "The same request_id in the same session yields the same outc
     expect(busy.outcome).toMatchObject({ status: 'GRANTED' });
     expect(cell.acquire(b, X, { requestId: 'try', tryLock: true }).outcome).toMatchObject({ status: 'GRANTED', deduped: true });
   });
+});
 
+describe('Retries: the outcomes a session remembers ("the last 64 request ids")', () => {
   it('remembers the last 64 request ids per session; an older one is a new request again', () => {
     const cell = new Cell();
     const [a, b] = [cell.open(), cell.open()];

@@ -117,86 +117,108 @@ describe('DedupeTable', () => {
   });
 });
 
+/** What two sessions hold (name -> token) and await (name -> request id), kept beside a harness cell. */
+class TwoSessions {
+  private readonly held = new Map<SessionId, Map<string, number>>();
+  private readonly waiting = new Map<SessionId, Map<string, string>>();
+  private request = 0;
+
+  constructor(
+    private readonly cell: Cell,
+    readonly a: SessionId,
+    readonly b: SessionId,
+  ) {
+    for (const s of [a, b]) {
+      this.held.set(s, new Map());
+      this.waiting.set(s, new Map());
+    }
+  }
+
+  heldBy(s: SessionId): Map<string, number> {
+    return this.held.get(s) as Map<string, number>;
+  }
+
+  waitsOf(s: SessionId): Map<string, string> {
+    return this.waiting.get(s) as Map<string, string>;
+  }
+
+  /** The state machine names exactly the locks the model says each session holds and awaits. */
+  check(): void {
+    this.cell.fsm.checkInvariants();
+    for (const s of [this.a, this.b]) {
+      expect(this.cell.fsm.locksOf(s)).toEqual({ held: [...this.heldBy(s).keys()].sort(), waiting: [...this.waitsOf(s).keys()].sort() });
+    }
+  }
+
+  /** Shared, so re-acquiring a lock the other session still holds reuses its live record. */
+  acquire(s: SessionId, name: string): void {
+    const requestId = `q${++this.request}`;
+    const r = this.cell.acquire(s, name, { mode: 'SHARED', requestId });
+    if (!r.outcome.ok) throw new Error(JSON.stringify(r.outcome));
+    if (r.outcome.status === 'GRANTED') this.heldBy(s).set(name, r.outcome.token);
+    else this.waitsOf(s).set(name, requestId);
+  }
+
+  releaseOne(s: SessionId, rng: SeededRandom): void {
+    const heldNames = [...this.heldBy(s).keys()];
+    const victim = heldNames[rng.int(heldNames.length)] as string;
+    const r = this.cell.release(s, victim, this.heldBy(s).get(victim) as number);
+    expect(r.outcome).toMatchObject({ ok: true, released: true });
+    this.heldBy(s).delete(victim);
+    this.promoted(r.events);
+  }
+
+  cancelFirst(s: SessionId): void {
+    const [victim, requestId] = [...this.waitsOf(s).entries()][0] as [string, string];
+    const r = this.cell.cancel(s, victim, requestId);
+    expect(r.outcome).toMatchObject({ ok: true, cancelled: true });
+    this.waitsOf(s).delete(victim);
+    this.promoted(r.events);
+  }
+
+  /** An exclusive holder makes later shared requests of the other session queue. */
+  grantFree(s: SessionId, other: SessionId, names: readonly string[]): void {
+    const mine = this.heldBy(s);
+    const busy = (n: string): boolean => mine.has(n) || this.waitsOf(s).has(n) || this.heldBy(other).has(n) || this.waitsOf(other).has(n);
+    const free = names.find((n) => !busy(n));
+    if (free !== undefined) mine.set(free, this.cell.grant(s, free));
+  }
+
+  /** Waiters granted by a release or cancel move from waiting to held. */
+  private promoted(events: readonly LockEvent[]): void {
+    for (const e of events) {
+      if (e.type !== 'ACQUIRED') continue;
+      expect(this.waitsOf(e.sessionId).delete(e.name)).toBe(true);
+      this.heldBy(e.sessionId).set(e.name, e.token);
+    }
+  }
+}
+
 describe("a session's list of locks", () => {
   it('names exactly the locks held and awaited through long histories of acquires, releases, re-acquires and cancels', () => {
     const rng = new SeededRandom(20261130);
     const cell = new Cell({ autoClaim: true });
     const [a, b] = [cell.open(), cell.open()];
-    // Model: name -> token for each session's holds, name -> request id for its waits.
-    const held = new Map<SessionId, Map<string, number>>([
-      [a, new Map()],
-      [b, new Map()],
-    ]);
-    const waiting = new Map<SessionId, Map<string, string>>([
-      [a, new Map()],
-      [b, new Map()],
-    ]);
+    const m = new TwoSessions(cell, a, b);
     const names = Array.from({ length: 120 }, (_, i) => `/ls/payments/n${i}`);
-    let request = 0;
     let peak = 0;
-    const check = () => {
-      cell.fsm.checkInvariants();
-      for (const s of [a, b]) {
-        expect(cell.fsm.locksOf(s)).toEqual({
-          held: [...(held.get(s) as Map<string, number>).keys()].sort(),
-          waiting: [...(waiting.get(s) as Map<string, string>).keys()].sort(),
-        });
-      }
-    };
-    // Waiters granted by a release or cancel move from waiting to held in the model.
-    const promoted = (events: readonly LockEvent[]) => {
-      for (const e of events) {
-        if (e.type !== 'ACQUIRED') continue;
-        expect((waiting.get(e.sessionId) as Map<string, string>).delete(e.name)).toBe(true);
-        (held.get(e.sessionId) as Map<string, number>).set(e.name, e.token);
-      }
-    };
     for (let step = 0; step < 1500; step++) {
       const s = rng.int(4) === 0 ? b : a; // a does most of the work, so its list grows far past the removal window
       const other = s === a ? b : a;
       const name = names[rng.int(names.length)] as string;
-      const mine = held.get(s) as Map<string, number>;
-      const myWaits = waiting.get(s) as Map<string, string>;
       const roll = rng.int(10);
-      if (roll < 6 && !mine.has(name) && !myWaits.has(name)) {
-        const requestId = `q${++request}`;
-        // Shared, so re-acquiring a lock the other session still holds reuses its live record.
-        const r = cell.acquire(s, name, { mode: 'SHARED', requestId });
-        if (!r.outcome.ok) throw new Error(JSON.stringify(r.outcome));
-        if (r.outcome.status === 'GRANTED') mine.set(name, r.outcome.token);
-        else myWaits.set(name, requestId);
-      } else if (roll < 9 && mine.size > 0) {
-        const heldNames = [...mine.keys()];
-        const victim = heldNames[rng.int(heldNames.length)] as string;
-        const r = cell.release(s, victim, mine.get(victim) as number);
-        expect(r.outcome).toMatchObject({ ok: true, released: true });
-        mine.delete(victim);
-        promoted(r.events);
-      } else if (myWaits.size > 0) {
-        const [victim, requestId] = [...myWaits.entries()][0] as [string, string];
-        const r = cell.cancel(s, victim, requestId);
-        expect(r.outcome).toMatchObject({ ok: true, cancelled: true });
-        myWaits.delete(victim);
-        promoted(r.events);
-      } else if (rng.int(3) === 0) {
-        // An exclusive holder makes later shared requests of the other session queue.
-        const free = names.find(
-          (n) =>
-            !mine.has(n) &&
-            !myWaits.has(n) &&
-            !(held.get(other) as Map<string, number>).has(n) &&
-            !(waiting.get(other) as Map<string, string>).has(n),
-        );
-        if (free !== undefined) mine.set(free, cell.grant(s, free));
-      }
-      if (step % 25 === 0) check();
-      peak = Math.max(peak, (held.get(a) as Map<string, number>).size + (waiting.get(a) as Map<string, string>).size);
+      if (roll < 6 && !m.heldBy(s).has(name) && !m.waitsOf(s).has(name)) m.acquire(s, name);
+      else if (roll < 9 && m.heldBy(s).size > 0) m.releaseOne(s, rng);
+      else if (m.waitsOf(s).size > 0) m.cancelFirst(s);
+      else if (rng.int(3) === 0) m.grantFree(s, other, names);
+      if (step % 25 === 0) m.check();
+      peak = Math.max(peak, m.heldBy(a).size + m.waitsOf(a).size);
     }
-    check();
+    m.check();
     // Far past the removal window (8 from each end) and the size at which compaction switches to a Set (32).
     expect(peak).toBeGreaterThan(40);
     const closed = cell.close(a);
-    expect(closed.outcome).toEqual({ ok: true, released: [...(held.get(a) as Map<string, number>).keys()].sort() });
+    expect(closed.outcome).toEqual({ ok: true, released: [...m.heldBy(a).keys()].sort() });
     cell.fsm.checkInvariants();
   });
 

@@ -29,7 +29,8 @@
  *     u8 mode, varuint lockDelayMs; varuint waiterCount, per waiter: string sessionId,
  *     u8 mode, string requestId, varuint waitMs, varuint lockDelayMs, varuint queuedRevision.
  */
-import { isValidNamespace, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
+import type { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import { isValidNamespace } from '@fencer/contract';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import { decodeMode, encodeMode } from './commands.js';
 import { MEMBERS_MAX, type FsmLimits } from './limits.js';
@@ -152,81 +153,135 @@ function revisionIn(r: ByteReader, revisionMax: number, what: string, allowZero:
  * Returns the number of sessions read.
  */
 export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimits, revisionMax: number): number {
-  const sessionCount = r.count(limits.sessionsPerNamespaceMax, 'session count');
-  let previousId = '';
-  for (let i = 0; i < sessionCount; i++) {
-    const id = r.string() as SessionId;
-    checked(checkSessionId(id, ns.name), 0);
-    if (i > 0 && compareStrings(previousId, id) >= 0) invalid(`sessions out of order: ${previousId} before ${id}`);
-    previousId = id;
-    const clientId = r.string();
-    checked(checkClientId(clientId), 0);
-    const ttlMs = r.varuint();
-    checked(checkTtlMs(ttlMs), 0);
-    const openedRevision = revisionIn(r, revisionMax, 'openedRevision', false) as Revision;
-    const s = newSessionRecord(id, ns, clientId, ttlMs, openedRevision, limits.dedupePerSessionMax);
-    const dedupeCount = r.count(limits.dedupePerSessionMax, 'dedupe count');
-    for (let j = 0; j < dedupeCount; j++) {
-      const requestId = r.string();
-      checked(checkRequestId(requestId), 0);
-      const h = dedupeHash(requestId);
-      if (s.dedupe.find(requestId, h) >= 0) invalid(`duplicate request id ${requestId} in session ${id}`);
-      const statusCode = r.u8();
-      const status: DedupeStatus | undefined =
-        statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
-      if (status === undefined) invalid(`unknown dedupe status ${statusCode}`);
-      const name = r.string();
-      checked(checkName(name, ns.name), 0);
-      const token = revisionIn(r, revisionMax, 'dedupe token', status !== 'GRANTED') as Revision;
-      if (status !== 'GRANTED' && token !== 0) invalid('a dedupe record that is not GRANTED carries no token');
-      const revision = revisionIn(r, revisionMax, 'dedupe revision', false) as Revision;
-      const reason = r.u8();
-      if (reason > REASON_CANCELLED) invalid(`unknown reason ${reason}`);
-      if ((status === 'TIMED_OUT') !== (reason !== REASON_NONE)) invalid('a reason comes with TIMED_OUT and only with it');
-      s.dedupe.add(requestId, h, statusCode, name, token, revision, reason);
+  const reader = new SectionReader(r, ns, limits, revisionMax);
+  const sessionCount = reader.sessions();
+  reader.locks();
+  reader.checkQueuedRecords();
+  return sessionCount;
+}
+
+/** One section, in the order it was written: sessions (each with its dedupe records), then locks. */
+class SectionReader {
+  /** Ordinal of the last lock each session appeared in: finds a session listed twice in one lock. */
+  private readonly lastLockOf = new Map<string, number>();
+
+  constructor(
+    private readonly r: ByteReader,
+    private readonly ns: NamespaceRecord,
+    private readonly limits: FsmLimits,
+    private readonly revisionMax: number,
+  ) {}
+
+  /** Sessions sorted by id; returns how many. */
+  sessions(): number {
+    const { r, ns, limits, revisionMax } = this;
+    const sessionCount = r.count(limits.sessionsPerNamespaceMax, 'session count');
+    let previousId = '';
+    for (let i = 0; i < sessionCount; i++) {
+      const id = r.string() as SessionId;
+      checked(checkSessionId(id, ns.name), 0);
+      if (i > 0 && compareStrings(previousId, id) >= 0) invalid(`sessions out of order: ${previousId} before ${id}`);
+      previousId = id;
+      const clientId = r.string();
+      checked(checkClientId(clientId), 0);
+      const ttlMs = r.varuint();
+      checked(checkTtlMs(ttlMs), 0);
+      const openedRevision = revisionIn(r, revisionMax, 'openedRevision', false) as Revision;
+      const s = newSessionRecord(id, ns, clientId, ttlMs, openedRevision, limits.dedupePerSessionMax);
+      const dedupeCount = r.count(limits.dedupePerSessionMax, 'dedupe count');
+      for (let j = 0; j < dedupeCount; j++) this.dedupeRecord(s);
+      ns.sessions.set(id, s);
     }
-    ns.sessions.set(id, s);
+    return sessionCount;
   }
 
-  const lockCount = r.varuint();
-  let previousName = '';
-  // Ordinal of the last lock each session appeared in: finds a session listed twice in one lock.
-  const lastLockOf = new Map<string, number>();
-  for (let i = 0; i < lockCount; i++) {
+  /** One remembered outcome, oldest first; a reason comes with TIMED_OUT only, a token with GRANTED only. */
+  private dedupeRecord(s: SessionRecord): void {
+    const { r, revisionMax } = this;
+    const requestId = r.string();
+    checked(checkRequestId(requestId), 0);
+    const h = dedupeHash(requestId);
+    if (s.dedupe.find(requestId, h) >= 0) invalid(`duplicate request id ${requestId} in session ${s.id}`);
+    const statusCode = r.u8();
+    const status: DedupeStatus | undefined =
+      statusCode === 1 ? 'GRANTED' : statusCode === 2 ? 'QUEUED' : statusCode === 3 ? 'TIMED_OUT' : undefined;
+    if (status === undefined) invalid(`unknown dedupe status ${statusCode}`);
     const name = r.string();
-    checked(checkName(name, ns.name), 0);
-    if (i > 0 && compareStrings(previousName, name) >= 0) invalid(`locks out of order: ${previousName} before ${name}`);
-    previousName = name;
-    const delayRevision = revisionIn(r, revisionMax, 'delayRevision', true);
-    const delayMs = r.varuint();
-    if (delayRevision === 0 ? delayMs !== 0 : checkLockDelayMs(delayMs) !== undefined || delayMs === 0)
-      invalid(`lock ${name}: bad lock-delay ${delayMs}`);
-    const lock: LockRecord = { name, holders: EMPTY, waiters: EMPTY, delayRevision, delayMs };
+    checked(checkName(name, this.ns.name), 0);
+    const token = revisionIn(r, revisionMax, 'dedupe token', status !== 'GRANTED') as Revision;
+    if (status !== 'GRANTED' && token !== 0) invalid('a dedupe record that is not GRANTED carries no token');
+    const revision = revisionIn(r, revisionMax, 'dedupe revision', false) as Revision;
+    const reason = r.u8();
+    if (reason > REASON_CANCELLED) invalid(`unknown reason ${reason}`);
+    if ((status === 'TIMED_OUT') !== (reason !== REASON_NONE)) invalid('a reason comes with TIMED_OUT and only with it');
+    s.dedupe.add(requestId, h, statusCode, name, token, revision, reason);
+  }
+
+  /** Locks sorted by name, each with its holders in grant order and its FIFO waiters. */
+  locks(): void {
+    const { r, ns, limits, revisionMax } = this;
+    const lockCount = r.varuint();
+    let previousName = '';
+    for (let i = 0; i < lockCount; i++) {
+      const name = r.string();
+      checked(checkName(name, ns.name), 0);
+      if (i > 0 && compareStrings(previousName, name) >= 0) invalid(`locks out of order: ${previousName} before ${name}`);
+      previousName = name;
+      const delayRevision = revisionIn(r, revisionMax, 'delayRevision', true);
+      const delayMs = r.varuint();
+      if (delayRevision === 0 ? delayMs !== 0 : checkLockDelayMs(delayMs) !== undefined || delayMs === 0)
+        invalid(`lock ${name}: bad lock-delay ${delayMs}`);
+      const lock: LockRecord = { name, holders: EMPTY, waiters: EMPTY, delayRevision, delayMs };
+      const holders = this.holders(lock, i);
+      const waiters = this.waiters(lock, i);
+      if (holders.length === 0 && waiters.length === 0 && delayRevision === 0) invalid(`lock ${name} is free but listed`);
+      const head = waiters[0];
+      if (head !== undefined && delayRevision === 0 && canHold(holders, head.mode, limits.holdersPerLockMax)) {
+        invalid(`lock ${name}: the head waiter could be granted (promotion did not run)`);
+      }
+      lock.holders = holders.length === 0 ? EMPTY : holders;
+      lock.waiters = waiters.length === 0 ? EMPTY : waiters;
+      ns.locks.set(name, lock);
+    }
+  }
+
+  /** The session of a holder or waiter of the lock at `ordinal`, listed there once. */
+  private member(lock: LockRecord, ordinal: number, role: 'holder' | 'waiter'): SessionRecord {
+    const sessionId = this.r.string() as SessionId;
+    const s = this.ns.sessions.get(sessionId) ?? invalid(`lock ${lock.name}: ${role} ${sessionId} is not a session of ${this.ns.name}`);
+    if (this.lastLockOf.get(sessionId) === ordinal) {
+      invalid(`lock ${lock.name}: session ${sessionId} ${role === 'holder' ? 'holds it twice' : 'waits while holding or waits twice'}`);
+    }
+    this.lastLockOf.set(sessionId, ordinal);
+    s.lockList.push(lock);
+    s.lockListLength++;
+    return s;
+  }
+
+  private holders(lock: LockRecord, ordinal: number): Holder[] {
+    const { r, limits, revisionMax } = this;
     const holderCount = r.count(limits.holdersPerLockMax, 'holder count');
     const holders: Holder[] = [];
     for (let j = 0; j < holderCount; j++) {
-      const sessionId = r.string() as SessionId;
-      const s = ns.sessions.get(sessionId) ?? invalid(`lock ${name}: holder ${sessionId} is not a session of ${ns.name}`);
-      if (lastLockOf.get(sessionId) === i) invalid(`lock ${name}: session ${sessionId} holds it twice`);
-      lastLockOf.set(sessionId, i);
+      const s = this.member(lock, ordinal, 'holder');
       const token = revisionIn(r, revisionMax, 'token', false) as Revision;
       const mode = decodeModeChecked(r.u8());
       const lockDelayMs = r.varuint();
       checked(checkLockDelayMs(lockDelayMs), 0);
       if (holders.length > 0 && (mode === 'EXCLUSIVE' || (holders[0] as Holder).mode === 'EXCLUSIVE'))
-        invalid(`lock ${name}: an exclusive holder must be alone`);
+        invalid(`lock ${lock.name}: an exclusive holder must be alone`);
       holders.push({ sessionId: s.id, clientId: s.clientId, mode, token, lockDelayMs });
       s.heldCount++;
-      s.lockList.push(lock);
-      s.lockListLength++;
     }
+    return holders;
+  }
+
+  private waiters(lock: LockRecord, ordinal: number): Waiter[] {
+    const { r, limits, revisionMax } = this;
     const waiterCount = r.count(limits.waitersPerLockMax, 'waiter count');
     const waiters: Waiter[] = [];
     for (let j = 0; j < waiterCount; j++) {
-      const sessionId = r.string() as SessionId;
-      const s = ns.sessions.get(sessionId) ?? invalid(`lock ${name}: waiter ${sessionId} is not a session of ${ns.name}`);
-      if (lastLockOf.get(sessionId) === i) invalid(`lock ${name}: session ${sessionId} waits while holding or waits twice`);
-      lastLockOf.set(sessionId, i);
+      const s = this.member(lock, ordinal, 'waiter');
       const mode = decodeModeChecked(r.u8());
       const requestId = r.string() as RequestId;
       checked(checkRequestId(requestId), 0);
@@ -237,32 +292,25 @@ export function readSection(r: ByteReader, ns: NamespaceRecord, limits: FsmLimit
       const queuedRevision = revisionIn(r, revisionMax, 'queuedRevision', false) as Revision;
       waiters.push({ sessionId: s.id, clientId: s.clientId, mode, requestId, waitMs, lockDelayMs, queuedRevision });
       s.waitingCount++;
-      s.lockList.push(lock);
-      s.lockListLength++;
     }
-    if (holders.length === 0 && waiters.length === 0 && delayRevision === 0) invalid(`lock ${name} is free but listed`);
-    const head = waiters[0];
-    if (head !== undefined && delayRevision === 0 && canHold(holders, head.mode, limits.holdersPerLockMax)) {
-      invalid(`lock ${name}: the head waiter could be granted (promotion did not run)`);
-    }
-    lock.holders = holders.length === 0 ? EMPTY : holders;
-    lock.waiters = waiters.length === 0 ? EMPTY : waiters;
-    ns.locks.set(name, lock);
+    return waiters;
   }
 
-  for (const s of ns.sessions.values()) {
-    if (s.heldCount + s.waitingCount > limits.locksPerSessionMax) invalid(`session ${s.id} exceeds locksPerSessionMax`);
-    const d = s.dedupe;
-    for (let slot = 0; slot < d.size; slot++) {
-      if (d.statusCodeAt(slot) !== STATUS_QUEUED) continue;
-      const requestId = d.requestIdAt(slot);
-      const name = d.nameAt(slot);
-      const lock = ns.locks.get(name);
-      const waiter = lock?.waiters.find((x) => x.sessionId === s.id);
-      if (waiter?.requestId !== requestId) invalid(`session ${s.id}: QUEUED request ${requestId} has no waiter in ${name}`);
+  /** Every session within its limit, and every QUEUED record still has its waiter. */
+  checkQueuedRecords(): void {
+    const { ns, limits } = this;
+    for (const s of ns.sessions.values()) {
+      if (s.heldCount + s.waitingCount > limits.locksPerSessionMax) invalid(`session ${s.id} exceeds locksPerSessionMax`);
+      const d = s.dedupe;
+      for (let slot = 0; slot < d.size; slot++) {
+        if (d.statusCodeAt(slot) !== STATUS_QUEUED) continue;
+        const requestId = d.requestIdAt(slot);
+        const name = d.nameAt(slot);
+        const waiter = ns.locks.get(name)?.waiters.find((x) => x.sessionId === s.id);
+        if (waiter?.requestId !== requestId) invalid(`session ${s.id}: QUEUED request ${requestId} has no waiter in ${name}`);
+      }
     }
   }
-  return sessionCount;
 }
 
 function decodeModeChecked(code: number): Holder['mode'] {

@@ -1,6 +1,7 @@
 /**
  * The lock state machine: the deterministic function every replica of a
- * cell applies, entry by entry (ARCHITECTURE "Promises" are its semantics).
+ * cell applies, entry by entry (docs/architecture.md, "Promises", are its
+ * semantics).
  *
  * - Deterministic: no clock, no randomness, no iteration over an order that
  *   could differ between replicas (sets are sorted before they are walked).
@@ -16,13 +17,13 @@ import {
   assert,
   assertUint,
   AssertionError,
-  namespaceOfSessionId,
   unreachable,
   type Namespace,
   type RequestId,
   type Revision,
   type SessionId,
 } from '@fencer/base';
+import { LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, namespaceOfSessionId, parseLockName, parseLockPrefix } from '@fencer/contract';
 import { DecodeError, decodeOrCrash } from './codec.js';
 import {
   decodeCommand,
@@ -36,8 +37,7 @@ import {
   type ReleaseCommand,
   type SetMemberAddressCommand,
 } from './commands.js';
-import { checkLimits, LIMITS, LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, MEMBERS_MAX, type FsmLimits } from './limits.js';
-import { parseLockName, parseLockPrefix } from './names.js';
+import { checkLimits, LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 import {
   addSessionLock,
   removeSessionLock,
@@ -105,9 +105,10 @@ import { dedupeHash, reasonCode, REASON_BUSY, REASON_NONE, STATUS_GRANTED, STATU
 export interface LockStateMachineOptions {
   /**
    * A cell without a control plane owns every namespace and claims one on
-   * its first OpenSession (ARCHITECTURE decision 5). Otherwise a namespace
-   * must be claimed (ClaimNamespace) or imported first. Cell configuration:
-   * every replica of a cell must use the same value.
+   * its first OpenSession (docs/decisions/0005-cells-own-namespaces.md).
+   * Otherwise a namespace must be claimed (ClaimNamespace) or imported
+   * first. Cell configuration: every replica of a cell must use the same
+   * value.
    */
   readonly autoClaim: boolean;
   /** Revision base of a new cell (default 0). Restored state carries its own. */
@@ -495,7 +496,7 @@ export class LockStateMachine {
     assert(s.dedupe.size === Math.min(before + 1, this.limits.dedupePerSessionMax), 'a request id is remembered once');
   }
 
-  /** The same outcome again for a retried request id (ARCHITECTURE "Retries"). */
+  /** The same outcome again for a retried request id (docs/architecture.md, "Promises"). */
   private replay(s: SessionRecord, requestId: string, slot: number): AcquireOutcome {
     const d = s.dedupe;
     const revision = d.revisionAt(slot);
@@ -536,7 +537,7 @@ export class LockStateMachine {
     const prior = typeof c.requestId === 'string' ? s.dedupe.find(c.requestId, requestHash) : -1;
     if (prior >= 0) return this.replay(s, c.requestId, prior);
     // The session can hold or await only a live lock: skip those lookups for a new name.
-    let lock = ns.locks.get(c.name);
+    const lock = ns.locks.get(c.name);
     const waitingAt = lock !== undefined && s.waitingCount > 0 ? waiterIndexOf(lock, s.id) : -1;
     let waiter: Waiter | undefined;
     if (waitingAt >= 0) {
@@ -560,6 +561,16 @@ export class LockStateMachine {
         `session already waits for ${c.name} with request ${waiter.requestId}; retry that request id or cancel it`,
       );
     }
+    return this.acquireNew(s, c, requestHash, lock);
+  }
+
+  /**
+   * A new request of a session that does not wait for the lock: the grant it
+   * already holds, a grant, TIMED_OUT for a busy try-lock, or a place in the
+   * queue. Every answer is remembered under its request id.
+   */
+  private acquireNew(s: SessionRecord, c: AcquireCommand, requestHash: number, lock: LockRecord | undefined): AcquireOutcome | Failure {
+    const ns = s.ns;
     const heldAt = lock !== undefined && s.heldCount > 0 ? holderIndex(lock, s.id) : -1;
     if (heldAt >= 0) {
       // Re-acquiring what the session holds answers the grant it has.
@@ -582,24 +593,35 @@ export class LockStateMachine {
     if (s.heldCount + s.waitingCount >= this.limits.locksPerSessionMax) {
       return fail('QUOTA_EXCEEDED', `session holds or awaits its maximum of ${this.limits.locksPerSessionMax} locks`);
     }
-    if (grantable) {
-      if (lock === undefined) {
-        lock = { name: c.name, holders: EMPTY, waiters: EMPTY, delayRevision: 0, delayMs: 0 };
-        ns.locks.set(c.name, lock);
-      }
-      const holder: Holder = { sessionId: s.id, clientId: s.clientId, mode: c.mode, token: rev, lockDelayMs: c.lockDelayMs };
-      lock.holders = lock.holders.length === 0 ? [holder] : appended(lock.holders, holder);
-      s.heldCount++;
-      addSessionLock(s, lock);
-      this.remember(s, c.requestId, requestHash, STATUS_GRANTED, lock.name, rev, rev, REASON_NONE);
-      this.emit('ACQUIRED', lock, s.id, rev, c.requestId);
-      ns.lastRevision = rev;
-      return { ok: true, status: 'GRANTED', token: rev, holders: lock.holders, revision: rev, deduped: false };
-    }
+    if (grantable) return this.grantNew(s, c, requestHash, lock);
     assert(lock !== undefined, 'only an existing lock can be busy');
+    return this.enqueue(s, c, requestHash, lock);
+  }
+
+  private grantNew(s: SessionRecord, c: AcquireCommand, requestHash: number, existing: LockRecord | undefined): AcquireOutcome {
+    const ns = s.ns;
+    const rev = this.rev as Revision;
+    let lock = existing;
+    if (lock === undefined) {
+      lock = { name: c.name, holders: EMPTY, waiters: EMPTY, delayRevision: 0, delayMs: 0 };
+      ns.locks.set(c.name, lock);
+    }
+    const holder: Holder = { sessionId: s.id, clientId: s.clientId, mode: c.mode, token: rev, lockDelayMs: c.lockDelayMs };
+    lock.holders = lock.holders.length === 0 ? [holder] : appended(lock.holders, holder);
+    s.heldCount++;
+    addSessionLock(s, lock);
+    this.remember(s, c.requestId, requestHash, STATUS_GRANTED, lock.name, rev, rev, REASON_NONE);
+    this.emit('ACQUIRED', lock, s.id, rev, c.requestId);
+    ns.lastRevision = rev;
+    return { ok: true, status: 'GRANTED', token: rev, holders: lock.holders, revision: rev, deduped: false };
+  }
+
+  /** Joins the FIFO queue of a busy lock: no later request is granted before it (docs/architecture.md, "Promises"). */
+  private enqueue(s: SessionRecord, c: AcquireCommand, requestHash: number, lock: LockRecord): AcquireOutcome | Failure {
     if (lock.waiters.length >= this.limits.waitersPerLockMax) {
       return fail('QUOTA_EXCEEDED', `lock ${c.name} has its maximum of ${this.limits.waitersPerLockMax} waiters`);
     }
+    const rev = this.rev as Revision;
     const w: Waiter = {
       sessionId: s.id,
       clientId: s.clientId,
@@ -614,12 +636,12 @@ export class LockStateMachine {
     addSessionLock(s, lock);
     this.remember(s, c.requestId, requestHash, STATUS_QUEUED, lock.name, 0, rev, REASON_NONE);
     this.emit('QUEUED', lock, s.id, 0, c.requestId);
-    ns.lastRevision = rev;
+    s.ns.lastRevision = rev;
     return { ok: true, status: 'QUEUED', position: lock.waiters.length - 1, revision: rev, deduped: false };
   }
 
   /**
-   * Grants from the head of the queue while it can (ARCHITECTURE "Fairness"):
+   * Grants from the head of the queue while it can (docs/architecture.md, "Promises"):
    * consecutive shared waiters together, stopping at the first it cannot
    * grant. Tokens are this entry's revision.
    */
@@ -808,8 +830,9 @@ export class LockStateMachine {
     if (this.sessionCount + decoded.sessionCount > this.limits.sessionsMax) {
       return fail('QUOTA_EXCEEDED', `importing ${decoded.sessionCount} sessions would exceed this cell's ${this.limits.sessionsMax}`);
     }
-    // Decision 3: raise the base so this entry's revision, and every later
-    // one, exceeds every revision the namespace saw in its old cell.
+    // Raise the base so this entry's revision, and every later one, exceeds
+    // every revision the namespace saw in its old cell
+    // (docs/decisions/0003-revisions-are-log-index-plus-base.md).
     const index = this.appliedIndexValue;
     const base = Math.max(this.revisionBaseValue, decoded.highestRevision - index + 1);
     this.revisionBaseValue = base;
@@ -924,7 +947,7 @@ export class LockStateMachine {
     return isFailure(s) ? undefined : sessionInfoOf(s);
   }
 
-  /** Every live session: a new leader gives each a fresh TTL (ARCHITECTURE "Expiry"). */
+  /** Every live session: a new leader gives each a fresh TTL (docs/architecture.md, "Promises"). */
   *sessions(): IterableIterator<SessionInfo> {
     for (const ns of this.namespaceRecords.values()) for (const s of ns.sessions.values()) yield sessionInfoOf(s);
   }

@@ -4,20 +4,24 @@
  * log; the state machine runs the same checks again on apply (it must not
  * trust that every proposer validated), and answers with the same outcome.
  */
-import { isValidNamespace, namespaceOfSessionId, SESSION_ID_SEPARATOR, unreachable } from '@fencer/base';
-import type { Command } from './commands.js';
-import { utf8ByteLength } from './codec.js';
+import { unreachable } from '@fencer/base';
 import {
-  CLIENT_ID_BYTES_MAX,
+  type ContractProblem,
   LOCK_DELAY_MS_MAX,
   NAMESPACE_BYTES_MAX,
-  REQUEST_ID_BYTES_MAX,
-  SESSION_ID_BYTES_MAX,
   TTL_MS_MAX,
   TTL_MS_MIN,
   WAIT_MS_MAX,
-} from './limits.js';
-import { isLockNameIn, validateLockName } from './names.js';
+  checkClientId as contractClientId,
+  checkMemberId as contractMemberId,
+  checkRequestId as contractRequestId,
+  checkSessionId as contractSessionId,
+  isLockNameIn,
+  isValidNamespace,
+  namespaceOfSessionId,
+  validateLockName,
+} from '@fencer/contract';
+import type { Command } from './commands.js';
 import type { Failure, FsmErrorCode, LockMode } from './types.js';
 
 export function fail(code: FsmErrorCode, message: string): Failure {
@@ -28,23 +32,20 @@ export function isFailure(x: unknown): x is Failure {
   return (x as Failure | undefined)?.ok === false;
 }
 
+/** The contract's verdict as an outcome: the same code and message wherever the rule is checked. */
+function failureOf(problem: ContractProblem<FsmErrorCode> | undefined): Failure | undefined {
+  return problem === undefined ? undefined : fail(problem.code, problem.message);
+}
+
 export function checkRequestId(requestId: string): Failure | undefined {
-  if (typeof requestId !== 'string' || requestId.length === 0)
-    return fail('MISSING_REQUEST_ID', 'request_id is required: one per attempt, reused on retries');
-  const bytes = utf8ByteLength(requestId);
-  if (bytes < 0) return fail('INVALID_ARGUMENT', 'request_id is not valid UTF-8 (lone surrogate)');
-  if (bytes > REQUEST_ID_BYTES_MAX) return fail('INVALID_ARGUMENT', `request_id is at most ${REQUEST_ID_BYTES_MAX} bytes, got ${bytes}`);
-  return undefined;
+  return failureOf(contractRequestId(requestId));
 }
 
 export function checkClientId(clientId: string): Failure | undefined {
-  if (typeof clientId !== 'string') return fail('INVALID_ARGUMENT', 'client_id must be a string');
-  const bytes = utf8ByteLength(clientId);
-  if (bytes < 0) return fail('INVALID_ARGUMENT', 'client_id is not valid UTF-8 (lone surrogate)');
-  if (bytes > CLIENT_ID_BYTES_MAX) return fail('INVALID_ARGUMENT', `client_id is at most ${CLIENT_ID_BYTES_MAX} bytes, got ${bytes}`);
-  return undefined;
+  return failureOf(contractClientId(clientId));
 }
 
+/** A namespace in a command is an argument of the command (INVALID_ARGUMENT), not a lock name. */
 export function checkNamespaceName(namespace: string): Failure | undefined {
   if (typeof namespace !== 'string' || !isValidNamespace(namespace)) {
     return fail('INVALID_ARGUMENT', `namespace must be 1 to ${NAMESPACE_BYTES_MAX} characters of [A-Za-z0-9._-], not "." or ".."`);
@@ -52,23 +53,9 @@ export function checkNamespaceName(namespace: string): Failure | undefined {
   return undefined;
 }
 
-/** [A-Za-z0-9._-]+: the unique part is the leader's, drawn from its random source; ASCII keeps sorting and lengths simple. */
-const UNIQUE_PART = /^[A-Za-z0-9._-]+$/;
-
-/** A session id is "<namespace>:<unique>" (ARCHITECTURE decision 4). */
+/** A session id is "<namespace>:<unique>" (docs/decisions/0004-sessions-belong-to-one-namespace.md). */
 export function checkSessionId(sessionId: string, namespace?: string): Failure | undefined {
-  if (typeof sessionId !== 'string' || sessionId.length > SESSION_ID_BYTES_MAX) {
-    return fail('INVALID_ARGUMENT', `a session id is a string of at most ${SESSION_ID_BYTES_MAX} bytes`);
-  }
-  const ns = namespaceOfSessionId(sessionId);
-  const unique = sessionId.slice(sessionId.indexOf(SESSION_ID_SEPARATOR) + 1);
-  if (ns === undefined || !UNIQUE_PART.test(unique)) {
-    return fail('INVALID_ARGUMENT', `a session id is "<namespace>${SESSION_ID_SEPARATOR}<unique>" with both parts of [A-Za-z0-9._-]`);
-  }
-  if (namespace !== undefined && ns !== namespace) {
-    return fail('INVALID_ARGUMENT', `session id ${sessionId} does not embed namespace "${namespace}"`);
-  }
-  return undefined;
+  return failureOf(contractSessionId(sessionId, namespace));
 }
 
 export function checkTtlMs(ttlMs: number): Failure | undefined {
@@ -115,11 +102,9 @@ export function checkNameIn(name: string, namespace: string): Failure | undefine
   return typeof name === 'string' && isLockNameIn(name, namespace) ? undefined : checkName(name, namespace);
 }
 
-/** Member ids as the cell node accepts them: 1–128 of [A-Za-z0-9._-]. */
+/** Member ids as the cell node accepts them (the contract's member id format). */
 export function checkMemberId(id: string): Failure | undefined {
-  return typeof id === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(id)
-    ? undefined
-    : fail('INVALID_ARGUMENT', 'a member id is 1-128 characters of [A-Za-z0-9._-]');
+  return failureOf(contractMemberId(id));
 }
 
 /** host:port with a non-empty host of at most 253 characters and no spaces, and a port in 1–65535. */

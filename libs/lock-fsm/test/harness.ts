@@ -4,7 +4,8 @@
  * for the common commands. Everything applied is kept in `log`, so a test
  * can replay it on another instance.
  */
-import { makeSessionId, Namespace, RequestId, Revision, type SessionId } from '@fencer/base';
+import { Namespace, RequestId, Revision, type SessionId } from '@fencer/base';
+import { makeSessionId } from '@fencer/contract';
 import {
   encodeCommand,
   LockStateMachine,

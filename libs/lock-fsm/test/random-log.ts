@@ -8,7 +8,8 @@
  * have occasional gaps, like a Raft log whose membership entries are not
  * commands.
  */
-import { makeSessionId, Namespace, RequestId, Revision, SeededRandom, type Random, type SessionId } from '@fencer/base';
+import { Namespace, RequestId, Revision, SeededRandom, type Random, type SessionId } from '@fencer/base';
+import { makeSessionId } from '@fencer/contract';
 import { encodeCommand, LockStateMachine, type Command, type FsmLimits } from '../src/index.js';
 
 export interface LogEntry {

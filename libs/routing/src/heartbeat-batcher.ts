@@ -17,7 +17,8 @@
  * answered lately, so every session hears from the leader several times per
  * TTL.
  */
-import { FencerError, SESSION_ID_SEPARATOR, namespaceOfSessionId } from '@fencer/base';
+import { FencerError } from '@fencer/base';
+import { SESSION_ID_SEPARATOR, namespaceOfSessionId } from '@fencer/contract';
 import type { RoutingTable } from '@fencer/contract';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { fromServiceError, type internalpb } from '@fencer/protocol';

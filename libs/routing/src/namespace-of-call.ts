@@ -1,6 +1,6 @@
 /** The namespace a call is routed by: of its lock name, its prefix, or its session id (a session id embeds its namespace). */
-import { FencerError, isValidNamespace, namespaceOfSessionId, type ErrorCode } from '@fencer/base';
-import { parseLockName, parseLockPrefix } from '@fencer/lock-fsm';
+import { FencerError, type ErrorCode } from '@fencer/base';
+import { isValidNamespace, namespaceOfSessionId, parseLockName, parseLockPrefix } from '@fencer/contract';
 
 /** The contract's unary methods, as grpc-js names their handlers. */
 export type UnaryMethod = 'openSession' | 'acquire' | 'release' | 'checkToken' | 'getLock' | 'listLocks' | 'closeSession';

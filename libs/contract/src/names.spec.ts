@@ -1,13 +1,26 @@
 /**
- * Goal: lock names and prefixes are validated exactly as the contract's
- * header says: "/ls/<namespace>/<rest>", segments of [A-Za-z0-9._-], no
- * empty, "." or ".." segment, at most 512 bytes in all.
- * Method: a table of valid and invalid names, boundary lengths, and a
- * fast-check property that random well-formed names parse back to their parts.
+ * Goal: lock names, prefixes and namespaces are validated exactly as the
+ * contract's header says: "/ls/<namespace>/<rest>", segments of
+ * [A-Za-z0-9._-], no empty, "." or ".." segment, at most 512 bytes in all,
+ * a namespace of at most 64; and the namespace check agrees with the
+ * namespace a parsed name yields.
+ * Method: a table of valid and invalid names, boundary lengths, and
+ * fast-check properties: random well-formed names parse back to their
+ * parts, and random strings are namespaces exactly when they are the first
+ * segment of a valid name.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { NAME_BYTES_MAX, parseLockName, parseLockPrefix, validateLockName } from './index.js';
+import {
+  NAME_BYTES_MAX,
+  NAMESPACE_BYTES_MAX,
+  checkNamespace,
+  isLockNameIn,
+  isValidNamespace,
+  parseLockName,
+  parseLockPrefix,
+  validateLockName,
+} from './index.js';
 
 describe('parseLockName', () => {
   it.each([
@@ -87,5 +100,46 @@ describe('parseLockPrefix', () => {
 
   it.each(['/ls/', '/ls/payments', '/ls/pay ments/', '/ls/payments//', '/ls/payments/a/../', '/x/payments/'])('rejects %j', (prefix) => {
     expect(parseLockPrefix(prefix)).toMatchObject({ ok: false, code: 'INVALID_NAME' });
+  });
+});
+
+describe('namespaces', () => {
+  it.each(['payments', 'a', 'Pay_ments-1.0', '...', 'n'.repeat(NAMESPACE_BYTES_MAX)])('accepts %j', (ns) => {
+    expect(isValidNamespace(ns)).toBe(true);
+    expect(checkNamespace(ns)).toBeUndefined();
+  });
+
+  it.each(['', '.', '..', 'a/b', 'a:b', 'a b', 'é', 'n'.repeat(NAMESPACE_BYTES_MAX + 1)])('rejects %j with INVALID_NAME', (ns) => {
+    expect(isValidNamespace(ns)).toBe(false);
+    expect(checkNamespace(ns)).toMatchObject({
+      code: 'INVALID_NAME',
+      message: expect.stringMatching(/1-64 characters of \[A-Za-z0-9._-\]/),
+    });
+  });
+
+  it('a string is a namespace exactly when it heads a valid lock name', () => {
+    const chars = fc.constantFrom(...'aZ09._-/: é'.split(''));
+    fc.assert(
+      fc.property(fc.string({ unit: chars, maxLength: 70 }), (ns) => {
+        const parsed = parseLockName(`/ls/${ns}/x`);
+        expect(isValidNamespace(ns)).toBe(parsed.ok && parsed.namespace === ns);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('isLockNameIn', () => {
+  it('gives the verdict of validateLockName for names in a valid namespace', () => {
+    const chars = fc.constantFrom(...'ab./-: '.split(''));
+    fc.assert(
+      fc.property(fc.constantFrom('ab', 'a.b', 'x'), fc.string({ unit: chars, maxLength: 12 }), (ns, tail) => {
+        const name = `/ls/${tail}`;
+        expect(isLockNameIn(name, ns)).toBe(validateLockName(name, ns) === undefined);
+        const inside = `/ls/${ns}/${tail}`;
+        expect(isLockNameIn(inside, ns)).toBe(validateLockName(inside, ns) === undefined);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
