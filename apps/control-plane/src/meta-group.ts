@@ -4,7 +4,7 @@
  * simulator runs the very class this process runs; a test may pass a fake.
  */
 import type { NodeId } from '@fencer/base';
-import type { Cancel } from '@fencer/cell';
+import type { Cancel } from '@fencer/group';
 import type { MetaApplied, MetaEntry, MetaStateMachine } from '@fencer/meta-fsm';
 
 export { MetaGroup, isNotLeader, type MetaGroupConfig, type MetaGroupEnv } from '@fencer/meta-fsm/group';

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencerError, type Result, err, ok } from '@fencer/base';
-import type { Cancel } from './env.js';
+import type { Cancel } from '@fencer/group';
 import { HeartbeatRelay, type RelayRoute } from './heartbeat-relay.js';
 import type { HeartbeatAnswer } from './wire.js';
 

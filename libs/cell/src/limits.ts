@@ -5,13 +5,8 @@
  * configuration; these are the fixed ones.
  */
 import { assert } from '@fencer/base';
+import { TIMER_DELAY_MS_MAX } from '@fencer/group';
 import { WAIT_MS_MAX } from '@fencer/lock-fsm';
-
-/**
- * Largest delay a timer may be given: Node turns any setTimeout delay above
- * 2^31 - 1 ms into 1 ms, so a longer wait is chained in steps of this.
- */
-export const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
 
 /** Sessions in one HeartbeatBatch (a session proxy's batch, or a follower's relay). */
 export const HEARTBEAT_BATCH_SESSIONS_MAX = 100_000;

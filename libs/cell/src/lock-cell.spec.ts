@@ -14,10 +14,12 @@ import { type FencerError, ManualClock, NodeId, type Result, SeededRandom } from
 import type { Message } from '@fencer/raft';
 import { noopLogger } from '@fencer/replica';
 import { MemDisk, type RaftLogStore, openRaftLogStore } from '@fencer/wal';
-import type { Cancel, CellEnv } from './env.js';
+import { type Cancel, TIMER_DELAY_MS_MAX } from '@fencer/group';
+import type { LockCellConfig, LockCellTestHooks } from './config.js';
+import type { CellEnv } from './env.js';
 import { noopCellMetrics } from './env.js';
-import { TIMER_DELAY_MS_MAX } from './limits.js';
-import { type LeaderForwarder, LockCell, type LockCellConfig, type LockCellTestHooks } from './lock-cell.js';
+import { LockCell } from './lock-cell.js';
+import type { LeaderForwarder } from './request-api.js';
 import type { HubEvent } from './watch-hub.js';
 import type { CellMethod } from './wire.js';
 import { WIRE_ACQUIRE_STATUS, WIRE_MODE } from './wire.js';

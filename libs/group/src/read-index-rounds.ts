@@ -1,45 +1,58 @@
 /**
- * Heartbeats are answered only after the leader has confirmed it still leads
- * (one ReadIndex round, shared by every heartbeat that arrived before the
- * round began). A deposed leader that has not noticed yet therefore never
- * acknowledges a heartbeat: a client's lease, counted from when it sent the
- * heartbeat, ends no later than the fresh TTL a new leader grants at its
- * election, so the client never believes in a session the cell may expire.
+ * Shared ReadIndex rounds (Raft dissertation §6.4): whoever must know that
+ * this leader still leads (a linearizable read, a batch of heartbeats that
+ * may extend leases) waits for one round that began after it asked, and
+ * every waiter that arrives while a round is in flight shares the next one.
+ * One round is in flight at a time, whatever the number of waiters; a round
+ * that began before a waiter arrived never answers it, since it may have
+ * confirmed a leadership that ended before the waiter came.
  *
  * Rounds may be spaced: a round starts no sooner than `spacingMs` after the
  * previous one started. Each round costs a heartbeat to every follower and
  * an answer from each (a socket write and a wake-up on both sides), whatever
- * the number of heartbeats it confirms; under a steady stream, back-to-back
+ * the number of waiters it confirms; under a steady stream, back-to-back
  * rounds would spend a good part of the cell's CPU on confirmations
- * (docs/benchmarks.md). Spacing never delays a heartbeat that arrives after
- * a quiet spell.
+ * (docs/benchmarks.md). Spacing never delays a waiter that arrives after a
+ * quiet spell.
  */
-export type ConfirmRound = (done: (error: Error | null) => void) => void;
+import { assert } from '@fencer/base';
 
-export interface ConfirmerTiming {
+/** Runs one ReadIndex round: `done(null)` once leadership is confirmed and the read index applied, else the error. */
+export type ReadIndexRound = (done: (error: Error | null) => void) => void;
+
+export interface RoundSpacing {
   /** Least time between the starts of two rounds (0: back to back). */
   readonly spacingMs: number;
   readonly nowMs: () => number;
-  /** Runs `run` once after `ms` (the cell's injected timer; tests pass a fake). */
+  /** Runs `run` once after `ms` (the group's injected timer; tests pass a fake). */
   readonly after: (ms: number, run: () => void) => void;
 }
 
-const noSpacing: ConfirmerTiming = { spacingMs: 0, nowMs: () => 0, after: () => {} };
+const noSpacing: RoundSpacing = { spacingMs: 0, nowMs: () => 0, after: () => {} };
 
-export class HeartbeatConfirmer {
+export class ReadIndexRounds {
+  /** Waiters for the next round, none of which any round in flight answers. */
   private waiting: ((error: Error | null) => void)[] = [];
+  /** A round is running; at most one at a time. */
   private inFlight = false;
-  /** A spaced start is scheduled. */
+  /** A spaced start is scheduled; never while a round is in flight. */
   private timerSet = false;
   private lastStartMs = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly round: ConfirmRound,
+    private readonly round: ReadIndexRound,
     private readonly waitingMax: number,
-    private readonly timing: ConfirmerTiming = noSpacing,
-  ) {}
+    private readonly spacing: RoundSpacing = noSpacing,
+  ) {
+    assert(waitingMax >= 0 && spacing.spacingMs >= 0, 'a waiter limit and a spacing of 0 or more');
+  }
 
-  /** Runs `then` after a confirmation round that began after this call. False when too many are waiting. */
+  /** Waiters for a round that has not started yet. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
+  /** Runs `then` after a round that began after this call. False (and `then` never runs) when too many are waiting. */
   confirm(then: (error: Error | null) => void): boolean {
     if (this.waiting.length >= this.waitingMax) return false;
     this.waiting.push(then);
@@ -49,7 +62,7 @@ export class HeartbeatConfirmer {
 
   private startRound(): void {
     if (this.inFlight || this.timerSet || this.waiting.length === 0) return;
-    const { spacingMs, nowMs, after } = this.timing;
+    const { spacingMs, nowMs, after } = this.spacing;
     if (spacingMs > 0) {
       const now = nowMs();
       const wait = this.lastStartMs + spacingMs - now;
@@ -64,9 +77,14 @@ export class HeartbeatConfirmer {
       this.lastStartMs = now;
     }
     this.inFlight = true;
+    // The batch is taken as the round starts: a waiter that arrives from here on waits for the next round.
     const batch = this.waiting;
     this.waiting = [];
+    let completed = false;
     this.round((error) => {
+      assert(!completed, 'a ReadIndex round completes once');
+      completed = true;
+      assert(this.inFlight && !this.timerSet, 'the round that completes is the one in flight, and no spaced start was scheduled meanwhile');
       this.inFlight = false;
       for (const then of batch) then(error);
       this.startRound();
