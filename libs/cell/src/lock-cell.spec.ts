@@ -174,7 +174,7 @@ function openSession(h: Harness, via: string, namespace: string): string {
   return r.value.sessionId;
 }
 
-describe('LockCell request API', () => {
+describe('LockCell request API: reads and held Acquires', () => {
   it('a managed cell answers reads for a namespace it does not own with NAMESPACE_NOT_HERE, never a free lock', () => {
     const h = new Harness({}, false);
     h.elect('c1');
@@ -256,7 +256,9 @@ describe('LockCell request API', () => {
     expect(granted.ok && held.ok && granted.value.token > held.value.token).toBe(true);
     expect(Math.max(...h.delays)).toBeLessThanOrEqual(TIMER_DELAY_MS_MAX);
   });
+});
 
+describe('LockCell request API: heartbeats and Watch', () => {
   it.each([
     [false, 'refuses'],
     [true, 'acknowledges (the planted bug)'],
@@ -324,7 +326,9 @@ describe('LockCell request API', () => {
       expect(r.ok && r.value[0]!.expired).toBe(!alive);
     }
   });
+});
 
+describe('LockCell request API: relayed heartbeats', () => {
   it('answers a relayed batch that reaches a follower NOT_LEADER with a hint, never relaying it again', () => {
     const h = new Harness();
     h.elect('c1');
