@@ -415,7 +415,7 @@ export class Replica {
 
   /** Drains the core's readies, one in flight at a time. */
   private handleReady(): void {
-    // Every drive (tick, receive, propose, read, open itself) ends here: the first ready is open()'s.
+    // Whatever reaches the core (tick, receive, propose, read, campaign...) drains here: the first ready is open()'s.
     assert(this.opened, 'a replica is opened before anything drives it');
     if (this.handlingReady) return;
     this.handlingReady = true;
