@@ -33,7 +33,7 @@ export const WAIT_GRACE_MS = 5_000;
 /** Follower Watches from now waiting for their replica to catch up with the leader's read index. */
 export const CATCH_UP_WAITS_MAX = 10_000;
 
-/** A follower that has not applied up to the leader's read index within this long answers UNAVAILABLE. */
+/** A follower Watch whose replica has not applied up to the leader's revision within this long fails with DEADLINE_EXCEEDED. */
 export const CATCH_UP_TIMEOUT_MS = FORWARD_TIMEOUT_MS;
 
 assert(HEARTBEATS_WAITING_MAX >= HEARTBEAT_BATCH_SESSIONS_MAX, 'one full heartbeat batch always fits the confirmation queue');
