@@ -8,12 +8,10 @@
  * raw gRPC clients aimed at chosen replicas. "Held" is shown by ordering:
  * the waiter is visible in the lock's queue and a later read round trip
  * completes while its call is still unanswered; the call's first answer is
- * then GRANTED, after the release. Also checks that libs/cell's wire enums
- * are the contract's.
+ * then GRANTED, after the release.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServiceError, credentials, status } from '@grpc/grpc-js';
-import { WIRE_ACQUIRE_STATUS, WIRE_MODE } from '@fencer/cell';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, lockservice, raftpb } from '@fencer/protocol';
 import { type Cell, eventually, startCell } from './support/cell.js';
@@ -37,17 +35,6 @@ async function roles(): Promise<{ leader: string; follower: string }> {
   const follower = cell.replicas.find((r) => r.id !== st.nodeId)!.grpc;
   return { leader, follower };
 }
-
-describe('wire enums', () => {
-  it('libs/cell speaks the contract numbers', () => {
-    expect(WIRE_MODE).toEqual({ UNSPECIFIED: M.LOCK_MODE_UNSPECIFIED, EXCLUSIVE: M.LOCK_MODE_EXCLUSIVE, SHARED: M.LOCK_MODE_SHARED });
-    expect(WIRE_ACQUIRE_STATUS).toEqual({
-      GRANTED: S.ACQUIRE_STATUS_GRANTED,
-      QUEUED: S.ACQUIRE_STATUS_QUEUED,
-      TIMED_OUT: S.ACQUIRE_STATUS_TIMED_OUT,
-    });
-  });
-});
 
 describe('peer traffic only on the peer listener', () => {
   it('every lock-service port answers UNIMPLEMENTED for the Raft peer service', async () => {

@@ -1,10 +1,10 @@
 /**
  * The HTTP app's seam onto the meta group. The group itself (the meta state
- * machine on @fencer/cell's GroupCore) lives in @fencer/meta-fsm/group, so the
+ * machine on @fencer/group's GroupCore) lives in @fencer/meta-fsm/group, so the
  * simulator runs the very class this process runs; a test may pass a fake.
  */
 import type { NodeId } from '@fencer/base';
-import type { Cancel } from '@fencer/cell';
+import type { Cancel } from '@fencer/group';
 import type { MetaApplied, MetaEntry, MetaStateMachine } from '@fencer/meta-fsm';
 
 export { MetaGroup, isNotLeader, type MetaGroupConfig, type MetaGroupEnv } from '@fencer/meta-fsm/group';

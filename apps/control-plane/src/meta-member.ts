@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type Clock, SeededRandom } from '@fencer/base';
-import { noopCellMetrics } from '@fencer/cell';
+import { noopGroupMetrics } from '@fencer/group';
 import { TcpPeerServer, TcpPeerTransport } from '@fencer/peer-transport';
 import { MetaGroup } from '@fencer/meta-fsm/group';
 import type { Die, Logger } from '@fencer/service';
@@ -63,7 +63,7 @@ export async function startMetaMember(config: ControlPlaneConfig, env: MetaMembe
       random: new SeededRandom(randomBytes(6).readUIntBE(0, 6)),
       send: (messages) => transport.send(messages),
       logger,
-      metrics: { ...noopCellMetrics, replica: metrics.replica },
+      metrics: { ...noopGroupMetrics, replica: metrics.replica },
       onFatal: (err) => die('storage failure (fsync is never retried): exiting', err),
       after: (ms, run) => {
         const timer = setTimeout(run, ms);

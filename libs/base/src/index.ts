@@ -1,7 +1,5 @@
 export { AssertionError, assert, assertEqual, assertUint, unreachable } from './assert.js';
 export { type Brand, Term, LogIndex, Revision, NodeId, SessionId, RequestId, Namespace, CellId } from './ids.js';
-// Until libs/cell and apps/cell-router import them from @fencer/contract (see contract-legacy.ts).
-export { SESSION_ID_SEPARATOR, isValidNamespace, makeSessionId, namespaceOfSessionId } from './contract-legacy.js';
 export { type Clock, ManualClock } from './clock.js';
 export { type Random, SeededRandom } from './random.js';
 export { type Result, ok, err } from './result.js';

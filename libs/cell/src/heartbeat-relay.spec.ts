@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencerError, type Result, err, ok } from '@fencer/base';
-import type { Cancel } from './env.js';
+import type { Cancel } from '@fencer/group';
 import { HeartbeatRelay, type RelayRoute } from './heartbeat-relay.js';
 import type { HeartbeatAnswer } from './wire.js';
 
@@ -83,7 +83,7 @@ function caller(): { done: (r: Result<HeartbeatAnswer[], FencerError>) => void; 
 const ids = (r: Result<HeartbeatAnswer[], FencerError> | undefined): string[] | string =>
   r === undefined ? 'unanswered' : r.ok ? r.value.map((a) => a.sessionId) : r.error.code;
 
-describe('HeartbeatRelay', () => {
+describe('HeartbeatRelay: batching', () => {
   it('sends the heartbeats of one window as one batch and splits the answer back to each caller', () => {
     const f = new Fake();
     const relay = f.relay({ windowMs: 2 });
@@ -159,7 +159,9 @@ describe('HeartbeatRelay', () => {
     expect(callers.map((c) => ids(c.got[0]))).toEqual(callers.map((_, i) => [`s${i}`]));
     expect(ids(big.got[0])).toEqual(['t0', 't1', 't2']);
   });
+});
 
+describe('HeartbeatRelay: errors, timeouts and a caller giving up before the batch leaves', () => {
   it("answers every caller of a batch with the leader's error, and the next batch still goes", () => {
     const f = new Fake();
     const relay = f.relay();
@@ -226,7 +228,9 @@ describe('HeartbeatRelay', () => {
     expect(ids(b.got[0])).toEqual(['b', 'shared']);
     expect(relay.waiting).toBe(0);
   });
+});
 
+describe('HeartbeatRelay: callers giving up in flight, and leader changes', () => {
   it('a caller that gives up in flight is not answered and does not cancel the batch; when all give up the call is cancelled', () => {
     const f = new Fake();
     const relay = f.relay();
@@ -285,7 +289,9 @@ describe('HeartbeatRelay', () => {
     f.sent[0]!.done(err(moved));
     expect(a.got).toEqual([err(moved)]);
   });
+});
 
+describe('HeartbeatRelay: no leader, and limits', () => {
   it('answers NO_LEADER to every caller of a batch that has no leader to go to when it leaves', () => {
     const f = new Fake();
     const relay = f.relay();

@@ -29,8 +29,7 @@
  * Pure: timers only through the injected `after`.
  */
 import { FencerError, assert, err, ok } from '@fencer/base';
-import type { Cancel } from './env.js';
-import type { Done } from './group.js';
+import type { Cancel, Done } from '@fencer/group';
 import type { HeartbeatAnswer } from './wire.js';
 
 /** Where a batch goes when it leaves. */

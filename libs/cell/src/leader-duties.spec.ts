@@ -14,7 +14,7 @@ import { type Command, LockStateMachine } from '@fencer/lock-fsm';
 const s1 = SessionId('ns:1');
 const s2 = SessionId('ns:2');
 
-describe('LeaderDuties', () => {
+describe('LeaderDuties: session deadlines', () => {
   it('expires a session only after its TTL passed with no heartbeat', () => {
     const d = new LeaderDuties();
     d.becomeLeader(0, [{ sessionId: s1, ttlMs: 1000 }], [], []);
@@ -75,7 +75,9 @@ describe('LeaderDuties', () => {
     expect(d.heartbeat(0, s1)).toBeUndefined();
     expect(d.due(1_000_000)).toEqual([]);
   });
+});
 
+describe('LeaderDuties: waits, lock-delays and applied commands', () => {
   it('cancels a wait when its wait time runs out, keeping the first deadline across retries', () => {
     const d = new LeaderDuties();
     d.becomeLeader(0, [], [], []);
@@ -131,7 +133,9 @@ describe('LeaderDuties', () => {
     expect(d.heartbeat(200, a)).toBeUndefined();
     expect(d.heartbeat(200, b)).toBe(3_000);
   });
+});
 
+describe('LeaderDuties against a model', () => {
   it('expires exactly the sessions a scan of every deadline would, whatever the heartbeats (deadline heap against a model)', () => {
     type Op = { kind: 'open'; id: number; ttl: number } | { kind: 'beat'; id: number } | { kind: 'gone'; id: number } | { kind: 'lead' };
     const op: fc.Arbitrary<Op> = fc.oneof(

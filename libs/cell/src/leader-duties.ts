@@ -1,6 +1,7 @@
 /**
- * What only the leader does, on its monotonic clock (ARCHITECTURE decisions
- * 1 and 2): track session deadlines from heartbeats that are never logged,
+ * What only the leader does, on its monotonic clock
+ * (docs/decisions/0001-heartbeats-are-never-logged.md,
+ * docs/decisions/0002-apply-never-reads-a-clock.md): track session deadlines from heartbeats that are never logged,
  * wait deadlines of queued Acquires, and lock-delays; and turn each passed
  * deadline into a command for the log (ExpireSession, CancelWait,
  * LiftLockDelay). Deterministic: time comes in as numbers, commands go out

@@ -5,13 +5,8 @@
  * configuration; these are the fixed ones.
  */
 import { assert } from '@fencer/base';
-import { WAIT_MS_MAX } from '@fencer/lock-fsm';
-
-/**
- * Largest delay a timer may be given: Node turns any setTimeout delay above
- * 2^31 - 1 ms into 1 ms, so a longer wait is chained in steps of this.
- */
-export const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
+import { TIMER_DELAY_MS_MAX } from '@fencer/group';
+import { WAIT_MS_MAX } from '@fencer/contract';
 
 /** Sessions in one HeartbeatBatch (a session proxy's batch, or a follower's relay). */
 export const HEARTBEAT_BATCH_SESSIONS_MAX = 100_000;
@@ -38,7 +33,7 @@ export const WAIT_GRACE_MS = 5_000;
 /** Follower Watches from now waiting for their replica to catch up with the leader's read index. */
 export const CATCH_UP_WAITS_MAX = 10_000;
 
-/** A follower that has not applied up to the leader's read index within this long answers UNAVAILABLE. */
+/** A follower Watch whose replica has not applied up to the leader's revision within this long fails with DEADLINE_EXCEEDED. */
 export const CATCH_UP_TIMEOUT_MS = FORWARD_TIMEOUT_MS;
 
 assert(HEARTBEATS_WAITING_MAX >= HEARTBEAT_BATCH_SESSIONS_MAX, 'one full heartbeat batch always fits the confirmation queue');

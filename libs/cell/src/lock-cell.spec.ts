@@ -14,10 +14,12 @@ import { type FencerError, ManualClock, NodeId, type Result, SeededRandom } from
 import type { Message } from '@fencer/raft';
 import { noopLogger } from '@fencer/replica';
 import { MemDisk, type RaftLogStore, openRaftLogStore } from '@fencer/wal';
-import type { Cancel, CellEnv } from './env.js';
+import { type Cancel, TIMER_DELAY_MS_MAX } from '@fencer/group';
+import type { LockCellConfig, LockCellTestHooks } from './config.js';
+import type { CellEnv } from './env.js';
 import { noopCellMetrics } from './env.js';
-import { TIMER_DELAY_MS_MAX } from './limits.js';
-import { type LeaderForwarder, LockCell, type LockCellConfig, type LockCellTestHooks } from './lock-cell.js';
+import { LockCell } from './lock-cell.js';
+import type { LeaderForwarder } from './request-api.js';
 import type { HubEvent } from './watch-hub.js';
 import type { CellMethod } from './wire.js';
 import { WIRE_ACQUIRE_STATUS, WIRE_MODE } from './wire.js';
@@ -172,7 +174,7 @@ function openSession(h: Harness, via: string, namespace: string): string {
   return r.value.sessionId;
 }
 
-describe('LockCell request API', () => {
+describe('LockCell request API: reads and held Acquires', () => {
   it('a managed cell answers reads for a namespace it does not own with NAMESPACE_NOT_HERE, never a free lock', () => {
     const h = new Harness({}, false);
     h.elect('c1');
@@ -254,7 +256,9 @@ describe('LockCell request API', () => {
     expect(granted.ok && held.ok && granted.value.token > held.value.token).toBe(true);
     expect(Math.max(...h.delays)).toBeLessThanOrEqual(TIMER_DELAY_MS_MAX);
   });
+});
 
+describe('LockCell request API: heartbeats and Watch', () => {
   it.each([
     [false, 'refuses'],
     [true, 'acknowledges (the planted bug)'],
@@ -322,7 +326,9 @@ describe('LockCell request API', () => {
       expect(r.ok && r.value[0]!.expired).toBe(!alive);
     }
   });
+});
 
+describe('LockCell request API: relayed heartbeats', () => {
   it('answers a relayed batch that reaches a follower NOT_LEADER with a hint, never relaying it again', () => {
     const h = new Harness();
     h.elect('c1');

@@ -1,37 +1,42 @@
 /**
- * Held-open Acquire calls on the leader, keyed by (session, request id).
- * A call registers before it proposes, so a grant or cancellation applied in
- * the same batch as its queueing (before the proposal's own answer arrives)
- * still reaches it. Resolved from the apply stream; answered QUEUED when
- * this node stops leading, so the client retries at the new leader with
- * the same request id. Callbacks, not promises: the simulator runs the
- * same code synchronously on virtual time.
+ * Held-open Acquire calls on the leader, keyed by (session, request id): the
+ * registry the apply stream resolves them through. A call registers before
+ * it proposes, so a grant or cancellation applied in the same batch as its
+ * queueing (before the proposal's own answer arrives) still reaches it.
+ * When this node stops leading every call gets 'leadership-lost' (its
+ * caller is answered QUEUED and retries at the new leader with the same
+ * request id). A call answered another way withdraws its registration. The registry
+ * answers no one itself: it hands each call its result, once, and the call
+ * (held-acquire.ts) answers its caller. Callbacks, not promises: the
+ * simulator runs the same code synchronously on virtual time.
  */
-import type { RequestId, Revision, SessionId } from '@fencer/base';
+import { type RequestId, type Revision, type SessionId, assert } from '@fencer/base';
 
+/** What the log or the leadership decided for a held call. */
 export type WaitResult =
   | { readonly kind: 'granted'; readonly token: Revision; readonly revision: Revision }
   | { readonly kind: 'cancelled'; readonly revision: Revision }
   | { readonly kind: 'session-gone' }
-  | { readonly kind: 'leadership-lost' }
-  | { readonly kind: 'gave-up' };
+  | { readonly kind: 'leadership-lost' };
 
 export interface WaitHandle {
-  /** Settled already (the result is known and was delivered). */
+  /** Resolved already (its result was handed over) or withdrawn. */
   settled(): boolean;
-  /** Ends the call with 'gave-up' unless it has a result already. */
-  cancel(): void;
+  /** Leaves the registry without a result (the call was answered another way); harmless once settled. */
+  withdraw(): void;
 }
 
-interface Entry {
+interface Registration {
+  /** Resolved or withdrawn: never handed a result again. */
   settled: boolean;
-  resolve(r: WaitResult): void;
+  readonly resolved: (r: WaitResult) => void;
 }
 
 const key = (sessionId: string, requestId: string): string => `${sessionId}\u0000${requestId}`;
 
 export class WaitingCalls {
-  private readonly calls = new Map<string, Set<Entry>>();
+  private readonly calls = new Map<string, Set<Registration>>();
+  /** Registrations not yet settled, over every key; never above `max`. */
   private total = 0;
 
   constructor(private readonly max: number) {}
@@ -40,41 +45,44 @@ export class WaitingCalls {
     return this.total;
   }
 
-  /** Registers a call answered once through `answer`; undefined when the node already holds `max` calls open. */
-  register(sessionId: SessionId, requestId: RequestId, answer: (r: WaitResult) => void): WaitHandle | undefined {
+  /** Registers a call handed its result once through `resolved`; undefined when the node already holds `max` calls open. */
+  register(sessionId: SessionId, requestId: RequestId, resolved: (r: WaitResult) => void): WaitHandle | undefined {
     if (this.total >= this.max) return undefined;
     const k = key(sessionId, requestId);
-    const entry: Entry = {
-      settled: false,
-      resolve: (r) => {
-        if (entry.settled) return;
-        entry.settled = true;
-        this.remove(k, entry);
-        answer(r);
-      },
-    };
+    const registration: Registration = { settled: false, resolved };
     let set = this.calls.get(k);
     if (!set) this.calls.set(k, (set = new Set()));
-    set.add(entry);
+    set.add(registration);
     this.total++;
-    return { settled: () => entry.settled, cancel: () => entry.resolve({ kind: 'gave-up' }) };
+    return { settled: () => registration.settled, withdraw: () => this.settle(k, registration) };
   }
 
   resolve(sessionId: SessionId, requestId: RequestId, r: WaitResult): void {
-    const set = this.calls.get(key(sessionId, requestId));
+    const k = key(sessionId, requestId);
+    const set = this.calls.get(k);
     if (!set) return;
-    for (const e of [...set]) e.resolve(r);
+    for (const registration of [...set]) this.hand(k, registration, r);
   }
 
   /** Every call ends (this node stopped leading, or it is shutting down). */
   resolveAll(r: WaitResult): void {
-    for (const set of [...this.calls.values()]) for (const e of [...set]) e.resolve(r);
+    for (const [k, set] of [...this.calls]) for (const registration of [...set]) this.hand(k, registration, r);
   }
 
-  private remove(k: string, e: Entry): void {
+  private hand(k: string, registration: Registration, r: WaitResult): void {
+    // A result handed to an earlier call may have withdrawn this one (its caller gave up meanwhile).
+    if (registration.settled) return;
+    this.settle(k, registration);
+    registration.resolved(r);
+  }
+
+  private settle(k: string, registration: Registration): void {
+    if (registration.settled) return;
+    registration.settled = true;
     const set = this.calls.get(k);
-    if (!set || !set.delete(e)) return;
+    assert(set !== undefined && set.delete(registration), 'an unsettled registration is in the registry under its key');
     this.total--;
+    assert(this.total >= 0, 'the registry counts each registration once');
     if (set.size === 0) this.calls.delete(k);
   }
 }

@@ -39,7 +39,7 @@ const revisions = (s: { got: HubEvent[] }): number[] => s.got.map((e) => (e.type
 
 const opts = { historyMax: 5, watcherBufferMax: 3, watchersMax: 10, progressIntervalMs: 1000 };
 
-describe('WatchHub', () => {
+describe('WatchHub: history and resume', () => {
   it('resumes from every retained revision without gaps or repeats', () => {
     for (let since = 1; since <= 5; since++) {
       const hub = new WatchHub(opts);
@@ -94,7 +94,9 @@ describe('WatchHub', () => {
     expect(hub.subscribe({ name: '/ls/ns/a', prefix: false }, 1, recorder(), 0, () => [])).toBe('compacted');
     expect(hub.subscribe({ name: '/ls/ns/a', prefix: false }, 50, recorder(), 0, () => [])).toBe('ok');
   });
+});
 
+describe('WatchHub: starting, filtering and sending', () => {
   it('starts from now with SNAPSHOT events then PROGRESS', () => {
     const hub = new WatchHub(opts);
     hub.publish(4, [ev(4, '/ls/ns/a')]);

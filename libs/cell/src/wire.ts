@@ -3,13 +3,14 @@
  * contract's messages (lockservice.proto) as plain objects, with its enum
  * numbers. The gRPC layer passes them through unchanged, a follower forwards
  * them to the leader unchanged, and the simulator's clients build them the
- * same way, so every path speaks one shape. (apps/cell-node's tests check
- * the numbers against the generated enums.)
+ * same way, so every path speaks one shape. The enum numbers are the
+ * contract's, generated from the proto into @fencer/contract.
  */
+import { AcquireStatus, LockMode as ContractLockMode } from '@fencer/contract';
 import type { Holder, LockMode, LockState, Waiter } from '@fencer/lock-fsm';
 
-export const WIRE_MODE = { UNSPECIFIED: 0, EXCLUSIVE: 1, SHARED: 2 } as const;
-export const WIRE_ACQUIRE_STATUS = { GRANTED: 1, QUEUED: 2, TIMED_OUT: 3 } as const;
+export const WIRE_MODE = ContractLockMode;
+export const WIRE_ACQUIRE_STATUS = AcquireStatus;
 
 export interface WireHolder {
   readonly sessionId: string;

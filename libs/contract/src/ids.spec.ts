@@ -1,11 +1,11 @@
 /**
  * Goal: the contract's id formats: a session id embeds its namespace so
  * routers need no lookup, and every id is bounded as the contract says,
- * with the contract's reason codes. The copies of these rules that base
- * keeps for its remaining importers agree with the contract's.
- * Method: boundary cases per id, and fast-check properties comparing the
- * contract's functions with base's copies over strings drawn from the
- * characters that matter (the alphabet, the separator, a slash, non-ASCII).
+ * with the contract's reason codes.
+ * Method: boundary cases per id, and a fast-check property over strings
+ * drawn from the characters that matter (the alphabet, the separator, a
+ * slash, non-ASCII): a session id made in a valid namespace gives that
+ * namespace back, whatever its unique part holds.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -74,18 +74,14 @@ describe('request, client and member ids', () => {
   });
 });
 
-describe("base's copies for its remaining importers", () => {
+describe('the namespace a session id embeds', () => {
   const chars = fc.constantFrom(...'aZ09._-:/ é'.split(''));
-
-  it('agree with the contract on namespaces and session ids', () => {
+  it('is the one it was made in, whatever the unique part holds', () => {
     fc.assert(
-      fc.property(fc.string({ unit: chars, maxLength: 70 }), (s) => {
-        expect(base.isValidNamespace(s)).toBe(isValidNamespace(s));
-        expect(base.namespaceOfSessionId(s)).toBe(namespaceOfSessionId(s));
+      fc.property(fc.string({ unit: chars, minLength: 1, maxLength: 12 }), fc.string({ unit: chars, maxLength: 12 }), (ns, unique) => {
+        fc.pre(isValidNamespace(ns));
+        expect(namespaceOfSessionId(makeSessionId(base.Namespace(ns), unique))).toBe(ns);
       }),
-      { numRuns: 3000 },
     );
-    expect(base.SESSION_ID_SEPARATOR).toBe(SESSION_ID_SEPARATOR);
-    expect(base.makeSessionId(base.Namespace('a'), 'b')).toBe(makeSessionId(base.Namespace('a'), 'b'));
   });
 });

@@ -24,7 +24,7 @@ const groupDir = join(srcDir, 'group');
 const groupSources = readdirSync(groupDir)
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
   .map((f) => ({ file: `group/${f}`, text: readFileSync(join(groupDir, f), 'utf8') }));
-const groupAllowed = ['@fencer/base', '@fencer/cell', '@fencer/replica', '@fencer/wal'];
+const groupAllowed = ['@fencer/base', '@fencer/group', '@fencer/replica', '@fencer/wal'];
 
 describe('libs/meta-fsm purity', () => {
   it('has sources to scan', () => {
@@ -54,6 +54,11 @@ describe('libs/meta-fsm purity', () => {
     const planted = `${sources[0]?.text ?? ''}\nsetTimeout(() => 1, 5);\nimport { x } from '@fencer/wal';\n`;
     expect(findForbiddenTokens(planted)).toHaveLength(1);
     expect(findForeignImports(planted, allowed).map((h) => h.text)).toEqual(['@fencer/wal']);
+  });
+
+  it("notices the lock cell's libraries planted in the group entry (the meta group builds on @fencer/group alone)", () => {
+    const planted = `${groupSources[0]?.text ?? ''}\nimport { x } from '@fencer/cell';\nimport { y } from '@fencer/lock-fsm';\n`;
+    expect(findForeignImports(planted, groupAllowed).map((h) => h.text)).toEqual(['@fencer/cell', '@fencer/lock-fsm']);
   });
 
   it('applies one history to the same bytes twice, and a restored copy goes on identically', () => {

@@ -2,7 +2,7 @@
  * @fencer/meta-fsm: the control plane's meta state machine, applied by every
  * instance of the meta group. Pure: imports only @fencer/base; no clock,
  * timer, randomness or I/O. The group member that applies it (on
- * @fencer/cell's GroupCore) is the separate entry @fencer/meta-fsm/group.
+ * @fencer/group's GroupCore) is the separate entry @fencer/meta-fsm/group.
  */
 export { MetaStateMachine, META_SNAPSHOT_FORMAT_VERSION, isMetaFailure, type MetaApplied, type MetaOutcome } from './state-machine.js';
 export {

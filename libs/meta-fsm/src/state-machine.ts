@@ -95,7 +95,7 @@ function checkQuotas(q: unknown): Quotas | string {
 
 const moveRank = (s: MoveState): number => MOVE_STATES.indexOf(s);
 const moveFinished = (m: Move): boolean => m.state === 'done' || m.state === 'failed';
-/** From 'switching' on, the route points at the target: the move only goes forward (ARCHITECTURE decision 11). */
+/** From 'switching' on, the route points at the target: the move only goes forward (docs/decisions/0011-moves-are-journaled-steps.md). */
 const moveSwitched = (s: MoveState): boolean => s === 'switching' || s === 'cleaning' || s === 'done';
 
 export class MetaStateMachine {

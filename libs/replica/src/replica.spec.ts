@@ -25,7 +25,10 @@ const dec = new TextDecoder();
 /** Appends each command's text; apply returns how many commands it holds. */
 class ListMachine implements StateMachine {
   items: string[] = [];
+  /** Every call the replica made, in order: 'restore', or the applied entry's index. */
+  readonly calls: (number | 'restore')[] = [];
   apply(entry: Entry): unknown {
+    this.calls.push(entry.index);
     this.items.push(dec.decode(entry.data));
     return this.items.length;
   }
@@ -33,6 +36,7 @@ class ListMachine implements StateMachine {
     return enc.encode(JSON.stringify(this.items));
   }
   restore(data: Uint8Array): void {
+    this.calls.push('restore');
     this.items = JSON.parse(dec.decode(data)) as string[];
   }
 }
@@ -66,7 +70,8 @@ class Cell {
     }
   }
 
-  start(id: NodeId): Member {
+  /** Starts (or restarts) a member over its disk; `open: false` leaves its replica constructed but not opened. */
+  start(id: NodeId, { open = true }: { open?: boolean } = {}): Member {
     const disk = this.disks.get(id) as MemDisk;
     let store: RaftLogStore | undefined;
     openRaftLogStore(disk, '/raft', { segmentBytesMax: 16 * 1024 }, (err, s) => {
@@ -98,6 +103,7 @@ class Cell {
     });
     const m = { replica, machine, store, sent };
     this.members.set(id, m);
+    if (open) replica.open();
     return m;
   }
 
@@ -439,6 +445,51 @@ describe('snapshots and restart', () => {
     cell.isolated.delete('r3');
     cell.tick(5);
     expect(cell.get('r3').machine.items).toEqual(cell.get('r1').machine.items);
+  });
+});
+
+describe('opening: construct, then open()', () => {
+  it('opens in two steps: construction calls nothing back; open() restores the snapshot, then replays the entries above it', () => {
+    const cell = new Cell(3, { snapshotEveryEntries: 4 });
+    cell.elect('r1');
+    for (let i = 0; i < 10; i++) cell.propose('r1', `e${i}`);
+    cell.pump();
+    cell.tick(2);
+    // One more entry, so that the restarted follower has entries above its snapshot to apply.
+    cell.propose('r1', 'last');
+    cell.pump();
+    cell.tick(2);
+    const before = cell.get('r3');
+    const items = [...before.machine.items];
+    expect(before.store.lastIndex()).toBeGreaterThan(before.store.snapshot().meta.index);
+    before.replica.close(() => {});
+    cell.pump();
+    const after = cell.start(NodeId('r3'), { open: false });
+    const snapshotIndex = after.store.snapshot().meta.index;
+    expect(snapshotIndex).toBeGreaterThan(0);
+    expect(after.machine.calls).toEqual([]);
+    expect(after.sent).toEqual([]);
+    expect(after.replica.applied).toBe(snapshotIndex);
+    after.replica.open();
+    expect(after.machine.calls[0]).toBe('restore');
+    // The entries above the snapshot apply once the replica knows they are committed (from its hard state, or from the leader).
+    cell.pump();
+    cell.tick(2);
+    const replayed = after.machine.calls.slice(1) as number[];
+    expect(replayed[0]).toBe(snapshotIndex + 1);
+    expect(replayed).toEqual(replayed.map((_, i) => snapshotIndex + 1 + i));
+    expect(after.machine.items).toEqual(items);
+  });
+
+  it('refuses to be driven before it opens, and to open twice (assertions)', () => {
+    const cell = new Cell(1);
+    cell.get('r1').replica.close(() => {});
+    cell.pump();
+    const fresh = cell.start(NodeId('r1'), { open: false });
+    expect(() => fresh.replica.tick()).toThrow(AssertionError);
+    fresh.replica.open();
+    expect(() => fresh.replica.open()).toThrow(AssertionError);
+    expect(() => fresh.replica.tick()).not.toThrow();
   });
 });
 

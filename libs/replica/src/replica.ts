@@ -7,6 +7,13 @@
  * virtual time, when every persist completes and every callback runs; see
  * `proposeAsync` / `readIndexAsync` for the promise wrappers the cell node uses.
  *
+ * Opening. A replica opens in two steps: the constructor wires fields and
+ * reads what the store recovered, and calls nothing back; `open()` then
+ * restores the snapshot into the state machine and replays the committed
+ * entries above it. The owner (a group member composing the machine with
+ * its own layer) finishes building itself between the two, so no apply or
+ * restore ever reaches a half-built object.
+ *
  * Ordering. `handleOneReady()` is the one function that orders a ready's
  * effects: persist entries and hard state (fsync) → send messages → apply
  * committed entries → advance. At most one ready is in flight; the core
@@ -141,6 +148,12 @@ export class Replica {
   /** The core's tuning in force: `raftTuningDefault` with ReplicaConfig.raft on top. */
   readonly raftTuning: RaftTuning;
 
+  /**
+   * open() has run: it runs once, before anything drives the replica (tick,
+   * receive, propose, read), so the state machine has its snapshot before
+   * the core hands it an entry.
+   */
+  private opened = false;
   private stoppedFlag = false;
   /** Set while a ready's persist is in flight: the core gets no new ready() until it completes. */
   private persistInFlight = false;
@@ -195,13 +208,12 @@ export class Replica {
       'the ackBeforeFsync bug is planted only by the testing export (createReplica from @fencer/replica/testing)',
     );
 
-    // Restart: the state machine starts from the latest snapshot; the core
-    // then hands back committed entries above it to replay.
+    // Restart: the core starts from the latest snapshot (open() restores the
+    // state machine to it); the core then hands back committed entries above it.
     const snapshot = store.snapshot();
     const { hardState } = store.initialState();
     this.snapshotIndex = snapshot.meta.index;
     this.appliedIndex = snapshot.meta.index;
-    if (snapshot.meta.index > 0) stateMachine.restore(snapshot.data);
     // Without a snapshot the log from index 1 (bootstrap entries first) replays every change.
     this.appliedConf = snapshot.meta.index > 0 ? snapshot.meta.conf : { voters: [], learners: [] };
     assertUint(hardState.commit, 'recovered commit index');
@@ -221,8 +233,27 @@ export class Replica {
       bugs: raftBugs,
     };
     this.raft = createRaftNode(raftConfig);
+  }
+
+  /**
+   * Brings the state machine up to what the store recovered: restores the
+   * latest snapshot, then runs the first ready, which replays the committed
+   * entries above it (and may send and persist, as any ready does). Called
+   * once, by the owner, after it has finished building whatever the state
+   * machine's callbacks reach; before it, nothing has been called back.
+   */
+  open(): void {
+    assert(!this.opened, 'a replica opens once');
+    this.opened = true;
+    if (this.stoppedFlag) return;
+    // The snapshot first: the replay below starts at the entry after it, and
+    // appliedIndex (set from it at construction) already says so.
+    const snapshot = this.store.snapshot();
+    assert(snapshot.meta.index === this.snapshotIndex, 'the store keeps the snapshot it recovered until the replica opens');
+    if (snapshot.meta.index > 0) this.stateMachine.restore(snapshot.data);
+    const hardState = this.store.initialState().hardState;
     this.logger.info(
-      { id: this.id, term: hardState.term, commit: hardState.commit, snapshotIndex: this.snapshotIndex, lastIndex: store.lastIndex() },
+      { id: this.id, term: hardState.term, commit: hardState.commit, snapshotIndex: this.snapshotIndex, lastIndex: this.store.lastIndex() },
       'replica started',
     );
     // A restarted replica may have committed entries to replay right away.
@@ -384,6 +415,8 @@ export class Replica {
 
   /** Drains the core's readies, one in flight at a time. */
   private handleReady(): void {
+    // Whatever reaches the core (tick, receive, propose, read, campaign...) drains here: the first ready is open()'s.
+    assert(this.opened, 'a replica is opened before anything drives it');
     if (this.handlingReady) return;
     this.handlingReady = true;
     try {

@@ -29,7 +29,11 @@ export class AckBeforeFsyncReplica extends Replica {
   }
 }
 
-/** A replica with the bugs `config.bugs` asks for: the core's through RaftConfig.bugs, the replica's by subclass. */
+/**
+ * A replica with the bugs `config.bugs` asks for: the core's through
+ * RaftConfig.bugs, the replica's by subclass. Constructed, not opened: its
+ * owner calls `open()` once it is ready for the state machine's callbacks.
+ */
 export function createReplica(config: ReplicaConfig, store: RaftLogStore, stateMachine: StateMachine, env: ReplicaEnv): Replica {
   return config.bugs?.ackBeforeFsync === true
     ? new AckBeforeFsyncReplica(config, store, stateMachine, env)

@@ -1,6 +1,6 @@
 /**
  * What a simulated node runs in one life: the production LockCell (or, for
- * the KV machine, the generic GroupCore of the same library) over virtual
+ * the KV machine, @fencer/group's GroupCore, which the cell builds on) over virtual
  * time, the simulated network and the run's checkers. Nothing here
  * re-implements the cell: the environment is injected (clock, randomness,
  * timers, transport, fatal errors), forwarding to the leader travels the
@@ -13,8 +13,6 @@ import {
   type Cancel,
   type CellEnv,
   type CellMethod,
-  GroupCore,
-  type GroupConfig,
   type LeaderForwarder,
   LockCell,
   type LockCellConfig,
@@ -22,6 +20,7 @@ import {
   type ResponseOf,
   noopCellMetrics,
 } from '@fencer/cell';
+import { GroupCore, type GroupConfig } from '@fencer/group';
 import type { Message } from '@fencer/raft';
 import { noopLogger } from '@fencer/replica';
 import type { LockStateMachine } from '@fencer/lock-fsm';
@@ -182,6 +181,7 @@ export function programFor(sim: Simulation, node: SimNode, store: RaftLogStore, 
   if (sim.options.machine === 'kv') {
     const kv = new KvStateMachine();
     const core = new GroupCore(groupConfig(sim, node), store, kv, env, { becameLeader: () => {}, steppedDown: () => {} }, createReplica);
+    core.open();
     return { kind: 'kv', core, kv };
   }
   const checkers = sim.lockCheckers;

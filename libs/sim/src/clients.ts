@@ -14,7 +14,16 @@ import type { AckedWrite } from './checkers.js';
 import { digest } from './hash.js';
 import { KV_KEYS, encodePut } from './kv.js';
 import type { LockReadAnswer } from './lock-checkers.js';
-import { type LockClient, isRetry, lockAnswered, lockClientDied, newLockClient, nextLockOp } from './lock-workload.js';
+import {
+  type LockClient,
+  type LockOp,
+  type LockWrite,
+  isRetry,
+  lockAnswered,
+  lockClientDied,
+  newLockClient,
+  nextLockOp,
+} from './lock-workload.js';
 import { type SimNode, nodeOfAddress } from './sim-node.js';
 import type { Simulation } from './simulation.js';
 import { Tag } from './tags.js';
@@ -34,6 +43,19 @@ interface ClientState {
   readonly lock: LockClient | null;
   /** Where its session's heartbeats go (a node that said who leads, as a session proxy would follow). */
   heartbeatTarget: NodeId | null;
+}
+
+/** One operation in flight: its id, the node it goes to, `finish` (ends it once), and where its cancel goes. */
+interface ClientOp {
+  readonly op: number;
+  readonly node: SimNode;
+  readonly finish: (retarget: NodeId | null) => void;
+  readonly onGiveUp: (cancel: () => void) => void;
+}
+
+/** Where a refused lock call says to go next: the simulated node its leader hint names. */
+function hintedNode(error: FencerError): NodeId | null {
+  return nodeOfAddress(error.leaderHint);
 }
 
 function modeFromWire(mode: number): LockMode {
@@ -97,12 +119,7 @@ export class SimClients {
    * schedules the next. It gives up after a timeout, its outcome unknown,
    * and cancels the call as a gRPC deadline would.
    */
-  private beginClientOp(client: ClientState): {
-    op: number;
-    node: SimNode;
-    finish: (retarget: NodeId | null) => void;
-    onGiveUp: (cancel: () => void) => void;
-  } {
+  private beginClientOp(client: ClientState): ClientOp {
     const op = this.nextOp++;
     client.op = op;
     let target = client.target !== null ? this.sim.nodes.get(client.target) : undefined;
@@ -196,54 +213,58 @@ export class SimClients {
       this.startClient(client, this.random.range(1 * US_PER_SECOND, 6 * US_PER_SECOND));
       return;
     }
-    const { op, node, finish, onGiveUp } = this.beginClientOp(client);
+    const call = this.beginClientOp(client);
     const next = nextLockOp(lc, this.random, this.sim.options.readShare);
-    const retargetOf = (error: FencerError): NodeId | null => nodeOfAddress(error.leaderHint);
-    if (next.kind === 'read') {
-      const barrier = this.sim.lockCheckers.readBarrier(next.name);
-      this.toNode(node, () => {
-        const cell = node.cell;
-        if (!cell) return;
-        const served = (
-          outcome: Result<unknown, FencerError>,
-          read: (value: never) => { revision: number; answer: LockReadAnswer },
-        ): void =>
-          this.toClient(() => {
-            if (client.op !== op) return;
-            if (!outcome.ok) return finish(retargetOf(outcome.error));
-            // No import ever raises the simulated cell's revision base: a read's revision is the index it was served at.
-            const { revision, answer } = read(outcome.value as never);
-            this.sim.lockCheckers.readServed(node.id, barrier, revision, answer);
-            finish(node.id);
-          });
-        const cancel =
-          next.token !== null
-            ? cell.call('checkToken', { name: next.name, token: next.token }, { forwarded: false }, (o) =>
-                served(o, (v: { current: boolean; latestToken: number; revision: number }) => ({
-                  revision: v.revision,
-                  answer: {
-                    kind: 'CheckToken',
-                    token: next.token as number,
-                    answer: { current: v.current, latestToken: v.latestToken as never },
-                  },
-                })),
-              )
-            : cell.call('getLock', { name: next.name }, { forwarded: false }, (o) =>
-                served(o, (v: { lock: WireLockState | undefined; revision: number }) => ({
-                  revision: v.revision,
-                  answer: {
-                    kind: 'GetLock',
-                    state: v.lock
-                      ? lockFromWire(v.lock)
-                      : lockFromWire({ name: next.name, mode: 0, holders: [], waiters: [], delayed: false }),
-                  },
-                })),
-              );
-        onGiveUp(() => this.sim.onNode(node, node.life, cancel));
-      });
-      return;
-    }
-    const w = next.write;
+    if (next.kind === 'read') this.lockRead(client, call, next);
+    else this.lockWrite(client, lc, call, next.write);
+  }
+
+  /** A linearizable read (CheckToken when the client knows a token, else GetLock), checked against the acknowledged grants. */
+  private lockRead(client: ClientState, call: ClientOp, next: Extract<LockOp, { kind: 'read' }>): void {
+    const { op, node, finish, onGiveUp } = call;
+    const barrier = this.sim.lockCheckers.readBarrier(next.name);
+    this.toNode(node, () => {
+      const cell = node.cell;
+      if (!cell) return;
+      const served = (outcome: Result<unknown, FencerError>, read: (value: never) => { revision: number; answer: LockReadAnswer }): void =>
+        this.toClient(() => {
+          if (client.op !== op) return;
+          if (!outcome.ok) return finish(hintedNode(outcome.error));
+          // No import ever raises the simulated cell's revision base: a read's revision is the index it was served at.
+          const { revision, answer } = read(outcome.value as never);
+          this.sim.lockCheckers.readServed(node.id, barrier, revision, answer);
+          finish(node.id);
+        });
+      const cancel =
+        next.token !== null
+          ? cell.call('checkToken', { name: next.name, token: next.token }, { forwarded: false }, (o) =>
+              served(o, (v: { current: boolean; latestToken: number; revision: number }) => ({
+                revision: v.revision,
+                answer: {
+                  kind: 'CheckToken',
+                  token: next.token as number,
+                  answer: { current: v.current, latestToken: v.latestToken as never },
+                },
+              })),
+            )
+          : cell.call('getLock', { name: next.name }, { forwarded: false }, (o) =>
+              served(o, (v: { lock: WireLockState | undefined; revision: number }) => ({
+                revision: v.revision,
+                answer: {
+                  kind: 'GetLock',
+                  state: v.lock
+                    ? lockFromWire(v.lock)
+                    : lockFromWire({ name: next.name, mode: 0, holders: [], waiters: [], delayed: false }),
+                },
+              })),
+            );
+      onGiveUp(() => this.sim.onNode(node, node.life, cancel));
+    });
+  }
+
+  /** A write sent to the client's target node (retried as the same request until answered); its receipt is an acknowledged write. */
+  private lockWrite(client: ClientState, lc: LockClient, call: ClientOp, w: LockWrite): void {
+    const { op, node, finish, onGiveUp } = call;
     this.toNode(node, () => {
       const cell = node.cell;
       if (!cell) return;
@@ -265,7 +286,7 @@ export class SimClients {
             if (!outcome.ok && isRetry(outcome.error)) this.sim.stats.writesFailed++;
             const { grant } = lockAnswered(lc, w, outcome);
             if (grant) this.sim.lockCheckers.ackedGrant(grant);
-            finish(outcome.ok ? node.id : retargetOf(outcome.error));
+            finish(outcome.ok ? node.id : hintedNode(outcome.error));
           }),
       );
       onGiveUp(() => this.sim.onNode(node, node.life, cancel));

@@ -19,8 +19,8 @@
  *   exclusive grant T: every holder has a token of at least T);
  * - early-expiry: a session is never expired before the TTL of a heartbeat
  *   it was told was acknowledged, counted from when the client sent it, on
- *   the clock of the leader whose ExpireSession expired it (ARCHITECTURE
- *   "Expiry"; each node's clock drifts, so the check uses that leader's
+ *   the clock of the leader whose ExpireSession expired it
+ *   (docs/architecture.md, "Promises"; each node's clock drifts, so the check uses that leader's
  *   own clock readings at the send and at the proposal).
  */
 import type { NodeId } from '@fencer/base';

@@ -108,24 +108,24 @@ describe('lock workload', () => {
   });
 });
 
-describe('lock checkers fire on broken histories and only then', () => {
-  const now = (): number => 0;
-  const fired = (c: Checkers): string[] => c.violations.map((v) => v.checker);
+const now = (): number => 0;
+const fired = (c: Checkers): string[] => c.violations.map((v) => v.checker);
 
-  /** The checkers that fire when `grants` are acknowledged over `commands` whose reported result at `at` is rewritten. */
-  function firedWithPlanted(
-    commands: Command[],
-    at: number,
-    rewrite: (r: ApplyResult) => ApplyResult,
-    grants: [SessionId, number][],
-  ): string[] {
-    const c = new Checkers(now);
-    const lc = new LockCheckers(c);
-    history(lc, commands, n1, (i, r) => (i === at ? rewrite(r) : r));
-    for (const [sessionId, token] of grants) lc.ackedGrant({ name: L, sessionId, token, mode: 'EXCLUSIVE' });
-    return fired(c);
-  }
+/** The checkers that fire when `grants` are acknowledged over `commands` whose reported result at `at` is rewritten. */
+function firedWithPlanted(
+  commands: Command[],
+  at: number,
+  rewrite: (r: ApplyResult) => ApplyResult,
+  grants: [SessionId, number][],
+): string[] {
+  const c = new Checkers(now);
+  const lc = new LockCheckers(c);
+  history(lc, commands, n1, (i, r) => (i === at ? rewrite(r) : r));
+  for (const [sessionId, token] of grants) lc.ackedGrant({ name: L, sessionId, token, mode: 'EXCLUSIVE' });
+  return fired(c);
+}
 
+describe('lock checkers fire on broken histories and only then: fencing tokens and exclusion', () => {
   it('fencing-token: acknowledged grants must have strictly increasing tokens in log order, and exist', () => {
     const c = new Checkers(now);
     const lc = new LockCheckers(c);
@@ -180,16 +180,18 @@ describe('lock checkers fire on broken histories and only then', () => {
     );
     expect(doubled).toEqual(['lock-exclusion']);
   });
+});
 
-  /** A held L (token 3) and released it; B was granted L at 5 and told so; then a read of L begins. */
-  function readAfterHandOver(): { c: Checkers; lc: LockCheckers; fsm: LockStateMachine; barrier: ReturnType<LockCheckers['readBarrier']> } {
-    const c = new Checkers(now);
-    const lc = new LockCheckers(c);
-    const fsm = history(lc, [open(A), open(B), acquire(A, 'r1'), release(A, 3), acquire(B, 'r2')]);
-    lc.ackedGrant({ name: L, sessionId: B, token: 5, mode: 'EXCLUSIVE' });
-    return { c, lc, fsm, barrier: lc.readBarrier(L) };
-  }
+/** A held L (token 3) and released it; B was granted L at 5 and told so; then a read of L begins. */
+function readAfterHandOver(): { c: Checkers; lc: LockCheckers; fsm: LockStateMachine; barrier: ReturnType<LockCheckers['readBarrier']> } {
+  const c = new Checkers(now);
+  const lc = new LockCheckers(c);
+  const fsm = history(lc, [open(A), open(B), acquire(A, 'r1'), release(A, 3), acquire(B, 'r2')]);
+  lc.ackedGrant({ name: L, sessionId: B, token: 5, mode: 'EXCLUSIVE' });
+  return { c, lc, fsm, barrier: lc.readBarrier(L) };
+}
 
+describe('lock checkers fire on broken histories and only then: reads and results', () => {
   it('stale-read: a read must show the applied history at its index, at least every acked write, and no holder below the latest grant', () => {
     const { c, lc, fsm, barrier } = readAfterHandOver();
     lc.readServed(n1, barrier, 5, { kind: 'GetLock', state: fsm.getLock(L) });

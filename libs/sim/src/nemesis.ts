@@ -174,87 +174,32 @@ export class Nemesis {
   }
 
   private nemesisStep(): void {
-    const r = this.random;
-    const mix = this.sim.options.faults;
-    const kinds = Object.keys(mix) as (keyof FaultMix)[];
-    const total = kinds.reduce((s, k) => s + mix[k], 0);
-    if (total <= 0) return;
-    let x = r.float() * total;
-    let kind: keyof FaultMix = kinds[0] as keyof FaultMix;
-    for (const k of kinds) {
-      x -= mix[k];
-      if (x < 0) {
-        kind = k;
-        break;
-      }
-    }
+    const kind = this.pickFault();
+    if (kind === null) return;
     this.sim.note(kind);
+    const r = this.random;
     switch (kind) {
       case 'partition':
         return this.partitionFor(r.range(1 * US_PER_SECOND, 6 * US_PER_SECOND));
-      case 'rollingPartition': {
-        const steps = r.range(3, 8);
-        for (let i = 0; i < steps; i++) {
-          this.sim.scheduler.after(i * 800 * US_PER_MS, Tag.nemesis, () => {
-            if (!this.sim.quiet) this.partitionFor(r.range(400 * US_PER_MS, 1_500 * US_PER_MS));
-          });
-        }
-        return;
-      }
+      case 'rollingPartition':
+        return this.rollingPartition();
       case 'crash':
         return this.crashSome();
-      case 'pause': {
-        // Longer than an election timeout, so the others may elect meanwhile.
-        const leader = this.sim.leader();
-        const node = leader && r.chance(this.sim.options.pauseLeaderShare) ? leader : this.pickTarget();
-        const [lo, hi] = this.sim.options.pauseMs;
-        if (node) this.sim.pause(node, r.range(Math.round(lo * US_PER_MS), Math.round(hi * US_PER_MS)));
-        return;
-      }
+      case 'pause':
+        return this.pauseOne();
       case 'drift': {
         const node = r.pick(this.sim.live());
         node.setRate(this.sim.scheduler.now, 0.7 + 0.6 * r.float());
         return;
       }
-      case 'transfer': {
-        const leader = this.sim.leader();
-        if (!leader?.replica) return;
-        const voters = leader.replica.conf.voters.filter((v) => v !== leader.id);
-        if (voters.length === 0) return;
-        this.sim.stats.transfers++;
-        const to = r.pick(voters);
-        this.sim.guard(leader, () => leader.replica?.transferLeadership(to));
-        return;
-      }
+      case 'transfer':
+        return this.transferLeadership();
       case 'membership':
         return this.sim.options.doubleConfChange && r.chance(0.7) ? this.doubleConfChange() : this.changeMembership();
-      case 'lossyNetwork': {
-        const epoch = ++this.sim.partitionEpoch;
-        this.sim.network.profile = { ...this.faulty, dropP: 0.1 + 0.4 * r.float(), duplicateP: 0.1, tailP: 0.1 };
-        this.sim.scheduler.after(r.range(1 * US_PER_SECOND, 5 * US_PER_SECOND), Tag.nemesis, () => {
-          if (!this.sim.quiet && this.sim.partitionEpoch === epoch) this.sim.network.profile = this.faulty;
-        });
-        return;
-      }
-      case 'amnesia': {
-        // Provoke an election by isolating the leader; the first vote granted in it arms the power cut.
-        const leader = this.sim.leader();
-        if (!leader) return;
-        this.amnesiaArmed = true;
-        const epoch = ++this.sim.partitionEpoch;
-        this.sim.stats.partitions++;
-        this.sim.network.setCut(
-          cutBetween(
-            [leader.id],
-            this.sim.live().map((n) => n.id),
-          ),
-        );
-        this.sim.scheduler.after(r.range(1_500 * US_PER_MS, 3 * US_PER_SECOND), Tag.nemesis, () => {
-          this.amnesiaArmed = false;
-          if (this.sim.partitionEpoch === epoch) this.sim.network.heal();
-        });
-        return;
-      }
+      case 'lossyNetwork':
+        return this.lossyNetwork();
+      case 'amnesia':
+        return this.armAmnesia();
       case 'leaderInfancy': {
         this.infantLeaders = r.range(2, 5);
         // Start the chain by killing the current leader now.
@@ -264,15 +209,96 @@ export class Nemesis {
       }
       case 'figure8':
         return this.figure8();
-      case 'slowDisk': {
-        const node = r.pick(this.sim.live());
-        node.diskSlowFactor = r.range(10, 100);
-        this.sim.scheduler.after(r.range(1 * US_PER_SECOND, 5 * US_PER_SECOND), Tag.nemesis, () => {
-          node.diskSlowFactor = 1;
-        });
-        return;
+      case 'slowDisk':
+        return this.slowDisk();
+    }
+  }
+
+  /** A fault kind drawn by the options' weights; null when every weight is 0. */
+  private pickFault(): keyof FaultMix | null {
+    const mix = this.sim.options.faults;
+    const kinds = Object.keys(mix) as (keyof FaultMix)[];
+    const total = kinds.reduce((s, k) => s + mix[k], 0);
+    if (total <= 0) return null;
+    let x = this.random.float() * total;
+    let kind: keyof FaultMix = kinds[0] as keyof FaultMix;
+    for (const k of kinds) {
+      x -= mix[k];
+      if (x < 0) {
+        kind = k;
+        break;
       }
     }
+    return kind;
+  }
+
+  /** Three to seven partitions of different shapes, 800 ms apart. */
+  private rollingPartition(): void {
+    const r = this.random;
+    const steps = r.range(3, 8);
+    for (let i = 0; i < steps; i++) {
+      this.sim.scheduler.after(i * 800 * US_PER_MS, Tag.nemesis, () => {
+        if (!this.sim.quiet) this.partitionFor(r.range(400 * US_PER_MS, 1_500 * US_PER_MS));
+      });
+    }
+  }
+
+  /** Pauses the leader (or another node) for longer than an election timeout, so the others may elect meanwhile. */
+  private pauseOne(): void {
+    const r = this.random;
+    const leader = this.sim.leader();
+    const node = leader && r.chance(this.sim.options.pauseLeaderShare) ? leader : this.pickTarget();
+    const [lo, hi] = this.sim.options.pauseMs;
+    if (node) this.sim.pause(node, r.range(Math.round(lo * US_PER_MS), Math.round(hi * US_PER_MS)));
+  }
+
+  private transferLeadership(): void {
+    const leader = this.sim.leader();
+    if (!leader?.replica) return;
+    const voters = leader.replica.conf.voters.filter((v) => v !== leader.id);
+    if (voters.length === 0) return;
+    this.sim.stats.transfers++;
+    const to = this.random.pick(voters);
+    this.sim.guard(leader, () => leader.replica?.transferLeadership(to));
+  }
+
+  /** Drops, duplicates and delays far more messages for a while. */
+  private lossyNetwork(): void {
+    const r = this.random;
+    const epoch = ++this.sim.partitionEpoch;
+    this.sim.network.profile = { ...this.faulty, dropP: 0.1 + 0.4 * r.float(), duplicateP: 0.1, tailP: 0.1 };
+    this.sim.scheduler.after(r.range(1 * US_PER_SECOND, 5 * US_PER_SECOND), Tag.nemesis, () => {
+      if (!this.sim.quiet && this.sim.partitionEpoch === epoch) this.sim.network.profile = this.faulty;
+    });
+  }
+
+  /** Provoke an election by isolating the leader; the first vote granted in it arms the power cut. */
+  private armAmnesia(): void {
+    const leader = this.sim.leader();
+    if (!leader) return;
+    this.amnesiaArmed = true;
+    const epoch = ++this.sim.partitionEpoch;
+    this.sim.stats.partitions++;
+    this.sim.network.setCut(
+      cutBetween(
+        [leader.id],
+        this.sim.live().map((n) => n.id),
+      ),
+    );
+    this.sim.scheduler.after(this.random.range(1_500 * US_PER_MS, 3 * US_PER_SECOND), Tag.nemesis, () => {
+      this.amnesiaArmed = false;
+      if (this.sim.partitionEpoch === epoch) this.sim.network.heal();
+    });
+  }
+
+  /** One node's disk turns 10 to 100 times slower for a while. */
+  private slowDisk(): void {
+    const r = this.random;
+    const node = r.pick(this.sim.live());
+    node.diskSlowFactor = r.range(10, 100);
+    this.sim.scheduler.after(r.range(1 * US_PER_SECOND, 5 * US_PER_SECOND), Tag.nemesis, () => {
+      node.diskSlowFactor = 1;
+    });
   }
 
   /** The leader half the time (the interesting target), otherwise any up node. */

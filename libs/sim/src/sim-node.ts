@@ -4,7 +4,8 @@
  * monotonic clock, its disk, and the cell (or KV group) of its current life.
  */
 import type { NodeId, Random } from '@fencer/base';
-import type { GroupCore, LockCell } from '@fencer/cell';
+import type { LockCell } from '@fencer/cell';
+import type { GroupCore } from '@fencer/group';
 import type { SoftState } from '@fencer/raft';
 import type { Replica } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';

@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencerError, NodeId, SeededRandom } from '@fencer/base';
-import { TIMER_DELAY_MS_MAX } from '@fencer/cell';
+import { TIMER_DELAY_MS_MAX } from '@fencer/group';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { MemDisk } from '@fencer/wal/testing';
 import { META_ROUTING_WAITERS_MAX, MetaGroup } from './index.js';

@@ -1,6 +1,6 @@
 /**
  * The meta group: one control-plane instance's member of the meta Raft
- * group. The meta state machine plugs into @fencer/cell's `GroupCore` as its
+ * group. The meta state machine plugs into @fencer/group's `GroupCore` as its
  * `StateMachine` adapter, so the replica, fsync-before-acknowledge,
  * snapshots, crash recovery, shared ReadIndex rounds, the leadership observer
  * and the member directory are the very code a lock cell runs. This file adds
@@ -8,7 +8,7 @@
  * the routing version to pass a value.
  *
  * Pure, like GroupCore: time, randomness, timers and the network come in
- * through the `CellEnv`, so the control-plane process and the simulator run
+ * through the `GroupEnv`, so the control-plane process and the simulator run
  * this same class. Both callback (`propose`, `readBarrier`) and promise
  * (`write`, `read`) forms are offered: the HTTP app awaits, the simulator's
  * synchronous event loop cannot.
@@ -16,14 +16,14 @@
 import { FencerError, type NodeId } from '@fencer/base';
 import {
   type Cancel,
-  type CellEnv,
   type Done,
+  type GroupEnv,
   type GroupEvents,
   GroupCore,
   type ReplicaFactory,
   afterChained,
-  noopCellMetrics,
-} from '@fencer/cell';
+  noopGroupMetrics,
+} from '@fencer/group';
 import { noopLogger, type RaftTuning, type Replica, type ReplicaConfig, type StateMachine } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
 import { decodeMetaEntry, encodeMetaEntry, type MetaEntry } from '../commands.js';
@@ -43,8 +43,8 @@ export interface MetaGroupConfig {
   readonly bugs?: ReplicaConfig['bugs'];
 }
 
-/** The group's environment: CellEnv, with the logger and metrics sink optional (no-ops by default). */
-export type MetaGroupEnv = Omit<CellEnv, 'logger' | 'metrics'> & Partial<Pick<CellEnv, 'logger' | 'metrics'>>;
+/** The group's environment: GroupEnv, with the logger and metrics sink optional (no-ops by default). */
+export type MetaGroupEnv = Omit<GroupEnv, 'logger' | 'metrics'> & Partial<Pick<GroupEnv, 'logger' | 'metrics'>>;
 
 export class MetaGroup {
   private fsm: MetaStateMachine;
@@ -81,10 +81,12 @@ export class MetaGroup {
       { id: config.id, peers: config.peers, join: false, replica, readsWaitingMax: META_READS_WAITING_MAX, defaultPeerAddress: (a) => a },
       store,
       adapter,
-      { logger: noopLogger, metrics: noopCellMetrics, ...env },
+      { logger: noopLogger, metrics: noopGroupMetrics, ...env },
       events,
       makeReplica,
     );
+    // Last: the replica restores its snapshot and replays its log through the adapter, which needs `fsm` and the waiters.
+    this.core.open();
   }
 
   get replica(): Replica {

@@ -1,7 +1,7 @@
 /**
  * Timers of any length over the environment's `after`, which takes at most
- * TIMER_DELAY_MS_MAX: a longer delay is chained in steps, so a queued
- * Acquire with a wait of days is held for days, not answered at once.
+ * TIMER_DELAY_MS_MAX: a longer delay is chained in steps, so a wait of days
+ * (a held Acquire, a routing long poll) lasts days, not 1 ms.
  */
 import { assert } from '@fencer/base';
 import type { Cancel } from './env.js';

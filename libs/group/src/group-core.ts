@@ -1,22 +1,24 @@
 /**
- * The generic half of a cell replica: one Raft group member whatever its
- * state machine. It owns the Replica (raft + log store + the machine), the
- * proposal and read-barrier plumbing with its metrics, the leadership
- * observer, and the member directory. A state-machine layer (the lock cell,
- * or the control plane's meta group) composes one of these, hands it its
- * StateMachine adapter, and hears about leadership through GroupEvents.
+ * One Raft group member, whatever its state machine. It owns the Replica
+ * (raft + log store + the machine's adapter), the proposal and read-barrier
+ * plumbing with its metrics, the leadership observer, and the member
+ * directory. A state-machine layer (the lock cell, or the control plane's
+ * meta group) composes one of these, hands it its StateMachine adapter,
+ * hears about leadership through GroupEvents, and calls `open()` once it is
+ * fully built.
  *
- * Linearizable reads share ReadIndex rounds: one round in flight, and every
- * read that arrives meanwhile waits for the next one (which begins after it
- * arrived, so it sees every write committed before it).
+ * Linearizable reads share ReadIndex rounds (read-index-rounds.ts): one
+ * round in flight, and every read that arrives meanwhile waits for the next
+ * one (which begins after it arrived, so it sees every write committed
+ * before it).
  */
 import { FencerError, type LogIndex, type NodeId, type Result, ok } from '@fencer/base';
 import type { ConfChange } from '@fencer/raft';
 import { type Applied, Replica, type ReplicaConfig, type ReplicaEnv, type StateMachine } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
-import type { CellEnv } from './env.js';
-import { HeartbeatConfirmer } from './heartbeat-confirmer.js';
+import type { GroupEnv } from './env.js';
 import { MemberDirectory } from './member-directory.js';
+import { ReadIndexRounds } from './read-index-rounds.js';
 
 export interface GroupConfig {
   readonly id: NodeId;
@@ -39,14 +41,18 @@ export interface GroupEvents {
 
 export type Done<T> = (outcome: Result<T, FencerError>) => void;
 
-/** Builds the replica; tests pass `createReplica` from `@fencer/replica/testing` to plant replica-level bugs. */
+/**
+ * Builds the replica, constructed but not opened (GroupCore.open opens it);
+ * tests pass `createReplica` from `@fencer/replica/testing` to plant
+ * replica-level bugs.
+ */
 export type ReplicaFactory = (config: ReplicaConfig, store: RaftLogStore, machine: StateMachine, env: ReplicaEnv) => Replica;
 const plainReplica: ReplicaFactory = (config, store, machine, env) => new Replica(config, store, machine, env);
 
 export class GroupCore {
   readonly replica: Replica;
   readonly members: MemberDirectory;
-  private readonly readRounds: HeartbeatConfirmer;
+  private readonly readRounds: ReadIndexRounds;
   private wasLeader = false;
   private lastLeader: NodeId | null = null;
 
@@ -54,12 +60,12 @@ export class GroupCore {
     readonly config: GroupConfig,
     store: RaftLogStore,
     machine: StateMachine,
-    private readonly env: CellEnv,
+    private readonly env: GroupEnv,
     private readonly events: GroupEvents,
     makeReplica: ReplicaFactory = plainReplica,
   ) {
     this.members = new MemberDirectory({ peers: config.peers, defaultPeerAddress: config.defaultPeerAddress });
-    this.readRounds = new HeartbeatConfirmer((done) => this.replica.readIndex((r) => done(r.ok ? null : r.error)), config.readsWaitingMax);
+    this.readRounds = new ReadIndexRounds((done) => this.replica.readIndex((r) => done(r.ok ? null : r.error)), config.readsWaitingMax);
     const peers = config.join ? undefined : [...config.peers.keys()];
     const extra = env.observer;
     this.replica = makeReplica({ id: config.id, ...(peers ? { peers } : {}), ...config.replica }, store, machine, {
@@ -78,6 +84,17 @@ export class GroupCore {
         snapshotInstalled: (meta) => extra?.snapshotInstalled?.(meta),
       },
     });
+  }
+
+  /**
+   * Opens the replica: restores its snapshot and replays the committed
+   * entries above it through the adapter, which may reach every part of the
+   * state-machine layer and GroupEvents. So the layer calls this last, once
+   * it has built everything they touch (the constructor above built the
+   * replica without calling anything back).
+   */
+  open(): void {
+    this.replica.open();
   }
 
   get id(): NodeId {

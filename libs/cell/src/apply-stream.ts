@@ -1,0 +1,97 @@
+/**
+ * The apply stream: the lock state machine as the group's StateMachine
+ * adapter, and what every replica does after each applied command or
+ * restored snapshot, in this order: watchers hear the events first (the
+ * hub's history follows the log), then the leader's deadlines follow the
+ * command, then the member directory, then held Acquires are resolved, and
+ * last the follower watches waiting to catch up run (they start from state
+ * that already holds all of the above).
+ *
+ * The state machine is replaced whole by a snapshot (restart or
+ * InstallSnapshot). A new leader seeds its deadlines from the state as
+ * applied (docs/architecture.md, "Promises": every session, waiter and
+ * lock-delay gets a fresh full period).
+ */
+import { NodeId } from '@fencer/base';
+import type { GroupCore } from '@fencer/group';
+import type { Entry } from '@fencer/raft';
+import type { StateMachine } from '@fencer/replica';
+import { type ApplyResult, type Command, LockStateMachine, decodeCommand } from '@fencer/lock-fsm';
+import type { LockCellConfig, LockCellTestHooks } from './config.js';
+import type { CellEnv } from './env.js';
+import type { LeaderDuties } from './leader-duties.js';
+import type { WaitingCalls } from './waiting-calls.js';
+import type { Watches } from './watches.js';
+
+export interface ApplyStreamParts {
+  readonly config: LockCellConfig;
+  readonly env: CellEnv;
+  readonly hooks: LockCellTestHooks;
+  readonly core: GroupCore;
+  readonly duties: LeaderDuties;
+  readonly waits: WaitingCalls;
+  readonly watches: Watches;
+}
+
+export class ApplyStream implements StateMachine {
+  /** The lock state as applied here: replaced whole when a snapshot is restored. */
+  fsm: LockStateMachine;
+
+  constructor(private readonly parts: ApplyStreamParts) {
+    this.fsm = new LockStateMachine({ autoClaim: parts.config.autoClaim });
+  }
+
+  apply(entry: Entry): unknown {
+    const { hooks } = this.parts;
+    const command = decodeCommand(entry.data);
+    let applied = this.fsm.apply(entry.index, command);
+    if (hooks.rewriteApplied) applied = hooks.rewriteApplied(command, applied);
+    this.afterApply(command, applied);
+    hooks.applied?.(entry, command, applied, this.fsm);
+    return applied.outcome;
+  }
+
+  snapshot(): Uint8Array {
+    return this.fsm.snapshot();
+  }
+
+  restore(data: Uint8Array): void {
+    this.fsm = LockStateMachine.restore(data, { autoClaim: this.parts.config.autoClaim });
+    this.afterRestore();
+  }
+
+  /** Every session, waiter and lock-delay gets a fresh full period (this replica just became the leader). */
+  seedDuties(): void {
+    const { duties, env } = this.parts;
+    duties.becomeLeader(env.clock.monoMs(), this.fsm.sessions(), this.fsm.waiters(), this.fsm.delayedLocks());
+  }
+
+  /** After every applied command, on every replica: watchers, deadlines, the member directory, held calls, catch-ups. */
+  private afterApply(command: Command, applied: ApplyResult): void {
+    const { env, core, duties, waits, watches } = this.parts;
+    const { outcome, events, revision } = applied;
+    watches.hub.publish(revision, events);
+    duties.applied(env.clock.monoMs(), command, outcome, events);
+    if (command.kind === 'ExpireSession' && outcome.ok) env.metrics.sessionExpired();
+    if (command.kind === 'SetMemberAddress' && outcome.ok) core.members.learn(NodeId(command.id), command.address, command.peerAddress);
+    if (command.kind === 'ForgetMember' && outcome.ok) core.members.forget(NodeId(command.id));
+    for (const event of events) {
+      const requestId = event.requestId;
+      if (!requestId) continue;
+      if (event.type === 'ACQUIRED')
+        waits.resolve(event.sessionId, requestId, { kind: 'granted', token: event.token, revision: event.revision });
+      else if (event.type === 'CANCELED') waits.resolve(event.sessionId, requestId, { kind: 'cancelled', revision: event.revision });
+      else if (event.type === 'EXPIRED') waits.resolve(event.sessionId, requestId, { kind: 'session-gone' });
+    }
+    watches.runCatchUps();
+  }
+
+  /** The state machine was replaced by a snapshot: watchers resume elsewhere, the directory is relearned, a leader reseeds. */
+  private afterRestore(): void {
+    const { core, watches } = this.parts;
+    watches.hub.reset(this.fsm.revision);
+    for (const [id, m] of this.fsm.members()) core.members.learn(NodeId(id), m.address, m.peerAddress);
+    if (core.isLeader) this.seedDuties();
+    watches.runCatchUps();
+  }
+}
