@@ -75,7 +75,7 @@ const SETTLE_MS = 1_500;
  * is held back this long (within the proxy's delay bound), so it applies an
  * entry this long after the entry committed.
  */
-const FOLLOWER_LAG_MS = 3_000;
+const FOLLOWER_LAG_MS = 4_000;
 /** A probe step's answer: the longest step (an Acquire's retries, then a read) ends within this. */
 const PROBE_ANSWER_MS = 45_000;
 /** The probe session must exist before the slow leader is cut off; its OpenSession gets this long. */

@@ -20,7 +20,7 @@
  * Method: runChaos with the bug planted in every replica (tools/chaos's own
  * entry point, support/chaos-node.mjs; cell-node's main cannot plant one)
  * and one fault scheduled, not drawn, 4 s into the run (one-sided.ts): a
- * follower whose incoming peer links are delayed 3 s, with one client that
+ * follower whose incoming peer links are delayed 4 s, with one client that
  * reaches only it and reads back a lock it was just granted; or a leader
  * with a long election timeout (slow to notice it lost its quorum, with no
  * clock skew, so no faketime) cut from its peers, with one client on its
