@@ -45,10 +45,12 @@ export const REFUSED: LinkFault = { dropRate: 1 };
 
 /**
  * The slow leader's Raft timing: cell-node's default tick, an election
- * timeout of 10 s (check-quorum steps a leader down only after a whole
- * election timeout without hearing from a majority, so this one leads on
- * for 10-20 s once cut off), and the TTL floor cell-node then requires
- * (at least twice the election timeout; the default TTL may not be below it).
+ * timeout of 10 s, and the TTL floor cell-node then requires (at least
+ * twice the election timeout; the default TTL may not be below it).
+ * Check-quorum looks once per election timeout and steps a leader down
+ * only when no majority spoke to it since the last look: cut off SETTLE_MS
+ * after it became leader, this one passes the look at 10 s and leads on
+ * until the one at 20 s, longer than the fault lasts.
  */
 const SLOW_QUORUM_TICK_MS = 100;
 const SLOW_QUORUM_ELECTION_TICKS = 100;
@@ -165,7 +167,8 @@ function track(probe: Promise<string>): () => string {
 /**
  * A deposed leader that is slow to notice: a follower restarted with a long
  * election timeout (SLOW_QUORUM_ARGS), made leader by a transfer, then cut
- * from its peers for a TTL plus 8-12 s, less than its check-quorum takes.
+ * from its peers for a TTL plus 8-12 s, less than its check-quorum takes
+ * to step it down.
  * The majority elects a new leader within a few seconds. One client reaches
  * only this replica from before the transfer (so its probe session, opened
  * then, is heartbeated through it, with the ordinary TTL); the others lose
