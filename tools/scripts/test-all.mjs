@@ -3,6 +3,9 @@
 // the project-graph check (no cycles), the generated-code check, format and lint, then every project's tests through nx. Each
 // project's Vitest writes a JSON report to .reports/vitest/; the last line
 // printed is the plain sum over all of them: `N passed, N failed, N skipped`.
+// Just before it come the skipped tests, grouped by why: a test that needs a
+// Debian package says so in its name ("needs Debian faketime"), and skips
+// itself where the package is missing.
 // With CI=true a skipped test fails the run: a test skips itself only when a
 // tool it needs is missing, and CI must never go green without its faults.
 // Extra arguments go to `nx run-many` (e.g. `--projects=raft`).
@@ -21,6 +24,27 @@ let failed = 0;
 let skipped = 0;
 const inCi = process.env.CI === 'true';
 const failures = [];
+/** Why → the skipped tests (project, file and full name) with that reason. */
+const skippedWhy = new Map();
+
+/** The reason a skipped test gives in its name, or that it gives none. */
+function skipReason(fullName) {
+  const pkg = /needs Debian ([A-Za-z0-9.+-]+)/.exec(fullName)?.[1];
+  if (pkg !== undefined) return `needs Debian ${pkg} (apt-get install ${pkg}); .ci/run installs it`;
+  return 'no reason in its name (it.skip, or a skipIf whose test does not say what it needs)';
+}
+
+function noteSkipped(project, report) {
+  for (const file of report.testResults ?? []) {
+    for (const t of file.assertionResults ?? []) {
+      if (!['skipped', 'pending', 'todo'].includes(t.status)) continue;
+      const why = t.status === 'todo' ? 'todo' : skipReason(t.fullName ?? t.title ?? '');
+      const list = skippedWhy.get(why) ?? [];
+      list.push(`${project}: ${path.relative(root, file.name)} > ${[...(t.ancestorTitles ?? []), t.title].join(' > ')}`);
+      skippedWhy.set(why, list);
+    }
+  }
+}
 
 function step(name, command, args, env = {}) {
   console.log(`\n=== ${name}: ${[command, ...args].join(' ')}`);
@@ -66,6 +90,7 @@ for (const project of projects) {
   failed += report.numFailedTests;
   const projectSkipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
   skipped += projectSkipped;
+  noteSkipped(project, report);
   if (projectSkipped > 0 && inCi)
     failures.push(`${project}: ${projectSkipped} skipped tests (CI=true allows none: is a Debian package from .ci/run missing?)`);
   // A suite that fails to load counts its file once.
@@ -81,6 +106,10 @@ if (!testsOk && failed === 0) {
 
 console.log(`\nprojects: ${readdirSync(reports, { withFileTypes: false }).length} reports`);
 if (failures.length > 0) console.log(`failures:\n  ${failures.join('\n  ')}`);
+if (skippedWhy.size > 0) {
+  console.log(`skipped tests${inCi ? ' (CI=true: each counts as a failure)' : ''}:`);
+  for (const [why, tests] of skippedWhy) console.log(`  ${why}:\n    ${tests.join('\n    ')}`);
+}
 if (inCi && skipped > 0) failed += skipped;
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed === 0 ? 0 : 1);

@@ -5,7 +5,9 @@
  * the replica restarted without the fault catches up.
  * Method: a three-replica cell on 127.0.0.1; one follower restarted under
  * Debian's fiu-run, then every fdatasync in it made to fail with EIO
- * (fiu-ctrl); writes go on through the leader.
+ * (fiu-ctrl); writes go on through the leader. Without fiu-run the test
+ * (named "needs Debian fiu-utils") skips and says so; with CI=true the
+ * missing package fails the file instead.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -30,7 +32,7 @@ async function loopSyncs(metricsUrl: string): Promise<number> {
 
 describe('fsync failure in a cell', () => {
   it.skipIf(fiuRun === undefined)(
-    'a follower whose fdatasync fails on its event loop exits non-zero; the cell goes on; restarted, it catches up',
+    'a follower whose fdatasync fails on its event loop exits non-zero; the cell goes on; restarted, it catches up (needs Debian fiu-utils)',
     async () => {
       cell = await startCell({ replicas: 3 });
       const c = cell;
@@ -98,5 +100,5 @@ describe('fsync failure in a cell', () => {
 if (fiuRun === undefined) {
   // CI must not go green without its fault injection: there, a skip is a failure.
   if (process.env['CI'] === 'true') throw new Error('fsync-fault.spec: fiu-run not found: CI=true needs the Debian package fiu-utils');
-  console.warn('fsync-fault.spec: fiu-run not found (Debian package fiu-utils); skipped. CI installs it.');
+  console.warn('fsync-fault.spec: skipped: needs Debian fiu-utils (apt-get install fiu-utils); .ci/run installs it');
 }

@@ -21,9 +21,10 @@
  * (built in beforeAll with `tsc -b`, as Node 20 cannot run .ts), read its
  * stdout line by line, kill or fault it (faults armed with `fiu-ctrl` once
  * the child's output shows it reached the state the case needs), restart it
- * on the same directory. Without fiu-run the fault cases skip, unless CI is
- * set: then they fail, naming the Debian package (FIU_RUN=<path> overrides
- * where fiu-run is looked for, to try that).
+ * on the same directory. Without fiu-run the fault cases (named "needs
+ * Debian fiu-utils") skip and say so, unless CI is set: then they run and
+ * fail, naming the Debian package (FIU_RUN=<path> overrides where fiu-run
+ * is looked for, to try that).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -42,8 +43,10 @@ const fiuMissing =
     ? `fiu-run not found${fiuRun === undefined ? '' : ` at ${fiuRun}`}: install the Debian package fiu-utils (apt-get install -y fiu-utils)`
     : null;
 const ci = (process.env.CI ?? '') !== '' && process.env.CI !== 'false' && process.env.CI !== '0';
-/** Fault tests skip without fiu-run outside CI; in CI they run, and fail with `fiuMissing`. */
-const itFiu = fiuMissing !== null && !ci ? it.skip : it;
+/** Fault tests skip without fiu-run outside CI (saying so once); in CI they run, and fail with `fiuMissing`. */
+const skipFiu = fiuMissing !== null && !ci;
+const itFiu = it.skipIf(skipFiu);
+if (skipFiu) console.warn('process.spec: fault cases skipped: needs Debian fiu-utils (apt-get install fiu-utils); .ci/run installs it');
 
 /** fiu-run and fiu-ctrl, or the error that names the missing package. */
 function fiuTools(): { run: string; ctrl: string } {
@@ -202,7 +205,7 @@ describe.each([
   }, 120_000);
 
   itFiu(
-    `fiu-run: one fdatasync error makes the child exit non-zero having acknowledged only what was persisted (syncs: ${fiu})`,
+    `fiu-run: one fdatasync error makes the child exit non-zero having acknowledged only what was persisted (syncs: ${fiu}; needs Debian fiu-utils)`,
     async () => {
       const tools = fiuTools();
       const dir = path.join(tmp, `fiu-${fiu}`);
@@ -335,7 +338,7 @@ const faultCases: readonly FaultCase[] = [
   },
 ];
 
-describe('disk faults at process level (fiu-run, each fault fires once)', () => {
+describe('disk faults at process level (fiu-run, each fault fires once; needs Debian fiu-utils)', () => {
   itFiu.each(faultCases)(
     '$name: the child exits 1 and a restart recovers everything acknowledged',
     async (c) => {

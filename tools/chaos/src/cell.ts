@@ -37,11 +37,13 @@ export type ChaosBug = (typeof CHAOS_BUGS)[number];
 
 const CHAOS_NODE_MAIN = fileURLToPath(new URL('../support/chaos-node.mjs', import.meta.url));
 
-/** How a replica is started: a faketime clock (offset and/or rate) and whether it runs under fiu-run. */
+/** How a replica is started: a faketime clock (offset and/or rate), whether it runs under fiu-run, and flags that override fleet.json's. */
 export interface SpawnOptions {
   /** faketime's FAKETIME value: an offset ("+3h"), a rate ("+0 x2"), or both. */
   readonly clock?: { readonly faketime: string; readonly monotonic: boolean };
   readonly fiu?: boolean;
+  /** cell-node flags appended to fleet.json's argv (the last value of a flag wins), e.g. a longer election timeout. */
+  readonly args?: readonly string[];
 }
 
 /** Admin calls that change membership, sent to the leader. */
@@ -162,7 +164,7 @@ export class ChaosCell {
     const saved = fleet.cells[0]!.replicas.find((r) => r.id === id);
     assert(saved !== undefined, `${id} is in fleet.json`);
     const env: Record<string, string> = { ...saved.env };
-    let argv = [...saved.argv];
+    let argv = [...saved.argv, ...(how.args ?? [])];
     if (this.joiners.has(id)) argv.push('--join');
     if (this.opts.bug) {
       argv[1] = CHAOS_NODE_MAIN;

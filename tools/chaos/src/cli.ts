@@ -9,6 +9,7 @@ import { randomInt } from 'node:crypto';
 import { Command, InvalidArgumentError } from 'commander';
 import { type NemesisMode, runChaos, summarize } from './run.js';
 import { CHAOS_BUGS, type ChaosBug } from './cell.js';
+import { isFaultKind, type ScheduledFault } from './nemesis.js';
 
 const int =
   (what: string) =>
@@ -17,6 +18,24 @@ const int =
     if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${what} must be a non-negative integer`);
     return n;
   };
+
+function parseSchedule(v: string): ScheduledFault[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(v);
+  } catch (err) {
+    throw new InvalidArgumentError(`--schedule must be JSON: ${(err as Error).message}`);
+  }
+  const ok = (f: unknown): f is ScheduledFault =>
+    typeof f === 'object' &&
+    f !== null &&
+    Number.isSafeInteger((f as ScheduledFault).atMs) &&
+    (f as ScheduledFault).atMs >= 0 &&
+    isFaultKind(String((f as ScheduledFault).kind));
+  if (!Array.isArray(parsed) || !parsed.every(ok))
+    throw new InvalidArgumentError('--schedule must be a JSON array of {"atMs": <ms after the start>, "kind": <fault kind>}');
+  return parsed;
+}
 
 const program = new Command('fencer-chaos')
   .description('Chaos run against a real five-replica cell: faults, workloads, history checkers.')
@@ -31,6 +50,11 @@ const program = new Command('fencer-chaos')
   })
   .option('--bug <name>', `plant a cell bug the checkers must catch: ${CHAOS_BUGS.join(' | ')}`)
   .option('--weights <json>', "the nemesis's fault weights as JSON, replacing the mode's (e.g. '{\"partition\":1}')")
+  .option(
+    '--schedule <json>',
+    'faults at fixed times instead of drawn, as JSON (e.g. \'[{"atMs":4000,"kind":"lagging-follower"}]\')',
+    parseSchedule,
+  )
   .option(
     '--snapshot-every-entries <n>',
     'snapshot and compact the log every n entries (default: never within a run)',
@@ -52,6 +76,7 @@ const o = program.opts<{
   nemesis: string;
   bug?: string;
   weights?: string;
+  schedule?: ScheduledFault[];
   clientClockRate?: number;
   snapshotEveryEntries?: number;
   nemesisIntervalMs?: readonly [number, number];
@@ -81,6 +106,7 @@ const report = await runChaos({
   ...(o.bug !== undefined ? { bug: o.bug as ChaosBug } : {}),
   ...(o.clientClockRate !== undefined ? { clientClockRate: o.clientClockRate } : {}),
   ...(weights !== undefined ? { weights } : {}),
+  ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
   ...(o.snapshotEveryEntries !== undefined ? { snapshotEveryEntries: o.snapshotEveryEntries } : {}),
   ...(o.nemesisIntervalMs !== undefined ? { nemesisIntervalMs: o.nemesisIntervalMs } : {}),
   ...(o.workDir ? { workDir: o.workDir } : {}),

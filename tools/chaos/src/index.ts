@@ -35,4 +35,5 @@ export { checkGrantsInLog, type LogGrantReport } from './check/log-check.js';
 export { checkExpiryPromises, type ExpiryPromiseReport } from './check/expiry-promise.js';
 export { readFinalLogs, readReplicaLog, replay, lockSummary, type FinalLogs, type ReplicaLog } from './final-log.js';
 export { runChaos, summarize, rerunCommand, type ChaosOptions, type ChaosReport, type ChaosFigures, type NemesisMode } from './run.js';
+export type { FaultKind, ScheduledFault } from './nemesis.js';
 export type { ResourceState, ResourceDecision } from './resource.js';

@@ -14,6 +14,11 @@
  *             faults on one client's links to the nodes.
  * Leadership transfer is instantaneous and uses no slot. Every start and
  * heal is written to the fault schedule (JSON lines) with its time.
+ *
+ * Faults are drawn by weight (`run`), or started at fixed times
+ * (`runSchedule`: a directed scenario, see one-sided.ts). A fault whose
+ * Debian tool is missing (faketime, fiu-utils) is never drawn; a scheduled
+ * one is skipped, and the schedule records why.
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
@@ -21,8 +26,9 @@ import { assert, type Random } from '@fencer/base';
 import type { ChaosCell } from './cell.js';
 import { type DiskFault, faketimeAvailable, fiuAvailable } from './cell.js';
 import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX } from './limits.js';
+import { type FaultContext, laggingFollower, slowLeaderIsolated, type Started } from './one-sided.js';
 import { bridge, isolate, majorityMinority, oneWay, ring, type Partition } from './partitions.js';
-import type { LinkFault, LinkProxy } from './proxy.js';
+import type { LinkProxy } from './proxy.js';
 
 export type FaultKind =
   | 'kill-leader'
@@ -35,6 +41,7 @@ export type FaultKind =
   | 'disk-fault'
   | 'membership'
   | 'slow-leader-isolated'
+  | 'lagging-follower'
   | 'partition'
   | 'link-delay'
   | 'link-drop'
@@ -55,6 +62,7 @@ const SLOT: Record<FaultKind, Slot> = {
   'disk-fault': 'process',
   membership: 'process',
   'slow-leader-isolated': 'process',
+  'lagging-follower': 'network',
   partition: 'network',
   'link-delay': 'network',
   'link-drop': 'network',
@@ -88,11 +96,39 @@ export const SOAK_NEMESIS: Readonly<Partial<Record<FaultKind, number>>> = {
   'slow-leader-isolated': 1,
 };
 
-/** A link that refuses: every connection is reset at its first bytes. */
-const REFUSED: LinkFault = { dropRate: 1 };
+/** The Debian package each fault needs beyond the cell itself; the others need none. */
+const NEEDS: Partial<Record<FaultKind, { readonly pkg: string; readonly available: () => boolean }>> = {
+  'clock-restart': { pkg: 'faketime', available: faketimeAvailable },
+  'clock-rate': { pkg: 'faketime', available: faketimeAvailable },
+  'disk-fault': { pkg: 'fiu-utils', available: fiuAvailable },
+};
 
-/** How long the slow-leader fault tries to make its x0.25 replica leader. */
-const SLOW_LEADER_START_MS = 40_000;
+export function isFaultKind(k: string): k is FaultKind {
+  return Object.hasOwn(SLOT, k);
+}
+
+/** Why a fault cannot run on this machine (its Debian package is missing), or undefined when it can. */
+export function missingTool(kind: FaultKind): string | undefined {
+  const need = NEEDS[kind];
+  if (need === undefined || need.available()) return undefined;
+  return `needs Debian ${need.pkg} (apt-get install ${need.pkg}); .ci/run installs it`;
+}
+
+/** The faults of a weighting that this machine cannot run, by reason: one line per missing package. */
+export function faultsLeftOut(weights: Readonly<Partial<Record<FaultKind, number>>>): string[] {
+  const byReason = new Map<string, FaultKind[]>();
+  for (const k of Object.keys(weights) as FaultKind[]) {
+    const why = (weights[k] ?? 0) > 0 && isFaultKind(k) ? missingTool(k) : undefined;
+    if (why !== undefined) byReason.set(why, [...(byReason.get(why) ?? []), k]);
+  }
+  return [...byReason].map(([why, kinds]) => `${kinds.join(', ')} skipped: ${why}`);
+}
+
+/** A fault started at a fixed time instead of drawn: `atMs` after the workload starts. */
+export interface ScheduledFault {
+  readonly atMs: number;
+  readonly kind: FaultKind;
+}
 
 /** How long a membership change may look for a leader that accepts it. */
 const MEMBERSHIP_CHANGE_MS = 30_000;
@@ -139,13 +175,6 @@ export interface NemesisOptions {
   readonly t0Ms: number;
 }
 
-/** A fault that began: what it did, how long it lasts, how to heal it. */
-interface Started {
-  readonly detail: string;
-  readonly durationMs: number;
-  readonly heal: () => Promise<string>;
-}
-
 interface Active {
   readonly slot: Slot;
   readonly kind: FaultKind;
@@ -162,9 +191,9 @@ export class Nemesis {
 
   constructor(private readonly o: NemesisOptions) {
     this.random = o.random;
-    this.kinds = (Object.keys(o.weights) as FaultKind[]).filter((k) => (o.weights[k] ?? 0) > 0 && available(k));
+    this.kinds = (Object.keys(o.weights) as FaultKind[]).filter((k) => (o.weights[k] ?? 0) > 0 && missingTool(k) === undefined);
     assert(o.intervalMs[0] > 0 && o.intervalMs[0] <= o.intervalMs[1], 'nemesis interval is a range');
-    const unknown = Object.keys(o.weights).filter((k) => !(k in SLOT));
+    const unknown = Object.keys(o.weights).filter((k) => !isFaultKind(k));
     assert(unknown.length === 0, `unknown fault kinds ${unknown.join(', ')}; known: ${Object.keys(SLOT).join(', ')}`);
   }
 
@@ -179,14 +208,40 @@ export class Nemesis {
     appendFileSync(this.o.scheduleFile, `${JSON.stringify(rec)}\n`);
   }
 
-  /** Runs until `untilMs` (Date.now() time), then heals everything. */
+  /** Draws faults by weight until `untilMs` (Date.now() time), then heals everything. */
   async run(untilMs: number, shouldStop: () => boolean = () => false): Promise<void> {
     let nextMs = this.now() + this.random.range(this.o.intervalMs[0], this.o.intervalMs[1]);
     while (this.now() < untilMs && !shouldStop()) {
       await this.healDue();
       if (this.now() >= nextMs && this.kinds.length > 0) {
-        await this.startOne();
+        const kind = this.pickKind();
+        if (kind) await this.start(kind);
         nextMs = this.now() + this.random.range(this.o.intervalMs[0], this.o.intervalMs[1]);
+      }
+      await sleep(100);
+    }
+    await this.healAll();
+  }
+
+  /**
+   * Starts each scheduled fault at its time (slots and weights do not
+   * apply: the schedule is the author's) and heals each when its duration
+   * is up; runs until `untilMs` and until every scheduled fault has run its
+   * course (a slow machine lengthens the run rather than cutting a fault
+   * short: each fault bounds its own start and duration), then heals
+   * everything.
+   */
+  async runSchedule(schedule: readonly ScheduledFault[], untilMs: number): Promise<void> {
+    const due = [...schedule].sort((a, b) => a.atMs - b.atMs);
+    for (const f of due) assert(isFaultKind(f.kind) && f.atMs >= 0, `scheduled fault ${JSON.stringify(f)}: a known kind at a time >= 0`);
+    while (this.now() < untilMs || due.length > 0 || this.active.length > 0) {
+      await this.healDue();
+      const next = due[0];
+      if (next !== undefined && this.now() >= this.o.t0Ms + next.atMs) {
+        due.shift();
+        const why = missingTool(next.kind);
+        if (why === undefined) await this.start(next.kind);
+        else this.record({ phase: 'skip', kind: next.kind, detail: `scheduled, but ${why}` });
       }
       await sleep(100);
     }
@@ -245,9 +300,7 @@ export class Nemesis {
     return free[free.length - 1];
   }
 
-  private async startOne(): Promise<void> {
-    const kind = this.pickKind();
-    if (!kind) return;
+  private async start(kind: FaultKind): Promise<void> {
     const r = await this.begin(kind);
     if (typeof r === 'string') {
       this.record({ phase: 'skip', kind, detail: r });
@@ -293,6 +346,16 @@ export class Nemesis {
     };
   }
 
+  private faultContext(): FaultContext {
+    return {
+      cell: this.o.cell,
+      workers: this.o.workers,
+      random: this.random,
+      ttlMs: this.o.ttlMs,
+      pickFollower: () => this.pickFollower(),
+    };
+  }
+
   /** An up follower of a known leader, at random. */
   private async pickFollower(): Promise<string | undefined> {
     const leader = await this.o.cell.leader();
@@ -329,78 +392,6 @@ export class Nemesis {
       detail: `remove ${id}${removed.ok ? ` (${removed.detail})` : ` FAILED: ${removed.detail}`}${wipe && removed.ok ? ', data folder wiped' : ''}`,
       durationMs: rnd.range(1_000, 6_000),
       heal,
-    };
-  }
-
-  /**
-   * A deposed leader that is slow to notice: a follower restarted with its
-   * clock at a quarter of the real rate, made leader by a transfer, then cut
-   * from its peers for longer than a session TTL. Its check-quorum runs on
-   * its slow clock, so the majority elects a new leader long before it steps
-   * down. The clients are split with it: one client reaches only this
-   * replica from the fault's start (while it follows, it relays that
-   * client's calls and heartbeats to the leader, so the client settles on
-   * it), and the others lose their links to it when it is cut off (they go
-   * on with the majority). A client's lost link refuses connections (each
-   * is reset) rather than swallowing bytes, so the client moves on at once
-   * instead of after its own timeouts on each dead node. A correct leader confirms leadership before
-   * extending a lease, so the cut-off client's sessions get no extension and
-   * expire on the majority side, where the other clients take their locks.
-   */
-  private async slowLeaderIsolated(): Promise<Started | string> {
-    const cell = this.o.cell;
-    const rnd = this.random;
-    const id = await this.pickFollower();
-    if (id === undefined) return 'no leader or no follower up';
-    const at = cell.ids.indexOf(id);
-    const withIt = rnd.pick(this.o.workers);
-    const cutClientLinks: LinkProxy[] = withIt.links.filter((_, i) => i !== at);
-    for (const l of cutClientLinks) l.setFault(REFUSED);
-    await cell.kill(id);
-    cell.spawn(id, { clock: { faketime: '+0 x0.25', monotonic: true } });
-    const healRestart = async (): Promise<string> => {
-      cell.healLinks();
-      for (const l of cutClientLinks) l.heal();
-      if (cell.state.get(id) !== 'paused') {
-        await cell.kill(id);
-        cell.spawn(id);
-      }
-      return `healed links (peers and clients), restarted ${id} at the real rate`;
-    };
-    // A node whose timers run at a quarter of the real rate starts slowly.
-    const until = this.now() + SLOW_LEADER_START_MS;
-    let moved = '';
-    while (this.now() < until && !moved.includes(`leader now ${id}`)) {
-      const current = await cell.leader();
-      if (current !== undefined && current !== id && (await cell.status(id, 2_000)) !== undefined)
-        moved = await cell.transferLeadership(current, id);
-      else await sleep(300);
-    }
-    if (!moved.includes(`leader now ${id}`))
-      return {
-        detail: `${id} at x0.25 never became leader within ${SLOW_LEADER_START_MS} ms (${moved || 'its Status never answered'})`,
-        durationMs: 0,
-        heal: healRestart,
-      };
-    // Clients find the new leader before it is cut off.
-    await sleep(1_500);
-    cell.cutLinks(
-      cell.ids
-        .filter((o) => o !== id)
-        .flatMap((o) => [
-          { from: id, to: o },
-          { from: o, to: id },
-        ]),
-    );
-    for (const w of this.o.workers) {
-      if (w === withIt) continue;
-      w.links[at]!.setFault(REFUSED);
-      cutClientLinks.push(w.links[at]!);
-    }
-    return {
-      detail: `leader ${id} at clock rate x0.25 cut from its peers, with client ${withIt.id} on its side`,
-      durationMs: this.o.ttlMs + rnd.range(4_000, 8_000),
-      heal: healRestart,
     };
   }
 
@@ -474,7 +465,9 @@ export class Nemesis {
       case 'membership':
         return this.replaceMember();
       case 'slow-leader-isolated':
-        return this.slowLeaderIsolated();
+        return slowLeaderIsolated(this.faultContext());
+      case 'lagging-follower':
+        return laggingFollower(this.faultContext());
       case 'kill-minority': {
         const up = this.upIds();
         if (up.length < cell.ids.length) return 'a replica is already down';
@@ -580,12 +573,6 @@ export class Nemesis {
       }
     }
   }
-}
-
-function available(kind: FaultKind): boolean {
-  if (kind === 'clock-restart' || kind === 'clock-rate' || kind === 'slow-leader-isolated') return faketimeAvailable();
-  if (kind === 'disk-fault') return fiuAvailable();
-  return true;
 }
 
 function sleep(ms: number): Promise<void> {

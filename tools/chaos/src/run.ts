@@ -2,7 +2,8 @@
  * One chaos run: a five-replica cell behind fault proxies, a fenced
  * resource, client worker processes running every workload together, the
  * nemesis for `seconds`, then heal, stop, read the final logs back and run
- * every checker on the recorded history. The report carries the figures
+ * every checker on the recorded history. The nemesis draws its faults, or
+ * (`schedule`) starts them at fixed times. The report carries the figures
  * (operations, faults by kind, leader changes, expiries, checker times), the
  * violations, and where the history and the fault schedule are, with the
  * command that reruns the same seed.
@@ -19,7 +20,16 @@ import { type ChaosBug, ChaosCell, FAKETIME_LIB, faketimeAvailable, fiuAvailable
 import { type FinalLogs, readFinalLogs } from './final-log.js';
 import { type History, loadHistory } from './history.js';
 import { CONVERGE_MS_MAX, LINEARIZABILITY_STATES_MAX } from './limits.js';
-import { FULL_NEMESIS, SOAK_NEMESIS, type FaultKind, type FaultRecord, Nemesis, type WorkerProcess } from './nemesis.js';
+import {
+  FULL_NEMESIS,
+  SOAK_NEMESIS,
+  type FaultKind,
+  type FaultRecord,
+  faultsLeftOut,
+  Nemesis,
+  type ScheduledFault,
+  type WorkerProcess,
+} from './nemesis.js';
 import { LinkProxy } from './proxy.js';
 import type { ResourceState } from './resource.js';
 import { WORKER_CONFIG_ENV, type WorkerConfig } from './workload-config.js';
@@ -47,6 +57,8 @@ export interface ChaosOptions {
   readonly nemesis?: NemesisMode;
   /** Relative weights of the nemesis's faults, replacing the mode's (for runs that make one bug observable). */
   readonly weights?: Readonly<Partial<Record<FaultKind, number>>>;
+  /** Faults started at fixed times instead of drawn (a directed scenario); the mode and weights then draw nothing. */
+  readonly schedule?: readonly ScheduledFault[];
   /** One client worker (the last) runs under faketime at this clock rate (its library's timers, lease and heartbeats skewed). */
   readonly clientClockRate?: number;
   /** A planted cell bug every replica runs with (the checkers must catch it). */
@@ -181,6 +193,7 @@ export function rerunCommand(o: ChaosOptions): string {
   if (o.bug) parts.push(`--bug ${o.bug}`);
   if (o.clientClockRate !== undefined) parts.push(`--client-clock-rate ${o.clientClockRate}`);
   if (o.weights) parts.push(`--weights '${JSON.stringify(o.weights)}'`);
+  if (o.schedule) parts.push(`--schedule '${JSON.stringify(o.schedule)}'`);
   if (o.snapshotEveryEntries !== undefined) parts.push(`--snapshot-every-entries ${o.snapshotEveryEntries}`);
   if (o.nemesisIntervalMs !== undefined) parts.push(`--nemesis-interval-ms ${o.nemesisIntervalMs.join(',')}`);
   return parts.join(' ');
@@ -230,9 +243,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (!fiuAvailable() && process.env['CI'] === 'true') {
     throw new Error(`chaos: fiu-run is not installed at ${FIU_RUN} (Debian package fiu-utils); CI=true requires its disk faults`);
   }
-  log(
-    `chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}${faketimeAvailable() ? '' : ' (faketime not installed: no clock-shift restarts)'}`,
+  assert(
+    clientClockRate === 1 || faketimeAvailable(),
+    `a client clock rate of x${clientClockRate} needs Debian faketime (apt-get install faketime); .ci/run installs it`,
   );
+  log(`chaos: seed ${o.seed}, ${o.seconds} s, work dir ${workDir}`);
   let resourceState: ResourceState | undefined;
   let converged: Awaited<ReturnType<ChaosCell['converge']>> = { ok: false, why: 'not reached' };
   let crashes: ReturnType<ChaosCell['crashed']> = [];
@@ -321,15 +336,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    const weights =
-      o.weights ??
-      (nemesisMode === 'full'
-        ? FULL_NEMESIS
-        : nemesisMode === 'soak'
-          ? SOAK_NEMESIS
-          : nemesisMode === 'client-pauses'
-            ? { 'pause-client': 1 }
-            : {});
+    const weights = o.schedule
+      ? {}
+      : (o.weights ??
+        (nemesisMode === 'full'
+          ? FULL_NEMESIS
+          : nemesisMode === 'soak'
+            ? SOAK_NEMESIS
+            : nemesisMode === 'client-pauses'
+              ? { 'pause-client': 1 }
+              : {}));
+    // Said once per run: a fault whose Debian tool is missing is never drawn.
+    for (const line of faultsLeftOut(weights)) log(`chaos: nemesis: ${line}`);
     nemesis = new Nemesis({
       cell,
       workers,
@@ -340,7 +358,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       scheduleFile,
       t0Ms: t0,
     });
-    await nemesis.run(t0 + o.seconds * 1000);
+    if (o.schedule) await nemesis.runSchedule(o.schedule, t0 + o.seconds * 1000);
+    else await nemesis.run(t0 + o.seconds * 1000);
     log(`chaos: nemesis done after ${((Date.now() - t0) / 1000).toFixed(1)} s; stopping the workers`);
 
     // Workers close their sessions and exit; a worker that hangs is killed (its open operations stay unknown).

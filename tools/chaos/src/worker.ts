@@ -8,7 +8,8 @@
  * (sessions opened, used, then closed or abandoned to expire). Everything it
  * invokes and learns goes to its history file. The harness pauses this
  * process (SIGSTOP) for longer than its session TTL, and stops it with an
- * IPC message: then it closes its sessions and exits.
+ * IPC message: then it closes its sessions and exits. A directed fault asks
+ * it for probe steps over IPC (workload-config.ts ProbeStep).
  */
 import http from 'node:http';
 import { ErrorCode, SeededRandom, type Random } from '@fencer/base';
@@ -28,7 +29,16 @@ import {
 import { KeepAliveManager, type LiveSession } from './keepalive.js';
 import { WATCH_EVENTS_PER_STREAM_MAX } from './limits.js';
 import { type CallResult, Rpc, sleep } from './rpc.js';
-import { WORKER_CONFIG_ENV, type WorkerConfig, counterName, lockName } from './workload-config.js';
+import {
+  WORKER_CONFIG_ENV,
+  type ProbeAnswer,
+  type ProbeStep,
+  type WorkerConfig,
+  counterName,
+  isProbeRequest,
+  lockName,
+  probeName,
+} from './workload-config.js';
 
 const cfg = JSON.parse(process.env[WORKER_CONFIG_ENV] ?? 'null') as WorkerConfig;
 if (!cfg) {
@@ -424,6 +434,34 @@ async function watchLoop(): Promise<void> {
   }
 }
 
+/** The probe's own session and names (never touched by the loops); steps run one after another on `probeChain`. */
+let probeSession: LiveSession | undefined;
+let probeNames = 0;
+let probeChain: Promise<void> = Promise.resolve();
+
+async function probeStep(step: ProbeStep): Promise<string> {
+  if (stopping) return 'the worker is stopping';
+  const ns = cfg.lockNamespaces[0]!;
+  if (step === 'open') {
+    probeSession = await openSession(ns);
+    return probeSession ? `opened ${probeSession.id}` : 'OpenSession failed';
+  }
+  if (!probeSession || probeSession.dead) return 'no live probe session';
+  const name = probeName(ns, cfg.id, ++probeNames);
+  const r = await acquire(probeSession, name, 'X', 0);
+  if (r.kind !== 'granted') return `acquire ${name}: ${r.kind}`;
+  await getLock(name);
+  return `acquire ${name}: granted with token ${r.token}, then read back`;
+}
+
+function onProbe(step: ProbeStep, id: number): void {
+  probeChain = probeChain.then(async () => {
+    const outcome = await probeStep(step).catch((e: unknown) => `failed: ${(e as Error)?.message ?? String(e)}`);
+    const answer: ProbeAnswer = { probeDone: id, outcome };
+    process.send?.(answer);
+  });
+}
+
 async function main(): Promise<void> {
   ka.start();
   const loops: Promise<void>[] = [];
@@ -432,6 +470,8 @@ async function main(): Promise<void> {
   for (let k = 0; k < cfg.churnLoops; k++) loops.push(churnLoop());
   for (let k = 0; k < cfg.watchLoops; k++) loops.push(watchLoop());
   await Promise.all(loops);
+  await probeChain;
+  if (probeSession && !probeSession.dead) await closeSession(probeSession);
   ka.stop();
   rpc.close();
   agent.destroy();
@@ -442,6 +482,7 @@ async function main(): Promise<void> {
 
 process.on('message', (m: unknown) => {
   if (m === 'stop') stopping = true;
+  else if (isProbeRequest(m)) onProbe(m.probe, m.id);
 });
 // The harness went away: stop rather than run on unsupervised.
 process.on('disconnect', () => {

@@ -36,3 +36,35 @@ export function lockName(ns: string, i: number): string {
 export function counterName(ns: string, i: number): string {
   return `/ls/${ns}/c${i}`;
 }
+
+/**
+ * A directed fault's client action, asked of one worker over IPC: `open` a
+ * session of the probe's own (heartbeated like the others); `acquire-and-read`
+ * an exclusive try-lock of a name no loop uses, then GetLock of it at once
+ * through the same node. A worker runs the steps one at a time, in the order
+ * asked, and answers each with what happened.
+ */
+export type ProbeStep = 'open' | 'acquire-and-read';
+
+export interface ProbeRequest {
+  readonly probe: ProbeStep;
+  readonly id: number;
+}
+
+export interface ProbeAnswer {
+  readonly probeDone: number;
+  readonly outcome: string;
+}
+
+export function isProbeRequest(m: unknown): m is ProbeRequest {
+  return typeof m === 'object' && m !== null && typeof (m as ProbeRequest).id === 'number' && typeof (m as ProbeRequest).probe === 'string';
+}
+
+export function isProbeAnswer(m: unknown): m is ProbeAnswer {
+  return typeof m === 'object' && m !== null && typeof (m as ProbeAnswer).probeDone === 'number';
+}
+
+/** The n-th probe lock of a worker: `/ls/<ns>/probe-<worker>-<n>`, a name no loop uses. */
+export function probeName(ns: string, worker: string, n: number): string {
+  return `/ls/${ns}/probe-${worker}-${n}`;
+}

@@ -5,7 +5,8 @@
  *
  * A session's end has a window too. It cannot come before its close was
  * invoked, nor (for an expiry) before TTL after the send time of the last
- * heartbeat the leader acknowledged (ARCHITECTURE "Expiry": never before);
+ * heartbeat the leader acknowledged (docs/architecture.md, "Promises", on
+ * expiry: never before);
  * whichever is earlier. It must come before the client first learned of it
  * (a close answered, SESSION_NOT_FOUND, KeepAlive's expired); when the
  * client never learned, the end is optional. A window that is empty is an

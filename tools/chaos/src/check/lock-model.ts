@@ -1,6 +1,6 @@
 /**
  * The sequential model of one lock: a FIFO shared/exclusive lock with
- * sessions (ARCHITECTURE "Promises": FIFO fairness, shared promotion from the
+ * sessions (docs/architecture.md, "Promises": FIFO fairness, shared promotion from the
  * head stopping at the first request it cannot grant, release with a stale
  * token is a no-op, session end releases holdings and cancels waits).
  *

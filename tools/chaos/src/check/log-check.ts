@@ -1,6 +1,6 @@
 /**
- * ARCHITECTURE "Grant": GRANTED with token t means the grant is committed at
- * revision t. Every grant acknowledged to a client must be in the final
+ * The grant promise (docs/architecture.md, "Promises"): GRANTED with token t
+ * means the grant is committed at revision t. Every grant acknowledged to a client must be in the final
  * committed log: the entry at revision t grants that name to that session.
  * Grants below the log's floor (compacted into a snapshot on every replica)
  * cannot be looked up; they are counted, not checked.

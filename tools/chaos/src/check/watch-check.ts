@@ -1,7 +1,8 @@
 /**
- * Watch streams against the final committed log (ARCHITECTURE "Watch": events
- * carry their revision; resuming from since_revision skips nothing and
- * repeats nothing; too old a revision is COMPACTED).
+ * Watch streams against the final committed log (docs/architecture.md,
+ * "Promises", on Watch: events carry their revision; resuming from
+ * since_revision skips nothing and repeats nothing; too old a revision is
+ * COMPACTED).
  *
  * Each recorded stream is checked on its own:
  * - since = 0 starts with one SNAPSHOT per live lock at one revision r0 (the
