@@ -11,7 +11,7 @@ import type { Replica } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
 import type { Command } from '@fencer/lock-fsm';
 import type { CellNodeConfig } from './config.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '@fencer/service';
 import { shiftPort } from './address.js';
 
 export interface NodeEnv extends CellEnv {

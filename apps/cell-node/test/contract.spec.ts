@@ -1,6 +1,6 @@
 /**
  * Goal: every call of the contract behaves as lockservice.proto and
- * ARCHITECTURE "Promises" say, against a real five-replica cell.
+ * docs/architecture.md ("Promises") say, against a real five-replica cell.
  * Method: five cell-node processes on 127.0.0.1; calls go to a follower
  * first (so forwarding is exercised) through a small retrying test client.
  * The cases live in @fencer/fleet/contract, shared with the router's tests.

@@ -1,5 +1,5 @@
 /**
- * Goal (issue 18, "Done when"): forged and malformed Raft messages sent to
+ * Goal (docs/decisions/0013-peer-listener-and-hostile-input.md): forged and malformed Raft messages sent to
  * every port of a running cell (wrong `to`, `from` the receiver, a
  * non-member `from`, another cell, a term near 2^53, a term one above the
  * cell's, malformed entries, garbage bytes, HTTP/2 garbage, the Raft gRPC

@@ -1,5 +1,5 @@
 /**
- * Goal: three holes of issue 18 stay closed on a running cell: the Raft
+ * Goal: three holes stay closed on a running cell: the Raft
  * peer service is not reachable on the client port; a queued Acquire with a
  * wait longer than Node's largest timer (30 days) is held, at the leader
  * and through a follower, until the holder releases; and a Watch from now

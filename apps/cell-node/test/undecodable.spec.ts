@@ -1,5 +1,5 @@
 /**
- * Goal (issue 19's note): a cell node answers request bytes that are not a
+ * Goal: a cell node answers request bytes that are not a
  * message of the contract with INVALID_ARGUMENT and a message naming the
  * method, never INTERNAL, on every gRPC service it serves: the lock service
  * (unary, server streaming, bidirectional), the internal HeartbeatBatch, and

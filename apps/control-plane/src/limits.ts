@@ -1,5 +1,5 @@
 /**
- * Every bound of the control plane's HTTP edge, in one place (CONVENTIONS
+ * Every bound of the control plane's HTTP edge, in one place (CONTRIBUTING.md,
  * "Limits"). The meta state machine's own limits (tenants, journal records,
  * idempotency keys) live in @fencer/meta-fsm, and one member's (reads waiting
  * for a ReadIndex round, routing long polls) in @fencer/meta-fsm/group.

@@ -1,5 +1,5 @@
 /**
- * Goal: issue 20's "as a user would". In the local fleet `npm start` runs
+ * Goal: the control plane as a user meets it. In the local fleet `npm start` runs
  * (2 cells, 1 router, 2 proxies, 1 control plane), `fencer tenants create
  * payments --cell cell-2` then `fencer lock /ls/payments/x -- true` through
  * the router puts the lock on cell-2, which cell-2's own replicas confirm

@@ -1,6 +1,6 @@
 /**
  * Goal: the meta group keeps every acknowledged write through the loss of its
- * leader (issue 20's process-level test): three control-plane processes,
+ * leader: three control-plane processes,
  * kill -9 of their leader while tenants are being created; every tenant
  * answered 201 exists afterwards (also on the killed instance once it
  * restarts from its WAL), routing versions strictly increase, and no
@@ -37,8 +37,7 @@ interface Instance {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// JSON answers of several shapes (health, tenants, routing), each read by the assertions that follow.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers of several shapes (health, tenants, routing), each read by the assertions that follow
 async function http(url: string, init: RequestInit = {}): Promise<{ status: number; body: any } | undefined> {
   try {
     const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000) });

@@ -1,5 +1,5 @@
 /**
- * Goal (issue 19's note): a session proxy answers request bytes that are not
+ * Goal: a session proxy answers request bytes that are not
  * a message of the contract with INVALID_ARGUMENT and a message naming the
  * method, never INTERNAL: on KeepAlive (the stream it carries), on a unary
  * and a server-streaming method it points elsewhere; and a KeepAlive stream

@@ -1,5 +1,5 @@
 /**
- * Every limit and default of the client, in one place (CONVENTIONS "Limits").
+ * Every limit and default of the client, in one place (CONTRIBUTING.md, "Limits").
  * Defaults follow Chubby's numbers where they exist: a 12 s lease, a 45 s
  * grace period. The assertions at the bottom state how the values relate.
  */

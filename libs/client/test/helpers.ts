@@ -3,8 +3,7 @@ import type { EventEmitter } from 'node:events';
 
 /** Resolves with the arguments of the first `event` for which pred holds; rejects after timeoutMs (a safety net, not a sleep). */
 export function nextEvent<T extends unknown[]>(
-  // Any emitter, typed event map or not: Node's EventEmitter<T> is invariant in T.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any emitter, typed event map or not: Node's EventEmitter<T> is invariant in T
   emitter: EventEmitter<any>,
   event: string,
   pred: (...args: T) => boolean = () => true,

@@ -1,6 +1,6 @@
 /**
  * The fixed bounds of the client contract (proto/lockservice/v1), in one
- * place (CONVENTIONS "Limits"). Every layer checks input against these: the
+ * place (CONTRIBUTING.md, "Limits"). Every layer checks input against these: the
  * client before it calls, the router and the cell node where a call arrives,
  * the state machine again on apply. They are not tuning knobs: changing one
  * changes what a valid request is, for every client and every replica.

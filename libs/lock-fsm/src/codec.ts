@@ -343,8 +343,7 @@ function asciiString(buf: Uint8Array, start: number, end: number): string {
   const n = end - start;
   const codes = n <= SCRATCH_CHARS_MAX ? (scratchCodes[n] as number[]) : new Array<number>(n);
   for (let i = 0; i < n; i++) codes[i] = buf[start + i] as number;
-  // apply, not spread: spreading an array this long into a call measured slower in decode (docs/benchmarks.md, lock state machine).
-  // eslint-disable-next-line prefer-spread
+  // eslint-disable-next-line prefer-spread -- apply, not spread: spreading an array this long into a call measured slower in decode (docs/benchmarks.md, lock state machine)
   return fromCharCode.apply(null, codes);
 }
 

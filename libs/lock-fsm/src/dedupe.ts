@@ -1,6 +1,6 @@
 /**
- * Per session: the outcomes of its last `max` request ids (issue 5: 64), so
- * a retried request gets the same answer (ARCHITECTURE "Retries").
+ * Per session: the outcomes of its last `max` request ids (64 by default), so
+ * a retried request gets the same answer (docs/architecture.md, "Retries").
  *
  * Why not a Map of record objects: every acquire looks up a new request id,
  * evicts the oldest and inserts the new one. With a Map per session that

@@ -1,5 +1,5 @@
 /**
- * Goal: the lock state machine stays pure (CONVENTIONS "Purity of the core"):
+ * Goal: the lock state machine stays pure (CONTRIBUTING.md, "Purity of the core"):
  * no clock, timer, unseeded randomness or node: module in its sources, and
  * no import beyond @fencer/base and @fencer/contract (itself pure).
  * Method: read every non-spec src/*.ts file and run the shared purity

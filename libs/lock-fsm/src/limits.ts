@@ -1,5 +1,5 @@
 /**
- * Every limit of the lock state machine, in one place (CONVENTIONS "Limits").
+ * Every limit of the lock state machine, in one place (CONTRIBUTING.md, "Limits").
  *
  * The counting limits (how many sessions, locks, waiters, ...) form
  * `FsmLimits`: they are part of the replicated semantics, so every replica

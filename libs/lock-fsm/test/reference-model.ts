@@ -1,6 +1,6 @@
 /**
  * A small, obviously-correct reference model of the lock table, written
- * straight from the contract's promises and issue 5, for model-based tests.
+ * straight from the contract's promises (docs/architecture.md), for model-based tests.
  * It favours plainness over speed: arrays scanned linearly, a full request
  * history per session of which only the last `dedupe` entries are visible,
  * holders and waiters found by search. It has no snapshots, no encoding and

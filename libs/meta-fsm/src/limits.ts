@@ -1,5 +1,5 @@
 /**
- * Every limit of the meta state machine, in one place (CONVENTIONS "Limits").
+ * Every limit of the meta state machine, in one place (CONTRIBUTING.md, "Limits").
  * They are replicated semantics: every control-plane instance of a meta
  * group must run with the same values. The HTTP layer checks the shape of
  * each field first (the contract's JSON schemas); apply checks again, so a

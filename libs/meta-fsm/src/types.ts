@@ -27,13 +27,8 @@ export interface Tenant {
   readonly tokenHashes: readonly TokenHash[];
 }
 
-export type RouteState = 'active' | 'moving';
-
-export interface Route {
-  readonly namespace: string;
-  readonly cell: string;
-  readonly state: RouteState;
-}
+/** A route is the contract's routing-table entry: the meta group writes the table routers parse. */
+export type { Route, RouteState } from '@fencer/contract';
 
 /** A move's states in the only order they may be taken; `failed` may follow any unfinished one. */
 export const MOVE_STATES = ['queued', 'freezing', 'copying', 'switching', 'cleaning', 'done', 'failed'] as const;

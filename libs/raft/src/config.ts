@@ -4,8 +4,8 @@
  * the simulator, the tests) starts from `raftTuningDefault` and overrides
  * only what it means to; nothing else restates a default.
  *
- * With a 100 ms tick, 10 ticks is ARCHITECTURE's 1 s election timeout and
- * 1 tick its 100 ms heartbeat. A commit reaches followers with the next
+ * With a 100 ms tick, 10 ticks is a 1 s election timeout (etcd's default) and
+ * 1 tick a 100 ms heartbeat. A commit reaches followers with the next
  * append or heartbeat (broadcastCommit off): eager commit appends cost the
  * leader a message per follower per commit at low load (docs/benchmarks.md).
  */

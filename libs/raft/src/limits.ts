@@ -1,6 +1,6 @@
 /**
  * Every queue and buffer in the core that grows with input has a limit, and
- * the limits live here (CONVENTIONS "Limits"). Configurable knobs (batch
+ * the limits live here (CONTRIBUTING.md, "Limits"). Configurable knobs (batch
  * sizes, the in-flight window) are in RaftConfig; these bound them and the
  * internal queues that the configuration does not name.
  */

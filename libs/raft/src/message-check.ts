@@ -2,7 +2,7 @@
  * The shape a peer's message must have before the core looks at it. A
  * message comes from the network, so nothing in it is trusted: a malformed
  * or misaddressed one is dropped with a reason the caller counts, and never
- * reaches an assertion (ARCHITECTURE decision 13). Assertions in the core
+ * reaches an assertion (docs/decisions/0013-peer-listener-and-hostile-input.md). Assertions in the core
  * stay for its own invariants.
  *
  * These checks need no state. The ones that need the node's state (who is a

@@ -1,6 +1,7 @@
 /**
  * Goal: nothing a peer can send crashes or steers a node unless it is a
- * well-formed message a real peer could send (ARCHITECTURE decision 13).
+ * well-formed message a real peer could send
+ * (docs/decisions/0013-peer-listener-and-hostile-input.md).
  * Malformed or misaddressed messages are dropped with their reason and
  * change nothing: no term, no output, no log. Requests from nodes outside
  * the configuration are still served, as the dissertation (§4.1) requires,

@@ -1,6 +1,5 @@
 /**
- * Goal: the simulator runs at least 50x faster than real time (issue 18's
- * floor), so that CI can sweep hundreds of seeds.
+ * Goal: the simulator runs at least 50x faster than real time, so that CI can sweep hundreds of seeds.
  * Method: simulated seconds per second of this process's CPU time, over
  * seeds of the CI sweep. The test runs in a worker process of its own whose
  * V8 has --single-threaded (vite.config.ts): garbage collection and
@@ -21,7 +20,7 @@
 import { describe, expect, it } from 'vitest';
 import { runSimulation, sweepOptions } from '../src/index.js';
 
-/** Simulated seconds per CPU second, at least (issue 18). */
+/** Simulated seconds per CPU second, at least: what lets CI sweep hundreds of seeds. */
 const speedFloor = 50;
 const warmupSeeds = [4, 5, 6, 7, 8, 9];
 const timedSeeds = [1, 2, 3];

@@ -1,5 +1,5 @@
 /**
- * Goal: the offline corruption cases of issue 4, one test each: a torn last
+ * Goal: the offline corruption cases, one test each: a torn last
  * record is truncated; a bit flip in a committed middle record refuses to
  * start naming file and offset; a corrupt snapshot falls back to the
  * previous one (or refuses when none connects); a zeroed segment and a

@@ -1,5 +1,5 @@
 /**
- * Goal (issue 4, "Done when"): any sequence of appends, suffix truncations,
+ * Goal: any sequence of appends, suffix truncations,
  * snapshots and compactions, then a crash at any point between two disk
  * operations, with unsynced writes and directory changes lost or (in random
  * mode) partly kept with the first lost write torn, recovers to a prefix of

@@ -1,5 +1,5 @@
 /**
- * Goal (issue 18): prove the WAL's fsync ordering. Whatever mix of appends,
+ * Goal: prove the WAL's fsync ordering. Whatever mix of appends,
  * sync barriers, snapshots and compactions runs, and wherever a crash
  * strikes, with every write no completed fdatasync covered and every
  * directory change no directory fsync covered lost, or some of them kept:

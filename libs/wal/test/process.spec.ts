@@ -1,5 +1,5 @@
 /**
- * Goal (issues 4 and 18): durability with a real process and a real file system.
+ * Goal: durability with a real process and a real file system.
  * 1. A child appending under group commit is killed with SIGKILL at random
  *    moments (after 1 to 1,200 more acknowledgements), 24 cycles; after each restart every record it reported synced
  *    is present and intact (the child verifies each recovered entry and the

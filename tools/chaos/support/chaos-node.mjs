@@ -4,23 +4,14 @@
  * as apps/cell-node's main.ts, plus libs/cell's planted bugs named by
  * FENCER_CHAOS_BUG. Only ChaosCell starts it, and only when a run asks for a
  * bug; the production main.ts has no way to set test hooks. Plain .mjs over
- * cell-node's compiled output, as tools/fleet is: it is never part of a
- * production build.
+ * cell-node's public entry (its compiled build), as tools/fleet is: it is
+ * never part of a production build.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const dist = (file) => import(path.join(root, 'apps/cell-node/dist', file));
-const [{ parseConfig }, { createLogger }, { NodeMetrics }, { buildCellNode }, { SeededRandom }] = await Promise.all([
-  dist('config.js'),
-  dist('logger.js'),
-  dist('metrics.js'),
-  dist('build.js'),
-  import('@fencer/base'),
-]);
+import { SeededRandom } from '@fencer/base';
+import { NodeMetrics, buildCellNode, parseConfig } from '@fencer/cell-node';
+import { createLogger } from '@fencer/service';
 
 /** Each bug a run may plant, as libs/cell's LockCellTestHooks. */
 export const CHAOS_BUGS = {

@@ -1,5 +1,5 @@
 /**
- * The contract's test cases (lockservice.proto and ARCHITECTURE "Promises"),
+ * The contract's test cases (lockservice.proto and docs/architecture.md, "Promises"),
  * runnable against any front of the lock service: one cell's replicas (the
  * cell-node tests) or a fleet of cells behind a cell router and session
  * proxies (the router tests). Also the small retrying test client they use.

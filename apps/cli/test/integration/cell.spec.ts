@@ -1,6 +1,5 @@
 /**
- * Goal: `fencer lock` against a real five-replica cell (issue 7, "Done
- * when"): it exports the lock's token to its command; killing the leader
+ * Goal: `fencer lock` against a real five-replica cell: it exports the lock's token to its command; killing the leader
  * during the command does not disturb it; the session's expiry (every
  * replica SIGSTOPped past TTL and grace) stops it with exit 80; --wait 0 on
  * a held lock returns 75.

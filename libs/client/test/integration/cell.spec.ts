@@ -1,6 +1,5 @@
 /**
- * Goal: the client's promises against a real five-replica cell (issue 7,
- * "Done when"): killing the leader while a handle is held does not abort the
+ * Goal: the client's promises against a real five-replica cell: killing the leader while a handle is held does not abort the
  * handle's signal — the failover finishes well within the TTL — and the lock
  * stays held with the same token; stopping every replica (SIGSTOP) for longer
  * than the TTL aborts the signal at jeopardy, before the cell could have
@@ -39,8 +38,7 @@ afterAll(async () => {
   await cell?.stop();
 });
 
-// The predicate takes the event's own argument types, which differ per event.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the predicate takes the event's own argument types, which differ per event
 function until(emitter: EventEmitter, event: string, pred: (...args: any[]) => boolean, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

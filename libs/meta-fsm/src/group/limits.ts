@@ -1,5 +1,5 @@
 /**
- * Bounds of one meta-group member (CONVENTIONS "Limits"): per instance, not
+ * Bounds of one meta-group member (CONTRIBUTING.md, "Limits"): per instance, not
  * replicated, unlike META_LIMITS.
  */
 
