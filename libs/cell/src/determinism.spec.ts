@@ -15,7 +15,7 @@ const srcDir = dirname(fileURLToPath(import.meta.url));
 const sources = readdirSync(srcDir)
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
   .map((f) => ({ file: f, text: readFileSync(join(srcDir, f), 'utf8') }));
-const allowed = ['@fencer/base', '@fencer/raft', '@fencer/wal', '@fencer/replica', '@fencer/group', '@fencer/lock-fsm'];
+const allowed = ['@fencer/base', '@fencer/raft', '@fencer/wal', '@fencer/replica', '@fencer/group', '@fencer/lock-fsm', '@fencer/contract'];
 
 describe('libs/cell purity', () => {
   it('has sources to scan', () => {
