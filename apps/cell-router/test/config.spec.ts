@@ -8,17 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { parseRouterConfig } from '../src/index.js';
 
 describe('parseRouterConfig', () => {
-  it('takes --control-plane as one URL or several, and refuses entries a router cannot follow', () => {
+  it('takes --control-plane as one URL or several, checked at parse time by the shared option (libs/routing tests every refusal)', () => {
     expect(parseRouterConfig(['--control-plane', 'http://a:1,https://b:2']).controlPlane).toBe('http://a:1,https://b:2');
-    for (const [bad, why] of [
-      ['http://a:1,', /not a URL/],
-      ['a:1', /not an http/],
-      ['ftp://a:1', /not an http/],
-      ['http://a:1,http://a:1', /twice/],
-      ['http://user:secret@a:1', /FENCER_CONTROL_PLANE_TOKEN/],
-    ] as const) {
-      expect(() => parseRouterConfig(['--control-plane', bad])).toThrow(why);
-    }
+    expect(() => parseRouterConfig(['--control-plane', 'http://a:1,http://a:1'])).toThrow(/twice/);
   });
 
   it('has the defaults the fleet launcher relies on, and refuses a bad address or a missing source', () => {
