@@ -88,7 +88,11 @@ export async function runFleet(o) {
   const body = renderMarkdown(meta, result, o);
   console.log(body);
   if (o.json) writeJson(o.json, { meta, result });
-  writeDocs({ name: 'fleet', body, rows: summaryRows(result, meta.command), keepNotes: true, write: o.write });
+  // The docs' fleet section holds a whole run: a run of some parts, or one with a baseline fleet beside
+  // this one (a different shape), prints its figures and leaves the section as it is.
+  const whole = PARTS.every((p) => o.only.includes(p)) && o.baseline === undefined;
+  if (o.write && !whole) console.log('docs/benchmarks.md left as it is: only a whole run without --baseline rewrites the fleet section');
+  writeDocs({ name: 'fleet', body, rows: summaryRows(result, meta.command), keepNotes: true, write: o.write && whole });
 }
 
 const ms2 = (x) => (x === undefined || !Number.isFinite(x) ? '—' : `${x.toFixed(2)} ms`);
