@@ -17,6 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Command, InvalidArgumentError } from 'commander';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -36,29 +37,27 @@ function argsFor(name, jobs) {
   return undefined;
 }
 
-function usage(message) {
-  if (message) console.error(`compare-traces: ${message}`);
-  console.error('usage: node tools/sim/compare-traces.mjs BASELINE_DIR [--out DIR] [--only a,b] [--jobs J] [--no-run] [--build]');
-  process.exit(2);
-}
-
 function parseArgs(argv) {
-  const args = { baseline: undefined, out: '/tmp/sim-compare', only: undefined, jobs: 2, run: true, build: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => argv[++i] ?? usage(`${a} needs a value`);
-    if (a === '--out') args.out = next();
-    else if (a === '--only') args.only = new Set(next().split(','));
-    else if (a === '--jobs') args.jobs = Number(next());
-    else if (a === '--no-run') args.run = false;
-    else if (a === '--build') args.build = true;
-    else if (a.startsWith('--')) usage(`unknown argument ${a}`);
-    else if (args.baseline === undefined) args.baseline = a;
-    else usage(`one baseline directory, not ${a}`);
-  }
-  if (args.baseline === undefined) usage('give the baseline directory');
-  if (!Number.isSafeInteger(args.jobs) || args.jobs < 1) usage('--jobs is a positive integer');
-  return args;
+  const program = new Command('compare-traces')
+    .description("Reruns each simulator run a baseline directory holds and compares every seed's trace with it.")
+    .argument('<baseline-dir>', 'the output of tools/sim/run.mjs recorded before the change, one file per run')
+    .option('--out <dir>', "where this run's outputs go", '/tmp/sim-compare')
+    .option('--only <runs>', 'compare only these runs (comma-separated file names without .txt)', (v) => new Set(v.split(',')))
+    .option(
+      '--jobs <j>',
+      'worker threads per run',
+      (v) => {
+        const n = Number(v);
+        if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('--jobs is a positive integer');
+        return n;
+      },
+      2,
+    )
+    .option('--no-run', 'compare the files already in --out')
+    .option('--build', 'build the sim library first', false)
+    .showHelpAfterError();
+  program.parse(argv, { from: 'user' });
+  return { ...program.opts(), baseline: program.args[0] };
 }
 
 /** Seed → the lines its run decides, from one run.mjs output. */
@@ -99,7 +98,10 @@ const names = readdirSync(args.baseline)
   .map((f) => basename(f, '.txt'))
   .filter((n) => argsFor(n, 1) !== undefined && (args.only === undefined || args.only.has(n)))
   .sort();
-if (names.length === 0) usage(`no baseline runs in ${args.baseline}`);
+if (names.length === 0) {
+  console.error(`compare-traces: no baseline runs in ${args.baseline}`);
+  process.exit(2);
+}
 mkdirSync(args.out, { recursive: true });
 if (args.build) spawnSync('npx', ['nx', 'build', 'sim'], { cwd: root, stdio: 'inherit' });
 

@@ -24,94 +24,51 @@ import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { Command, InvalidArgumentError } from 'commander';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const distEntry = pathToFileURL(resolve(root, 'libs/sim/dist/index.js')).href;
 
+/** Exits 2 with the reason and the usage line, as every argument error does. */
 function usage(message) {
   if (message) console.error(`run.mjs: ${message}`);
-  console.error(
-    'usage: node tools/sim/run.mjs (--seeds N | --seed X) [--seconds S] [--from F] [--replicas R] [--machine lock|kv|meta] [--bug NAME | --profile NAME] [--planted NAME] [--jobs J] [--verbose] [--json] [--no-build]',
-  );
+  console.error(program.helpInformation());
   process.exit(2);
 }
 
+const count = (name) => (v) => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a non-negative integer, got ${v}`);
+  return n;
+};
+
+const program = new Command('run.mjs')
+  .description('Runs seeds of the deterministic simulator and prints every failing seed with the command that replays it.')
+  .option('--seeds <n>', 'run this many seeds of the CI sweep', count('--seeds'))
+  .option('--seed <x>', 'run this one seed', count('--seed'))
+  .option('--from <f>', 'first seed of --seeds', count('--from'), 1)
+  .option('--seconds <s>', 'simulated seconds per seed', count('--seconds'))
+  .option('--replicas <r>', 'replicas per cell (default: five, every fifth seed three)', count('--replicas'))
+  .option('--machine <kind>', "lock (the default), kv (the toy register) or meta (the control plane's meta group)")
+  .option('--bug <name>', 'plant this Raft-level bug under its fault profile (exits 1 unless a seed catches it)')
+  .option('--profile <name>', "a bug's fault profile with the bug off")
+  .option('--planted <name>', 'plant this lock-level bug')
+  .option('--jobs <j>', 'worker threads', count('--jobs'), 1)
+  .option('--verbose', "with --seed: print the run's event log", false)
+  .option('--json', 'print each seed and a JSON summary', false)
+  .option('--no-build', 'do not build the sim library first')
+  .exitOverride()
+  .configureOutput({ writeErr: () => {} });
+
 function parseArgs(argv) {
-  const args = {
-    seeds: undefined,
-    seed: undefined,
-    from: 1,
-    seconds: undefined,
-    replicas: undefined,
-    bug: undefined,
-    profile: undefined,
-    machine: undefined,
-    planted: undefined,
-    jobs: 1,
-    verbose: false,
-    build: true,
-    json: false,
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) usage(`${a} needs a value`);
-      return v;
-    };
-    const int = (v, name) => {
-      const n = Number(v);
-      if (!Number.isSafeInteger(n) || n < 0) usage(`${name} must be a non-negative integer, got ${v}`);
-      return n;
-    };
-    switch (a) {
-      case '--seeds':
-        args.seeds = int(next(), a);
-        break;
-      case '--seed':
-        args.seed = int(next(), a);
-        break;
-      case '--from':
-        args.from = int(next(), a);
-        break;
-      case '--seconds':
-        args.seconds = int(next(), a);
-        break;
-      case '--replicas':
-        args.replicas = int(next(), a);
-        break;
-      case '--bug':
-        args.bug = next();
-        break;
-      case '--profile':
-        args.profile = next();
-        break;
-      case '--machine':
-        args.machine = next();
-        break;
-      case '--planted':
-        args.planted = next();
-        break;
-      case '--jobs':
-        args.jobs = Math.max(1, int(next(), a));
-        break;
-      case '--verbose':
-        args.verbose = true;
-        break;
-      case '--json':
-        args.json = true;
-        break;
-      case '--no-build':
-        args.build = false;
-        break;
-      case '-h':
-      case '--help':
-        usage();
-        break;
-      default:
-        usage(`unknown argument ${a}`);
-    }
+  try {
+    program.parse(argv, { from: 'user' });
+  } catch (err) {
+    if (err.code === 'commander.helpDisplayed') process.exit(0);
+    usage(err.message.replace(/^error: /, ''));
   }
+  const args = { ...program.opts() };
+  args.jobs = Math.max(1, args.jobs);
   if ((args.seeds === undefined) === (args.seed === undefined)) usage('give exactly one of --seeds N or --seed X');
   if (args.bug !== undefined && args.profile !== undefined) usage('give at most one of --bug and --profile');
   if (args.machine !== undefined && !['lock', 'kv', 'meta'].includes(args.machine))
