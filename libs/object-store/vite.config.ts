@@ -1,3 +1,3 @@
 import { fencerVitestConfig } from '../../tools/vitest/preset.mjs';
 
-export default fencerVitestConfig('object-store');
+export default fencerVitestConfig('object-store', { fileParallelism: false });

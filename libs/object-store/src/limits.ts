@@ -8,10 +8,18 @@ const MiB = 1024 * 1024;
 export const s3Defaults = {
   /** S3's own default region; an S3-compatible server mostly ignores it. */
   region: 'us-east-1',
-  /** A multipart part: S3's minimum is 5 MiB; 8 MiB keeps a 10,000-part upload under 78 GiB. */
-  partBytes: 8 * MiB,
-  /** Parts in flight: an upload buffers at most partBytes × queueSize (16 MiB), whatever the snapshot's size. */
-  queueSize: 2,
+  /**
+   * A multipart part: S3's minimum, 5 MiB (a 10,000-part upload still holds 48 GiB). lib-storage copies
+   * each part once more while it assembles it, and a streaming Node process already carries tens of MiB
+   * of not-yet-collected chunks, so small parts keep an upload's memory well inside its bound.
+   */
+  partBytes: 5 * MiB,
+  /**
+   * Parts in flight. One: an upload then holds about three parts' worth (the one sent, the one being
+   * assembled, lib-storage's copy), whatever the snapshot's size; a second in flight costs more memory
+   * than it saves time on a snapshot that uploads in seconds (docs/benchmarks.md has the figures).
+   */
+  queueSize: 1,
   /** Attempts per request (the SDK's retry with backoff): rides out a few failed requests in a row. */
   maxAttempts: 8,
   /** One request, a part's upload included: a part of 8 MiB at 1 MB/s still fits. */

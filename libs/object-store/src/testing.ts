@@ -90,14 +90,18 @@ export interface FaultProxyOptions {
   readonly faults: readonly Fault[];
   /** Seeded draws make a run repeatable (a small LCG; the seed is printed by the test). */
   readonly seed: number;
-  /** How long a slow body trickles: a delay between each 64 KiB of the forwarded request body. */
+  /** How long a slow body trickles: a delay between each chunk of the forwarded request body. */
   readonly slowChunkDelayMs?: number;
+  /** Keep "METHOD url" of every request in `requests` (the last 10,000). */
+  readonly recordRequests?: boolean;
 }
 
 export interface FaultProxy {
   readonly endpoint: string;
   /** Requests seen, and faults injected by kind. */
   readonly counts: { requests: number; faults: Record<string, number> };
+  /** "METHOD url" of each request, with `recordRequests`. */
+  readonly requests: string[];
   /** Changes the share of failing requests from now on. */
   setFailShare(share: number): void;
   close(): Promise<void>;
@@ -114,8 +118,13 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   let failShare = options.failShare;
   const counts = { requests: 0, faults: {} as Record<string, number> };
   const sockets = new Set<Socket>();
+  const requests: string[] = [];
   const server: Server = createServer((req, res) => {
     counts.requests++;
+    if (options.recordRequests) {
+      requests.push(`${req.method} ${req.url}`);
+      if (requests.length > 10_000) requests.shift();
+    }
     const fault = draw() < failShare ? options.faults[Math.floor(draw() * options.faults.length)] : undefined;
     if (fault !== undefined) counts.faults[fault] = (counts.faults[fault] ?? 0) + 1;
     handle(req, res, to, fault, options.slowChunkDelayMs ?? 20);
@@ -129,6 +138,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   return {
     endpoint: `http://127.0.0.1:${port}`,
     counts,
+    requests,
     setFailShare: (share) => (failShare = share),
     close: () =>
       new Promise<void>((resolve) => {
