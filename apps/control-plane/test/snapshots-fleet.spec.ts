@@ -132,7 +132,7 @@ describe('snapshots on the npm start fleet', () => {
       const manifest = JSON.parse(fileOf(a.location.replace(/\.snap$/, '.json')).toString()) as Record<string, unknown>;
       expect(manifest).toMatchObject({ cell: tenant.cell, index: a.index, bytes: a.bytes, sha256: a.sha256 });
 
-      (await client.acquire('/ls/snapdemo/more')).release();
+      await (await client.acquire('/ls/snapdemo/more')).release();
       await held.release();
       const second = await fencer(['snapshots', 'take', '--cell', tenant.cell, '--json', '--timeout', '120s']);
       expect(second.code, second.err).toBe(0);
