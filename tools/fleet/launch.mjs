@@ -12,7 +12,8 @@
 // `POST /v1/tenants` (the control plane picks the least-loaded cell). Its
 // state lives under <data-dir>/control-plane, so tenants survive a restart.
 // Auth is off unless `--auth`; the admin token is kept in
-// <data-dir>/admin-token (mode 0600), where the CLI looks for it.
+// <data-dir>/admin-token (mode 0600), where the CLI looks for it. Cell
+// snapshots the control plane uploads go to <data-dir>/snapshots (file://).
 //
 // `--control-planes 0`: routing without a control plane, through
 // <data-dir>/routing.json; auto-tenants place a new namespace on the cell
@@ -21,6 +22,7 @@
 // holds its data.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { Command, InvalidArgumentError } from 'commander';
 import {
@@ -109,6 +111,8 @@ const controlPlanes = withControlPlane
       cellsFile: fleetFile,
       adminTokenFile,
       auth: opts.auth,
+      // One snapshot folder for the whole meta group, so whichever instance leads uploads to and retires from the same place.
+      extraArgs: ['--snapshot-store', pathToFileURL(path.join(dataDir, 'snapshots')).href],
     })
   : [];
 

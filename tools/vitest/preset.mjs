@@ -6,7 +6,10 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 const workspaceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const conditions = ['@fencer/source', 'node', 'import', 'module', 'default'];
+// Node's own conditions (plus our source one), never bundlers' 'module': a package's 'module' build may be
+// meant for a bundler only (the AWS SDK's dist-es imports files without extensions, which Node cannot load),
+// and tests should load what production loads.
+const conditions = ['@fencer/source', 'node', 'import', 'default'];
 
 /** @param {string} projectName @param {Record<string, unknown>} [test] */
 export function fencerVitestConfig(projectName, test = {}) {

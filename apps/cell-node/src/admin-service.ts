@@ -1,6 +1,7 @@
 /**
  * The admin API of one node: status, leadership transfer, membership
- * changes (one server at a time), snapshot now. Membership calls go to the
+ * changes (one server at a time), snapshot now, and a snapshot's bytes
+ * (read-snapshot.ts). Membership calls go to the
  * leader; elsewhere they answer NOT_LEADER with a leader-hint.
  */
 import { type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
@@ -9,6 +10,7 @@ import { FencerError, Namespace, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
 import { type Outcome, type SetMemberAddressCommand, validateCommand } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
+import { readSnapshotHandler } from './read-snapshot.js';
 
 function handle<Req, Res>(node: CellNode, fn: (req: Req) => Promise<Res>) {
   return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>): void => {
@@ -144,6 +146,7 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       return { changed: 'changed' in outcome && outcome.changed === true };
     }),
     dropNamespace: handle(node, (req: adminpb.DropNamespaceRequest) => dropNamespace(node, req)),
+    readSnapshot: readSnapshotHandler(node),
   };
 }
 

@@ -55,7 +55,8 @@ export class CellNode {
 
   constructor(
     readonly config: CellNodeConfig,
-    store: RaftLogStore,
+    /** The replica's log store: ReadSnapshot reads its latest snapshot's meta (read-snapshot.ts). */
+    readonly store: RaftLogStore,
     readonly env: NodeEnv,
     forwarder: LeaderForwarder,
     testHooks: LockCellTestHooks = {},

@@ -50,6 +50,8 @@ export interface ControlPlaneDeps {
   /** A pino logger for fastify, or false. */
   readonly logger?: FastifyServerOptions['loggerInstance'] | false;
   readonly metrics?: AppMetrics;
+  /** Starts a leader task's next pass now (workers/leader-loop.ts LeaderLoop.wake), after a write that journaled work. */
+  readonly wake?: (task: string) => void;
 }
 
 function routeContextOf(deps: ControlPlaneDeps): RouteContext {
@@ -61,6 +63,7 @@ function routeContextOf(deps: ControlPlaneDeps): RouteContext {
     wallMs: deps.wallMs ?? (() => Date.now()),
     newId: deps.newId ?? (() => randomUUID()),
     newTenantToken: deps.newTenantToken ?? (() => newToken('tenant')),
+    wake: deps.wake ?? (() => undefined),
   };
 }
 

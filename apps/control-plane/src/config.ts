@@ -3,9 +3,13 @@
  * variables (FENCER_CP_<FLAG>) as the fallback.
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
 import { NodeId } from '@fencer/base';
+import { openObjectStore, type S3Connection } from '@fencer/object-store';
 import type { CellPlan } from './cells.js';
+import { snapshotScheduleDefault, type SnapshotSchedule } from './workers/snapshot-task.js';
 
 export interface ControlPlaneConfig {
   readonly id: NodeId;
@@ -28,6 +32,11 @@ export interface ControlPlaneConfig {
   readonly electionTicks: number;
   readonly cellPollMs: number;
   readonly snapshotEveryEntries: number;
+  /** Where cell snapshots go: s3://bucket/prefix, or file:///folder (default: <data-dir>/snapshots). */
+  readonly snapshotStore: string;
+  /** How to reach an S3-compatible endpoint, for an s3:// store (credentials: the AWS SDK's standard chain). */
+  readonly s3: S3Connection;
+  readonly snapshotSchedule: SnapshotSchedule;
 }
 
 function parseMap(flag: string, value: string): Map<NodeId, string> {
@@ -93,6 +102,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       int('snapshot-every-entries'),
       Number(e('snapshot-every-entries') ?? 1000),
     );
+  addSnapshotStoreOptions(program, e, int);
   program.parse(argv, { from: 'user' });
   const o = program.opts();
   const id = NodeId(o.id);
@@ -123,5 +133,65 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     electionTicks: o.electionTicks,
     cellPollMs: o.cellPollMs,
     snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
+    ...snapshotStoreConfig(o),
+  };
+}
+
+type IntParser = (flag: string) => (v: string) => number;
+
+/** Cell snapshots in object storage: the store, how to reach S3, the schedule and the retention. */
+function addSnapshotStoreOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {
+  const d = snapshotScheduleDefault;
+  program
+    .option(
+      '--snapshot-store <url>',
+      'where cell snapshots go: s3://bucket/prefix or file:///folder (default: <data-dir>/snapshots)',
+      e('snapshot-store'),
+    )
+    .option('--s3-endpoint <url>', 'endpoint of an S3-compatible service (default: AWS for --s3-region)', e('s3-endpoint'))
+    .option('--s3-region <region>', 'S3 region', e('s3-region') ?? 'us-east-1')
+    .option('--s3-path-style', 'path-style S3 URLs (endpoint/bucket/key), as most S3-compatible servers need', e('s3-path-style') === '1')
+    .option(
+      '--snapshot-interval-ms <ms>',
+      'snapshot each cell when its newest one is this old; 0: only on request (POST /v1/cells/{cell}/snapshots)',
+      int('snapshot-interval-ms'),
+      Number(e('snapshot-interval-ms') ?? d.intervalMs),
+    )
+    .option(
+      '--snapshot-keep-last <n>',
+      "keep each cell's newest n snapshots",
+      int('snapshot-keep-last'),
+      Number(e('snapshot-keep-last') ?? d.keepLast),
+    )
+    .option(
+      '--snapshot-keep-days <n>',
+      "also keep each cell's newest snapshot of each of the last n days",
+      int('snapshot-keep-days'),
+      Number(e('snapshot-keep-days') ?? d.keepDailyDays),
+    );
+}
+
+function snapshotStoreConfig(o: Record<string, unknown>): Pick<ControlPlaneConfig, 'snapshotStore' | 's3' | 'snapshotSchedule'> {
+  const keepLast = o['snapshotKeepLast'] as number;
+  if (keepLast < 1) throw new InvalidArgumentError('--snapshot-keep-last must be at least 1: retention never deletes the newest snapshot');
+  const snapshotStore = (o['snapshotStore'] as string | undefined) ?? pathToFileURL(path.resolve(o['dataDir'] as string, 'snapshots')).href;
+  try {
+    openObjectStore(snapshotStore).close();
+  } catch (err) {
+    throw new InvalidArgumentError(`--snapshot-store: ${(err as Error).message}`);
+  }
+  return {
+    snapshotStore,
+    s3: {
+      region: o['s3Region'] as string,
+      forcePathStyle: Boolean(o['s3PathStyle']),
+      ...(o['s3Endpoint'] !== undefined ? { endpoint: o['s3Endpoint'] as string } : {}),
+    },
+    snapshotSchedule: {
+      ...snapshotScheduleDefault,
+      intervalMs: o['snapshotIntervalMs'] as number,
+      keepLast,
+      keepDailyDays: o['snapshotKeepDays'] as number,
+    },
   };
 }

@@ -15,6 +15,8 @@ import { parseConfig, type ControlPlaneConfig } from './config.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import { loadOrCreateAdminToken } from './auth.js';
 import { startMetaMember } from './meta-member.js';
+import { LeaderLoop } from './workers/leader-loop.js';
+import { startSnapshotTask } from './workers/snapshot-wiring.js';
 
 const NAME = 'fencer-control-plane';
 const logger = createLogger('control-plane', { sync: true });
@@ -34,11 +36,19 @@ const member = await startMetaMember(config, { logger, metrics, clock, die });
 const group = member.group;
 
 const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);
+const snapshots = startSnapshotTask(config, {
+  meta: group,
+  cells,
+  logger: logger.child({ part: 'snapshots' }),
+  metrics: metrics.snapshots,
+});
+const workers = new LeaderLoop(group, [snapshots.task], logger.child({ part: 'workers' }), metrics.leaderLoop);
 const app = await buildApp({
   meta: group,
   cells,
   logger: logger.child({ part: 'http' }),
   metrics,
+  wake: (task) => workers.wake(task),
   ...(adminToken !== undefined ? { adminToken } : {}),
 });
 const at = config.listen.lastIndexOf(':');
@@ -63,6 +73,7 @@ logger.info(
     peers: Object.fromEntries(config.peers),
     cells: config.cells.map((c) => c.id),
     auth: config.auth,
+    snapshotStore: config.snapshotStore,
   },
   'control plane serving',
 );
@@ -70,6 +81,8 @@ logger.info(
 stopOnSignals(logger, async (signal) => {
   logger.info({ signal }, 'shutting down');
   await app.close();
+  workers.close();
+  snapshots.close();
   clearInterval(ticker);
   cells.close();
   metricsServer.close();

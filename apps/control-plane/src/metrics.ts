@@ -2,6 +2,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Metrics } from '@fencer/replica';
 import type { AppMetrics } from './app.js';
+import type { LeaderLoopMetrics } from './workers/leader-loop.js';
+import type { SnapshotMetrics } from './workers/snapshot-task.js';
 
 export class ControlPlaneMetrics implements AppMetrics {
   readonly registry = new Registry();
@@ -53,9 +55,44 @@ export class ControlPlaneMetrics implements AppMetrics {
     registers: [this.registry],
   });
 
+  private readonly snapshotNewest = new Gauge({
+    name: 'fencer_cp_snapshot_last_success_timestamp_seconds',
+    help: "When each cell's newest uploaded snapshot was taken (Unix seconds; set by the meta leader): alert on time() minus it",
+    labelNames: ['cell'] as const,
+    registers: [this.registry],
+  });
+  private readonly snapshotBytes = new Counter({
+    name: 'fencer_cp_snapshot_upload_bytes_total',
+    help: 'Bytes of cell snapshots uploaded to object storage, by cell',
+    labelNames: ['cell'] as const,
+    registers: [this.registry],
+  });
+  private readonly snapshotFailures = new Counter({
+    name: 'fencer_cp_snapshot_upload_failures_total',
+    help: 'Snapshot upload attempts that failed (each is retried; a record fails when every attempt did), by cell',
+    labelNames: ['cell'] as const,
+    registers: [this.registry],
+  });
+  private readonly leaderPasses = new Counter({
+    name: 'fencer_cp_leader_task_passes_total',
+    help: 'Passes of the leader-only tasks (snapshots, moves, ...), by task and outcome',
+    labelNames: ['task', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
+
+  readonly snapshots: SnapshotMetrics = {
+    uploaded: (cell, bytes) => this.snapshotBytes.inc({ cell }, bytes),
+    uploadFailed: (cell) => this.snapshotFailures.inc({ cell }),
+    newestDone: (cell, atMs) => this.snapshotNewest.set({ cell }, atMs / 1000),
+  };
+
+  readonly leaderLoop: LeaderLoopMetrics = {
+    passEnded: (task, outcome) => this.leaderPasses.inc({ task, outcome }),
+  };
 
   /** The replica's tiny Metrics interface, written through to prom-client. */
   readonly replica: Metrics = {

@@ -40,6 +40,8 @@ export {
 export { validateCommand, isFailure } from './validate.js';
 export { LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 export { SNAPSHOT_FORMAT_VERSION, EXPORT_FORMAT_VERSION } from './state-codec.js';
+export { readSnapshotHead, rewriteSnapshotForRestore, type RestoreRewrite, type SnapshotHead } from './restore.js';
+export { DecodeError } from './codec.js';
 export { fnv1a64 } from './hash.js';
 export type * from './types.js';
 

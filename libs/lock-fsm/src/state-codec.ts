@@ -61,7 +61,7 @@ import {
 
 export const SNAPSHOT_FORMAT_VERSION = 2;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
-const SNAPSHOT_VERSIONS_READ = [1, 2];
+export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2];
 export const EXPORT_FORMAT_VERSION = 1;
 
 const NAMESPACE_STATE_CODES: Record<NamespaceState, number> = { active: 1, frozen: 2, moved: 3 };

@@ -70,6 +70,16 @@ export interface FinishSnapshotCommand {
   readonly error?: string;
 }
 
+/**
+ * Retention forgets a finished snapshot once its objects are deleted
+ * (docs/decisions/0014-snapshots-in-object-storage.md); an uploading one
+ * is never forgotten this way.
+ */
+export interface DeleteSnapshotCommand {
+  readonly kind: 'DeleteSnapshot';
+  readonly id: string;
+}
+
 export type MetaCommand =
   | CreateTenantCommand
   | UpdateTenantCommand
@@ -78,7 +88,8 @@ export type MetaCommand =
   | StartMoveCommand
   | AdvanceMoveCommand
   | RecordSnapshotCommand
-  | FinishSnapshotCommand;
+  | FinishSnapshotCommand
+  | DeleteSnapshotCommand;
 
 export type MetaCommandKind = MetaCommand['kind'];
 
@@ -91,6 +102,7 @@ export const META_COMMAND_KINDS: readonly MetaCommandKind[] = [
   'AdvanceMove',
   'RecordSnapshot',
   'FinishSnapshot',
+  'DeleteSnapshot',
 ];
 
 /**

@@ -21,6 +21,7 @@ export {
   type AdvanceMoveCommand,
   type RecordSnapshotCommand,
   type FinishSnapshotCommand,
+  type DeleteSnapshotCommand,
 } from './commands.js';
 export {
   META_LIMITS,

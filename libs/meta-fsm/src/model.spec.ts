@@ -1,7 +1,8 @@
 /**
  * Goal: the meta state machine keeps its promises (tenants, routes, a routing
  * version that only grows, one unfinished move per namespace, forward-only
- * move and snapshot states, Idempotency-Key answers, limits), checked against
+ * move and snapshot states, snapshot records forgotten only once finished,
+ * Idempotency-Key answers, limits), checked against
  * a small, obviously-correct reference model.
  * Method: fast-check model-based testing (fc.commands + fc.modelRun) over 3
  * namespaces, 3 cells, 3 move ids, 2 snapshot ids and 3 idempotency keys, with
@@ -110,6 +111,13 @@ function modelApply(m: Model, c: MetaCommand): string {
       m.snapshots.set(c.id, c.state);
       return 'ok';
     }
+    case 'DeleteSnapshot': {
+      const s = m.snapshots.get(c.id);
+      if (s === undefined) return 'SNAPSHOT_NOT_FOUND';
+      if (s === 'uploading') return 'INVALID_REQUEST';
+      m.snapshots.delete(c.id);
+      return 'ok';
+    }
   }
 }
 
@@ -147,6 +155,7 @@ class ApplyCmd implements fc.Command<Model, Real> {
       expect(t ? t.tokenHashes.length : 0).toBeLessThanOrEqual(LIMITS.tokenHashesPerTenantMax);
     }
     expect(r.fsm.moves().map((x) => [x.id, x.state])).toEqual([...m.moves.values()].map((x) => [x.id, x.state]));
+    expect(r.fsm.snapshotRecords().map((x) => [x.id, x.state])).toEqual([...m.snapshots.entries()]);
     r.fsm.assertInvariants();
   }
   toString(): string {
@@ -196,6 +205,7 @@ const command: fc.Arbitrary<MetaCommand> = fc.oneof(
     id: fc.constantFrom('s1', 's2', 's3'),
     state: fc.constantFrom('done' as const, 'failed' as const),
   }),
+  fc.record({ kind: fc.constant('DeleteSnapshot' as const), id: fc.constantFrom('s1', 's2', 's3') }),
 );
 const entry: fc.Arbitrary<MetaEntry> = fc.record(
   { command, idempotency: fc.record({ key: fc.constantFrom('k1', 'k2', 'k3'), fingerprint: fc.constantFrom('f1', 'f2') }) },

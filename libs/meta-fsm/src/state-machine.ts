@@ -181,6 +181,8 @@ export class MetaStateMachine {
         return this.recordSnapshot(c.id, c.cell, c.atMs);
       case 'FinishSnapshot':
         return this.finishSnapshot(c);
+      case 'DeleteSnapshot':
+        return this.deleteSnapshot(c.id);
     }
   }
 
@@ -368,6 +370,14 @@ export class MetaStateMachine {
     };
     this.snapshotsById.set(c.id, next);
     return { ok: true, snapshot: next };
+  }
+
+  private deleteSnapshot(id: unknown): MetaOutcome {
+    const snapshot = typeof id === 'string' ? this.snapshotsById.get(id) : undefined;
+    if (snapshot === undefined) return fail('SNAPSHOT_NOT_FOUND', `no snapshot "${String(id)}"`);
+    if (snapshot.state === 'uploading') return fail('INVALID_REQUEST', `snapshot ${snapshot.id} is still uploading`);
+    this.snapshotsById.delete(snapshot.id);
+    return { ok: true, snapshot };
   }
 
   // ---------------------------------------------------------------- reads

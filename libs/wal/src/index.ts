@@ -8,4 +8,5 @@ export { MemDisk, MemDiskError, type MemDiskOptions, type MemDiskOp, type CrashP
 export { openRaftLogStore, entryBytesMax, type WalOptions, type WalStore, type RecoveryReport } from './wal-store.js';
 export { WalCorruptionError } from './recover.js';
 export { crc32c } from './crc32c.js';
+export { decodeSnapshot as decodeSnapshotFile, snapshotFileName } from './snapshot-file.js';
 export * as walLimits from './limits.js';

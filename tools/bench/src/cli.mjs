@@ -8,9 +8,10 @@ import * as wal from './suites/wal.mjs';
 import * as lockFsm from './suites/lock-fsm.mjs';
 import * as duties from './suites/duties.mjs';
 import * as profile from './suites/profile.mjs';
+import * as snapshots from './suites/snapshots.mjs';
 
 /** Every suite, in the order --help lists them. */
-const SUITES = [cell, fleet, wal, lockFsm, duties, profile];
+const SUITES = [cell, fleet, wal, lockFsm, duties, snapshots, profile];
 
 export function buildProgram() {
   const program = new Command('run.mjs')

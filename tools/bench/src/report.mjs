@@ -28,6 +28,9 @@ export const SUMMARY_ORDER = [
   'fleet-router-64',
   'fleet-heartbeats',
   'fleet-heartbeat-cpu',
+  'snapshots-size',
+  'snapshots-upload',
+  'snapshots-restore',
 ];
 
 const loadavg = () =>

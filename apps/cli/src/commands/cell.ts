@@ -1,9 +1,13 @@
-/** `fencer cell …`: the admin API's status, membership and maintenance commands (cell-status.ts, cell-admin.ts). */
+/**
+ * `fencer cell …`: the admin API's status, membership and maintenance commands (cell-status.ts, cell-admin.ts), and
+ * `fencer cell restore`, which builds a cell's data folders from an object-store snapshot (cell-restore.ts).
+ */
 import { type Command, Option } from 'commander';
 import { resolveAdminEndpoints } from '../config.js';
 import type { CliRun, GlobalOptions } from '../run-context.js';
 import { addMember, promoteLearner, removeMember, takeSnapshot, transferLeader } from './cell-admin.js';
 import { cellStatus } from './cell-status.js';
+import { addRestoreCommand } from './cell-restore.js';
 
 const ADMIN_FLAGS = '--admin <list>';
 const ADMIN_HELP = 'admin endpoints, host:port[,…] (default: $FENCER_ADMIN_ENDPOINTS, then the fleet description)';
@@ -82,4 +86,5 @@ export function addCellCommands(program: Command, run: CliRun): void {
   addStatusCommand(cell, run);
   addMembershipCommands(cell, run);
   addMaintenanceCommands(cell, run);
+  addRestoreCommand(cell, run);
 }

@@ -1,6 +1,6 @@
 /**
- * `fencer tenants create|list|get|delete|quota`, `fencer routing` and
- * `fencer fleet status`: the control plane's HTTP API (apps/control-plane)
+ * `fencer tenants create|list|get|delete|quota`, `fencer routing`,
+ * `fencer fleet status` and `fencer snapshots …` (snapshots.ts): the control plane's HTTP API (apps/control-plane)
  * as tables, or JSON with --json. The URL comes from --control-plane, then
  * $FENCER_CONTROL_PLANE, then fleet.json's `controlPlane.urls`; each URL is
  * tried in turn (any instance forwards to the meta group's leader). The
@@ -15,6 +15,7 @@ import { ConfigError, findFleetFile, type EndpointSources } from '../config.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliRun } from '../run-context.js';
+import { addSnapshotCommands } from './snapshots.js';
 
 interface CpOptions extends EndpointSources {
   json?: boolean;
@@ -23,7 +24,7 @@ interface CpOptions extends EndpointSources {
   token?: string;
 }
 
-interface Ctx {
+export interface Ctx {
   readonly urls: readonly string[];
   readonly token: string | undefined;
   readonly json: boolean;
@@ -32,7 +33,7 @@ interface Ctx {
 }
 
 /** The control plane answered with a problem document, or no instance answered. */
-class CpError extends Error {
+export class CpError extends Error {
   constructor(
     message: string,
     readonly exitCode: number,
@@ -81,7 +82,7 @@ export function resolveControlPlane(
 }
 
 /** One request, tried on each instance until one answers; a problem document becomes a CpError. */
-async function request(ctx: Ctx, method: string, urlPath: string, body?: unknown, idempotent = false): Promise<unknown> {
+export async function request(ctx: Ctx, method: string, urlPath: string, body?: unknown, idempotent = false): Promise<unknown> {
   const started = Date.now();
   const headers: Record<string, string> = {};
   if (ctx.token) headers['authorization'] = `Bearer ${ctx.token}`;
@@ -198,7 +199,7 @@ type CpAction = (ctx: Ctx, ...args: ActionArgs) => Promise<void>;
  * the body with the control plane resolved from the command's options, and turns a CpError into its
  * message and exit code (anything else goes on to runCli).
  */
-function cpActions(run: CliRun): (body: CpAction) => (...args: ActionArgs) => Promise<void> {
+export function cpActions(run: CliRun): (body: CpAction) => (...args: ActionArgs) => Promise<void> {
   const { io } = run;
   const ctxOf = (cmd: Command): Ctx => {
     const g = cmd.optsWithGlobals<CpOptions>();
@@ -219,7 +220,7 @@ function cpActions(run: CliRun): (body: CpAction) => (...args: ActionArgs) => Pr
     };
 }
 
-const cpOptions = (c: Command): Command =>
+export const cpOptions = (c: Command): Command =>
   c
     .option(
       '--control-plane <urls>',
@@ -227,7 +228,7 @@ const cpOptions = (c: Command): Command =>
     )
     .option('--token <token>', 'bearer token (default: $FENCER_TOKEN, then admin-token beside fleet.json)');
 
-const out = (ctx: Ctx, json: unknown, human: string): void => ctx.io.stdout(ctx.json ? `${JSON.stringify(json)}\n` : human);
+export const out = (ctx: Ctx, json: unknown, human: string): void => ctx.io.stdout(ctx.json ? `${JSON.stringify(json)}\n` : human);
 
 async function createTenant(ctx: Ctx, namespace: string, o: { cell?: string; owner?: string; maxSessions?: number }): Promise<void> {
   const quotas = quotasOf(o);
@@ -346,4 +347,5 @@ export function addControlPlaneCommands(program: Command, run: CliRun): void {
   cpOptions(fleet.command('status').description('every cell, its leader and namespaces, and each replica as last seen')).action(
     action(showFleet),
   );
+  addSnapshotCommands(program, action);
 }

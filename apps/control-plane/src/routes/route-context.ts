@@ -18,6 +18,8 @@ export type RouteContext = {
   readonly wallMs: () => number;
   readonly newId: () => string;
   readonly newTenantToken: () => string;
+  /** Starts a leader task's next pass now, after a write that journaled work for it (a no-op off the leader). */
+  readonly wake: (task: string) => void;
 };
 
 export function cellMustExist(cells: CellDirectory, cell: string): void {

@@ -1,6 +1,8 @@
 /**
  * /v1/cells/{cell}/snapshots: the snapshot catalogue of each cell. POST
- * records a snapshot request and answers 202; the list is newest first.
+ * records a snapshot request and answers 202, and wakes the snapshot task
+ * (workers/snapshot-task.ts), which uploads it and finishes the record; the
+ * list is newest first.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { SnapshotRecord } from '@fencer/meta-fsm';
@@ -9,6 +11,7 @@ import { routeConfig } from '../http/route-config.js';
 import { responseSchema } from '../openapi.js';
 import { ProblemError } from '../problems.js';
 import { snapshotJson } from '../resource-json.js';
+import { SNAPSHOT_TASK } from '../workers/snapshot-task.js';
 import { cellMustExist, type RouteContext } from './route-context.js';
 
 async function listSnapshots(ctx: RouteContext, request: FastifyRequest): Promise<{ snapshots: Record<string, unknown>[] }> {
@@ -28,6 +31,7 @@ async function recordSnapshot(ctx: RouteContext, request: FastifyRequest, reply:
   const { cell } = request.params as { cell: string };
   cellMustExist(ctx.cells, cell);
   const applied = await ctx.write(request, { kind: 'RecordSnapshot', id: ctx.newId(), cell, atMs: ctx.wallMs() });
+  ctx.wake(SNAPSHOT_TASK);
   reply.code(202);
   return snapshotJson((applied.outcome as { snapshot: SnapshotRecord }).snapshot);
 }

@@ -354,6 +354,8 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       takeSnapshot: unimplemented,
       claimNamespace: unimplemented,
       dropNamespace: unimplemented,
+      readSnapshot: (call: { emit(event: 'error', e: unknown): void }) =>
+        call.emit('error', toServiceError(new FencerError('INTERNAL', 'not in the fake'))),
     };
   }
 }

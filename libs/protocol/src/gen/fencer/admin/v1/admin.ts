@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -154,6 +156,39 @@ export interface DropNamespaceResponse {
   sessions: number;
   /** lock records that went with it */
   locks: number;
+}
+
+/**
+ * Snapshots out of a replica, for the control plane's uploads to object
+ * storage (docs/decisions/0014-snapshots-in-object-storage.md): the
+ * replica's snapshot file as stored (libs/wal's format: header, lock state,
+ * crc32c), streamed in chunks so neither side holds it whole for the call.
+ */
+export interface ReadSnapshotRequest {
+  /** 0: the latest; another index answers NOT_FOUND unless it is the latest */
+  index: number;
+}
+
+export interface SnapshotInfo {
+  cellId: string;
+  /** the Raft index the snapshot covers */
+  index: number;
+  /** the term of that entry */
+  term: number;
+  /** the file's length: the sum of every chunk's data */
+  bytes: number;
+  voters: string[];
+  learners: string[];
+  /** the lock state's revision base */
+  revisionBase: number;
+  /** index + revision_base: no revision in the snapshot exceeds it */
+  lastRevision: number;
+}
+
+export interface SnapshotChunk {
+  /** on the first chunk only */
+  info: SnapshotInfo | undefined;
+  data: Uint8Array;
 }
 
 function createBaseMemberStatus(): MemberStatus {
@@ -1781,6 +1816,353 @@ export const DropNamespaceResponse: MessageFns<DropNamespaceResponse> = {
   },
 };
 
+function createBaseReadSnapshotRequest(): ReadSnapshotRequest {
+  return { index: 0 };
+}
+
+export const ReadSnapshotRequest: MessageFns<ReadSnapshotRequest> = {
+  encode(message: ReadSnapshotRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint64(message.index);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadSnapshotRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadSnapshotRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReadSnapshotRequest {
+    return { index: isSet(object.index) ? globalThis.Number(object.index) : 0 };
+  },
+
+  toJSON(message: ReadSnapshotRequest): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReadSnapshotRequest>, I>>(base?: I): ReadSnapshotRequest {
+    return ReadSnapshotRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReadSnapshotRequest>, I>>(object: I): ReadSnapshotRequest {
+    const message = createBaseReadSnapshotRequest();
+    message.index = object.index ?? 0;
+    return message;
+  },
+};
+
+function createBaseSnapshotInfo(): SnapshotInfo {
+  return { cellId: "", index: 0, term: 0, bytes: 0, voters: [], learners: [], revisionBase: 0, lastRevision: 0 };
+}
+
+export const SnapshotInfo: MessageFns<SnapshotInfo> = {
+  encode(message: SnapshotInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.cellId !== "") {
+      writer.uint32(10).string(message.cellId);
+    }
+    if (message.index !== 0) {
+      writer.uint32(16).uint64(message.index);
+    }
+    if (message.term !== 0) {
+      writer.uint32(24).uint64(message.term);
+    }
+    if (message.bytes !== 0) {
+      writer.uint32(32).uint64(message.bytes);
+    }
+    for (const v of message.voters) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.learners) {
+      writer.uint32(50).string(v!);
+    }
+    if (message.revisionBase !== 0) {
+      writer.uint32(56).uint64(message.revisionBase);
+    }
+    if (message.lastRevision !== 0) {
+      writer.uint32(64).uint64(message.lastRevision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SnapshotInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSnapshotInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cellId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.index = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.term = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.bytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.voters.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.learners.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.revisionBase = longToNumber(reader.uint64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.lastRevision = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SnapshotInfo {
+    return {
+      cellId: isSet(object.cellId)
+        ? globalThis.String(object.cellId)
+        : isSet(object.cell_id)
+        ? globalThis.String(object.cell_id)
+        : "",
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      term: isSet(object.term) ? globalThis.Number(object.term) : 0,
+      bytes: isSet(object.bytes) ? globalThis.Number(object.bytes) : 0,
+      voters: globalThis.Array.isArray(object?.voters) ? object.voters.map((e: any) => globalThis.String(e)) : [],
+      learners: globalThis.Array.isArray(object?.learners) ? object.learners.map((e: any) => globalThis.String(e)) : [],
+      revisionBase: isSet(object.revisionBase)
+        ? globalThis.Number(object.revisionBase)
+        : isSet(object.revision_base)
+        ? globalThis.Number(object.revision_base)
+        : 0,
+      lastRevision: isSet(object.lastRevision)
+        ? globalThis.Number(object.lastRevision)
+        : isSet(object.last_revision)
+        ? globalThis.Number(object.last_revision)
+        : 0,
+    };
+  },
+
+  toJSON(message: SnapshotInfo): unknown {
+    const obj: any = {};
+    if (message.cellId !== "") {
+      obj.cellId = message.cellId;
+    }
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.term !== 0) {
+      obj.term = Math.round(message.term);
+    }
+    if (message.bytes !== 0) {
+      obj.bytes = Math.round(message.bytes);
+    }
+    if (message.voters?.length) {
+      obj.voters = message.voters;
+    }
+    if (message.learners?.length) {
+      obj.learners = message.learners;
+    }
+    if (message.revisionBase !== 0) {
+      obj.revisionBase = Math.round(message.revisionBase);
+    }
+    if (message.lastRevision !== 0) {
+      obj.lastRevision = Math.round(message.lastRevision);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SnapshotInfo>, I>>(base?: I): SnapshotInfo {
+    return SnapshotInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SnapshotInfo>, I>>(object: I): SnapshotInfo {
+    const message = createBaseSnapshotInfo();
+    message.cellId = object.cellId ?? "";
+    message.index = object.index ?? 0;
+    message.term = object.term ?? 0;
+    message.bytes = object.bytes ?? 0;
+    message.voters = object.voters?.map((e) => e) || [];
+    message.learners = object.learners?.map((e) => e) || [];
+    message.revisionBase = object.revisionBase ?? 0;
+    message.lastRevision = object.lastRevision ?? 0;
+    return message;
+  },
+};
+
+function createBaseSnapshotChunk(): SnapshotChunk {
+  return { info: undefined, data: new Uint8Array(0) };
+}
+
+export const SnapshotChunk: MessageFns<SnapshotChunk> = {
+  encode(message: SnapshotChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.info !== undefined) {
+      SnapshotInfo.encode(message.info, writer.uint32(10).fork()).join();
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SnapshotChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSnapshotChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.info = SnapshotInfo.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SnapshotChunk {
+    return {
+      info: isSet(object.info) ? SnapshotInfo.fromJSON(object.info) : undefined,
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
+    };
+  },
+
+  toJSON(message: SnapshotChunk): unknown {
+    const obj: any = {};
+    if (message.info !== undefined) {
+      obj.info = SnapshotInfo.toJSON(message.info);
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SnapshotChunk>, I>>(base?: I): SnapshotChunk {
+    return SnapshotChunk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SnapshotChunk>, I>>(object: I): SnapshotChunk {
+    const message = createBaseSnapshotChunk();
+    message.info = (object.info !== undefined && object.info !== null)
+      ? SnapshotInfo.fromPartial(object.info)
+      : undefined;
+    message.data = object.data ?? new Uint8Array(0);
+    return message;
+  },
+};
+
 export type CellAdminService = typeof CellAdminService;
 export const CellAdminService = {
   status: {
@@ -1864,6 +2246,15 @@ export const CellAdminService = {
       Buffer.from(DropNamespaceResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DropNamespaceResponse => DropNamespaceResponse.decode(value),
   },
+  readSnapshot: {
+    path: "/fencer.admin.v1.CellAdmin/ReadSnapshot" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: ReadSnapshotRequest): Buffer => Buffer.from(ReadSnapshotRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReadSnapshotRequest => ReadSnapshotRequest.decode(value),
+    responseSerialize: (value: SnapshotChunk): Buffer => Buffer.from(SnapshotChunk.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SnapshotChunk => SnapshotChunk.decode(value),
+  },
 } as const;
 
 export interface CellAdminServer extends UntypedServiceImplementation {
@@ -1875,6 +2266,7 @@ export interface CellAdminServer extends UntypedServiceImplementation {
   takeSnapshot: handleUnaryCall<TakeSnapshotRequest, TakeSnapshotResponse>;
   claimNamespace: handleUnaryCall<ClaimNamespaceRequest, ClaimNamespaceResponse>;
   dropNamespace: handleUnaryCall<DropNamespaceRequest, DropNamespaceResponse>;
+  readSnapshot: handleServerStreamingCall<ReadSnapshotRequest, SnapshotChunk>;
 }
 
 export interface CellAdminClient extends Client {
@@ -1998,6 +2390,12 @@ export interface CellAdminClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DropNamespaceResponse) => void,
   ): ClientUnaryCall;
+  readSnapshot(request: ReadSnapshotRequest, options?: Partial<CallOptions>): ClientReadableStream<SnapshotChunk>;
+  readSnapshot(
+    request: ReadSnapshotRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<SnapshotChunk>;
 }
 
 export const CellAdminClient = makeGenericClientConstructor(
@@ -2008,6 +2406,31 @@ export const CellAdminClient = makeGenericClientConstructor(
   service: typeof CellAdminService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  if ((globalThis as any).Buffer) {
+    return Uint8Array.from((globalThis as any).Buffer.from(b64, "base64"));
+  } else {
+    const bin = globalThis.atob(b64);
+    const arr = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; ++i) {
+      arr[i] = bin.charCodeAt(i);
+    }
+    return arr;
+  }
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  if ((globalThis as any).Buffer) {
+    return (globalThis as any).Buffer.from(arr).toString("base64");
+  } else {
+    const bin: string[] = [];
+    arr.forEach((byte) => {
+      bin.push(globalThis.String.fromCharCode(byte));
+    });
+    return globalThis.btoa(bin.join(""));
+  }
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
