@@ -11,6 +11,7 @@ import { adminpb, toServiceError } from '@fencer/protocol';
 import { type Outcome, type SetMemberAddressCommand, validateCommand } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 import { readSnapshotHandler } from './read-snapshot.js';
+import { MoveAdmin } from './move-admin.js';
 
 function handle<Req, Res>(node: CellNode, fn: (req: Req) => Promise<Res>) {
   return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>): void => {
@@ -83,7 +84,14 @@ export function statusOf(node: CellNode): adminpb.StatusResponse {
 
 export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
   const electionMs = node.config.electionTicks * node.config.tickMs;
+  const moves = new MoveAdmin(node);
   return {
+    freezeNamespace: handle(node, (req: adminpb.FreezeNamespaceRequest) => moves.freeze(req)),
+    unfreezeNamespace: handle(node, (req: adminpb.UnfreezeNamespaceRequest) => moves.unfreeze(req)),
+    exportNamespace: handle(node, (req: adminpb.ExportNamespaceRequest) => moves.exportPage(req)),
+    importNamespace: handle(node, (req: adminpb.ImportNamespaceRequest) => moves.importPiece(req)),
+    namespaceStatus: handle(node, (req: adminpb.NamespaceStatusRequest) => moves.status(req)),
+    listNamespaces: handle(node, () => moves.list()),
     status: handle(node, async () => statusOf(node)),
     transferLeadership: handle(node, async (req: adminpb.TransferLeadershipRequest) => {
       requireLeader(node);
@@ -160,7 +168,11 @@ async function dropNamespace(node: CellNode, req: adminpb.DropNamespaceRequest):
   const namespace = Namespace(req.namespace);
   const frozen = (await node.propose({ kind: 'FreezeNamespace', namespace })).outcome as Outcome;
   if (!frozen.ok) {
-    if (frozen.code === 'NAMESPACE_NOT_HERE') return { dropped: false, sessions: 0, locks: 0 };
+    if (frozen.code === 'NAMESPACE_NOT_HERE') {
+      // Not owned, but an import of it may have been staged here (a move rolling back): the drop discards it.
+      await node.propose({ kind: 'DropNamespace', namespace });
+      return { dropped: false, sessions: 0, locks: 0 };
+    }
     throw new FencerError(frozen.code, frozen.message);
   }
   const sessions = node.cell.fsm.namespaces().find((ns) => ns.namespace === namespace)?.sessions ?? 0;

@@ -15,11 +15,15 @@
  * calls, and starts the next write while a sync runs. So does a replica
  * whose last sync took over `WAL_SYNC_ON_LOOP_SLOW_MS`: on a slow or
  * contended disk, a sync on the loop would stall heartbeats and votes too.
+ * 'always' puts every sync on the loop the same way (a follower at once, a
+ * leader after polling for I/O), idle or not and however slow the last one
+ * was: for a disk whose syncs are always short, and for tests of the loop
+ * path on a disk that may be slow.
  * Figures: docs/benchmarks.md.
  */
 import type { SyncPlace } from '@fencer/wal/node';
 
-export const WAL_SYNC_ON_LOOP_MODES = ['when-idle', 'never'] as const;
+export const WAL_SYNC_ON_LOOP_MODES = ['when-idle', 'never', 'always'] as const;
 export type WalSyncOnLoop = (typeof WAL_SYNC_ON_LOOP_MODES)[number];
 
 /** A replica whose last sync ended longer ago than this counts as idle. */
@@ -38,6 +42,7 @@ export interface SyncPolicyView {
 /** The `syncOnLoop` choice for a node in `mode`; undefined means always the pool. */
 export function walSyncOnLoop(mode: WalSyncOnLoop, node: SyncPolicyView): ((idleMs: number, lastSyncMs: number) => SyncPlace) | undefined {
   if (mode === 'never') return undefined;
+  if (mode === 'always') return () => (node.isLeader() ? 'loop-after-io' : 'loop');
   return (idleMs, lastSyncMs) => {
     if (idleMs <= WAL_SYNC_ON_LOOP_IDLE_MS || lastSyncMs > WAL_SYNC_ON_LOOP_SLOW_MS) return 'pool';
     if (!node.isLeader()) return 'loop';

@@ -81,8 +81,8 @@ describe('where WAL syncs run', () => {
   });
 
   it('rejects an unknown mode, naming the flag and the choices', () => {
-    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'always'], {})).toThrow(
-      /--wal-sync-on-loop "always" must be when-idle or never/,
+    expect(() => parseConfig([...base, '--wal-sync-on-loop', 'sometimes'], {})).toThrow(
+      /--wal-sync-on-loop "sometimes" must be when-idle or never or always/,
     );
   });
 
@@ -102,5 +102,13 @@ describe('where WAL syncs run', () => {
     expect(place(0.2, 0.1)).toBe('pool');
     expect(place(5, WAL_SYNC_ON_LOOP_SLOW_MS + 1)).toBe('pool');
     expect(walSyncOnLoop('never', { isLeader: () => false, callsInFlight: () => 0 })).toBeUndefined();
+  });
+
+  it('always: on the loop busy or idle, after a slow sync too; a leader after polling for I/O', () => {
+    const view = { leader: false };
+    const place = walSyncOnLoop('always', { isLeader: () => view.leader, callsInFlight: () => 9 })!;
+    expect(place(0.1, WAL_SYNC_ON_LOOP_SLOW_MS + 1)).toBe('loop');
+    view.leader = true;
+    expect(place(0.1, WAL_SYNC_ON_LOOP_SLOW_MS + 1)).toBe('loop-after-io');
   });
 });

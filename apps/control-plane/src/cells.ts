@@ -45,14 +45,40 @@ export interface CellView {
 
 export type DropResult = 'dropped' | 'not-owned' | 'not-empty';
 
-/** The seam the HTTP app uses; tests pass a fake. */
-export interface CellDirectory {
+/** A namespace as its cell's leader sees it (the admin API's NamespaceStatus). */
+export type NamespaceView = adminpb.NamespaceStatusResponse;
+/** The whole export of a frozen namespace, read page by page from the source's leader. */
+export interface NamespaceExport {
+  readonly data: Uint8Array;
+  readonly highestRevision: number;
+  readonly namespaceRevision: number;
+  readonly sessions: number;
+  readonly locks: number;
+  readonly waitsLeft: readonly adminpb.WaitLeft[];
+}
+/** What a tenant move asks of the cells (docs/decisions/0019-the-move-worker.md); each call is safe to repeat. */
+export interface MoveCells {
+  freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }>;
+  unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }>;
+  exportNamespace(cell: string, namespace: string): Promise<NamespaceExport>;
+  importNamespace(
+    cell: string,
+    namespace: string,
+    exported: NamespaceExport,
+  ): Promise<{ sessions: number; locks: number; already: boolean }>;
+  namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<NamespaceView>;
+  /** Every namespace record the cell's leader holds. */
+  listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]>;
+  /** Drops the namespace on the cell (idempotent); 'not-empty' when it has live sessions and `force` is off. */
+  drop(cell: string, namespace: string, force: boolean): Promise<DropResult>;
+}
+
+/** The seam the HTTP app and the leader tasks use; tests pass a fake. */
+export interface CellDirectory extends MoveCells {
   cellIds(): readonly string[];
   has(cell: string): boolean;
   /** Makes the cell own the namespace (idempotent). Throws ProblemError CELL_UNAVAILABLE when no leader answers. */
   claim(cell: string, namespace: string): Promise<void>;
-  /** Drops the namespace on the cell (idempotent); 'not-empty' when it has live sessions and `force` is off. */
-  drop(cell: string, namespace: string, force: boolean): Promise<DropResult>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
   close(): void;
@@ -151,19 +177,91 @@ export class GrpcCellDirectory implements CellDirectory {
   }
 
   async claim(cell: string, namespace: string): Promise<void> {
-    await this.onLeader(cell, (client) => unary(client, 'claimNamespace', { namespace }));
+    await asUnavailable(this.onLeader(cell, (client) => unary(client, 'claimNamespace', { namespace })));
   }
 
   async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
     try {
-      const r = await this.onLeader(cell, (client) =>
-        unary<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>(client, 'dropNamespace', { namespace, force }),
+      const r = await asUnavailable(
+        this.onLeader(cell, (client) =>
+          unary<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>(client, 'dropNamespace', { namespace, force }),
+        ),
       );
       return r.dropped ? 'dropped' : 'not-owned';
     } catch (e) {
       if (isServiceError(e) && e.code === grpcStatus.FAILED_PRECONDITION && reasonOf(e) === 'NAMESPACE_NOT_EMPTY') return 'not-empty';
       throw e;
     }
+  }
+
+  async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
+    return this.onLeader(cell, (c) =>
+      unary<adminpb.FreezeNamespaceRequest, adminpb.FreezeNamespaceResponse>(c, 'freezeNamespace', { namespace }),
+    );
+  }
+
+  async unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }> {
+    return this.onLeader(cell, (c) =>
+      unary<adminpb.UnfreezeNamespaceRequest, adminpb.UnfreezeNamespaceResponse>(c, 'unfreezeNamespace', { namespace }),
+    );
+  }
+
+  /** Page by page from one leader; a leader change midway (another export) starts it over. */
+  async exportNamespace(cell: string, namespace: string): Promise<NamespaceExport> {
+    return this.onLeader(cell, async (c) => {
+      const page = (offset: number) =>
+        unary<adminpb.ExportNamespaceRequest, adminpb.ExportNamespaceResponse>(c, 'exportNamespace', { namespace, offset });
+      const first = await page(0);
+      const data = new Uint8Array(first.totalBytes);
+      data.set(first.data, 0);
+      let at = first.data.length;
+      while (at < first.totalBytes) {
+        const next = await page(at);
+        if (next.highestRevision !== first.highestRevision || next.data.length === 0)
+          throw new ProblemError('CELL_UNAVAILABLE', `the export of ${namespace} changed midway; read it again`);
+        data.set(next.data, at);
+        at += next.data.length;
+      }
+      const { highestRevision, namespaceRevision, sessions, locks, waitsLeft } = first;
+      return { data, highestRevision, namespaceRevision, sessions, locks, waitsLeft };
+    });
+  }
+
+  /** Piece by piece to one leader (the staged pieces are replicated, so a new leader takes over from offset 0). */
+  async importNamespace(
+    cell: string,
+    namespace: string,
+    exported: NamespaceExport,
+  ): Promise<{ sessions: number; locks: number; already: boolean }> {
+    return this.onLeader(cell, async (c) => {
+      const total = exported.data.length;
+      for (let offset = 0; ; offset += IMPORT_PIECE_BYTES) {
+        const last = offset + IMPORT_PIECE_BYTES >= total;
+        const r = await unary<adminpb.ImportNamespaceRequest, adminpb.ImportNamespaceResponse>(c, 'importNamespace', {
+          namespace,
+          data: exported.data.subarray(offset, offset + IMPORT_PIECE_BYTES),
+          offset,
+          totalBytes: total,
+          activate: false,
+          waitsLeft: last ? [...exported.waitsLeft] : [],
+        });
+        if (r.done) return { sessions: r.sessions, locks: r.locks, already: r.already };
+        if (last) throw new ProblemError('CELL_UNAVAILABLE', `the import of ${namespace} did not complete; import it again`);
+      }
+    });
+  }
+
+  async namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<NamespaceView> {
+    return this.onLeader(cell, (c) =>
+      unary<adminpb.NamespaceStatusRequest, adminpb.NamespaceStatusResponse>(c, 'namespaceStatus', { namespace, exportSize }),
+    );
+  }
+
+  async listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]> {
+    const r = await this.onLeader(cell, (c) =>
+      unary<adminpb.ListNamespacesRequest, adminpb.ListNamespacesResponse>(c, 'listNamespaces', {}),
+    );
+    return r.namespaces;
   }
 
   /** Runs `call` on the cell's leader: the last known one first, then every replica, twice at most. */
@@ -178,6 +276,8 @@ export class GrpcCellDirectory implements CellDirectory {
           return await call(f.client);
         } catch (e) {
           if (isServiceError(e) && e.code === grpcStatus.FAILED_PRECONDITION && reasonOf(e) === 'NAMESPACE_NOT_EMPTY') throw e;
+          // The leader refused the call itself (bad input, a limit, not its namespace): another replica would only forward it.
+          if (isServiceError(e) && REFUSALS.has(e.code)) throw new CellRefusal(cell, reasonOf(e) ?? grpcStatus[e.code], e.details);
           lastError = `${f.plan.id}: ${(e as Error).message}`;
         }
       }
@@ -194,6 +294,34 @@ export class GrpcCellDirectory implements CellDirectory {
   }
 }
 
+/** Pieces of an import, far below the cell's proposal limit (1 MiB) and its 512 KiB piece limit. */
+const IMPORT_PIECE_BYTES = 512 * 1024;
+
+/** gRPC statuses that are the leader's own answer, not a replica that cannot serve. */
+const REFUSALS = new Set<grpcStatus>([grpcStatus.INVALID_ARGUMENT, grpcStatus.RESOURCE_EXHAUSTED, grpcStatus.FAILED_PRECONDITION]);
+
+/** A cell's leader refused the call: repeating it unchanged will not help. */
+export class CellRefusal extends Error {
+  override readonly name = 'CellRefusal';
+  constructor(
+    readonly cell: string,
+    readonly reason: string,
+    readonly detail: string,
+  ) {
+    super(`cell ${cell} refused: ${reason}: ${detail}`);
+  }
+}
+
+/** The HTTP API's word for a cell that would not do it: 503 CELL_UNAVAILABLE, as for one that did not answer. */
+async function asUnavailable<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof CellRefusal) throw new ProblemError('CELL_UNAVAILABLE', e.message);
+    throw e;
+  }
+}
+
 function isServiceError(e: unknown): e is ServiceError {
   return typeof e === 'object' && e !== null && typeof (e as ServiceError).code === 'number';
 }
@@ -205,7 +333,16 @@ function reasonOf(e: ServiceError): string | undefined {
 
 function unary<Req, Res>(
   client: adminpb.CellAdminClient,
-  method: 'status' | 'claimNamespace' | 'dropNamespace',
+  method:
+    | 'status'
+    | 'claimNamespace'
+    | 'dropNamespace'
+    | 'freezeNamespace'
+    | 'unfreezeNamespace'
+    | 'exportNamespace'
+    | 'importNamespace'
+    | 'namespaceStatus'
+    | 'listNamespaces',
   request: Req,
 ): Promise<Res> {
   return new Promise((resolve, reject) => {

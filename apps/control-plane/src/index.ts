@@ -8,8 +8,15 @@ export {
   type CellReplicaPlan,
   type CellView,
   type DropResult,
+  type MoveCells,
+  type NamespaceExport,
+  type NamespaceView,
   type ReplicaView,
+  CellRefusal,
 } from './cells.js';
+export { LeaderLoop, type LeaderTask, type LeaderLoopMetrics } from './workers/leader-loop.js';
+export { MOVES_TASK, moveWorker, type MoveWorkerDeps, type MoveWorkerMetrics } from './workers/move-worker.js';
+export { OWNERSHIP_TASK, ownershipReconciler, type OwnershipDeps } from './workers/ownership.js';
 export { MetaGroup, isNotLeader, type MetaGroupConfig, type MetaGroupEnv, type MetaStore } from './meta-group.js';
 export { PROBLEMS, ProblemError, problemOf, type Problem, type ProblemCode } from './problems.js';
 export { CONTRACT_SCHEMA_ID, absoluteRefs, contractAjv, contractSchema, openapi, openapiPath } from './openapi.js';

@@ -17,6 +17,8 @@ import { loadOrCreateAdminToken } from './auth.js';
 import { startMetaMember } from './meta-member.js';
 import { LeaderLoop } from './workers/leader-loop.js';
 import { startSnapshotTask } from './workers/snapshot-wiring.js';
+import { moveWorker } from './workers/move-worker.js';
+import { ownershipReconciler } from './workers/ownership.js';
 
 const NAME = 'fencer-control-plane';
 const logger = createLogger('control-plane', { sync: true });
@@ -42,14 +44,24 @@ const snapshots = startSnapshotTask(config, {
   logger: logger.child({ part: 'snapshots' }),
   metrics: metrics.snapshots,
 });
-const workers = new LeaderLoop(group, [snapshots.task], logger.child({ part: 'workers' }), metrics.leaderLoop);
+const taskLogger = logger.child({ part: 'leader-tasks' });
+const leaderTasks = new LeaderLoop(
+  group,
+  [
+    moveWorker({ meta: group, cells, logger: taskLogger, wallMs: () => Date.now(), metrics: metrics.moves }),
+    ownershipReconciler({ meta: group, cells, logger: taskLogger, claimed: (cell) => metrics.ownershipClaimed(cell) }),
+    snapshots.task,
+  ],
+  taskLogger,
+  metrics.leaderLoop,
+);
 const app = await buildApp({
   meta: group,
   cells,
   logger: logger.child({ part: 'http' }),
   metrics,
-  wake: (task) => workers.wake(task),
   ...(adminToken !== undefined ? { adminToken } : {}),
+  wake: (task) => leaderTasks.wake(task),
 });
 const at = config.listen.lastIndexOf(':');
 await app
@@ -81,7 +93,7 @@ logger.info(
 stopOnSignals(logger, async (signal) => {
   logger.info({ signal }, 'shutting down');
   await app.close();
-  workers.close();
+  leaderTasks.close();
   snapshots.close();
   clearInterval(ticker);
   cells.close();

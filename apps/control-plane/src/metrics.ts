@@ -4,6 +4,7 @@ import type { Metrics } from '@fencer/replica';
 import type { AppMetrics } from './app.js';
 import type { LeaderLoopMetrics } from './workers/leader-loop.js';
 import type { SnapshotMetrics } from './workers/snapshot-task.js';
+import type { MoveWorkerMetrics } from './workers/move-worker.js';
 
 export class ControlPlaneMetrics implements AppMetrics {
   readonly registry = new Registry();
@@ -75,8 +76,37 @@ export class ControlPlaneMetrics implements AppMetrics {
   });
   private readonly leaderPasses = new Counter({
     name: 'fencer_cp_leader_task_passes_total',
-    help: 'Passes of the leader-only tasks (snapshots, moves, ...), by task and outcome',
+    help: 'Passes of the leader-only tasks (moves, ownership, snapshots) by task and outcome (ok, failed, aborted)',
     labelNames: ['task', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly movesInProgress = new Gauge({
+    name: 'fencer_cp_moves_in_progress',
+    help: 'Tenant moves not yet done or failed (set by the meta leader)',
+    registers: [this.registry],
+  });
+  private readonly moveOldestStateSeconds = new Gauge({
+    name: 'fencer_cp_move_oldest_state_seconds',
+    help: 'Seconds the longest-waiting unfinished move has been in its current state: alert when a move is stuck',
+    registers: [this.registry],
+  });
+  private readonly moveStateSeconds = new Histogram({
+    name: 'fencer_cp_move_state_seconds',
+    help: 'Seconds a move spent in a state, by state, observed when it left it',
+    labelNames: ['state'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  private readonly moveUnavailableSeconds = new Histogram({
+    name: 'fencer_cp_move_unavailable_seconds',
+    help: "Per finished move: time its namespace refused writes, from the freeze to the target's first write",
+    buckets: [0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+  private readonly ownershipClaims = new Counter({
+    name: 'fencer_cp_ownership_claims_total',
+    help: 'Namespaces the ownership reconciler claimed on a cell that lacked them, by cell',
+    labelNames: ['cell'] as const,
     registers: [this.registry],
   });
 
@@ -93,6 +123,19 @@ export class ControlPlaneMetrics implements AppMetrics {
   readonly leaderLoop: LeaderLoopMetrics = {
     passEnded: (task, outcome) => this.leaderPasses.inc({ task, outcome }),
   };
+
+  readonly moves: MoveWorkerMetrics = {
+    moveAdvanced: (_state, previous, seconds) => this.moveStateSeconds.observe({ state: previous }, seconds),
+    moveUnavailable: (seconds) => this.moveUnavailableSeconds.observe(seconds),
+    movesInProgress: (count, oldest) => {
+      this.movesInProgress.set(count);
+      this.moveOldestStateSeconds.set(oldest);
+    },
+  };
+
+  ownershipClaimed(cell: string): void {
+    this.ownershipClaims.inc({ cell });
+  }
 
   /** The replica's tiny Metrics interface, written through to prom-client. */
   readonly replica: Metrics = {

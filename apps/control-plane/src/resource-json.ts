@@ -24,6 +24,10 @@ export function moveJson(m: Move): Record<string, unknown> {
     createdAt: iso(m.createdAtMs),
     ...(m.finishedAtMs !== undefined ? { finishedAt: iso(m.finishedAtMs) } : {}),
     ...(m.error !== undefined ? { error: m.error } : {}),
+    ...(m.unavailableMs !== undefined ? { unavailableMs: m.unavailableMs } : {}),
+    ...(m.sessions !== undefined ? { sessions: m.sessions } : {}),
+    ...(m.locks !== undefined ? { locks: m.locks } : {}),
+    ...(m.revision !== undefined ? { revision: m.revision } : {}),
   };
 }
 

@@ -12,14 +12,23 @@
  * applied (docs/architecture.md, "Promises": every session, waiter and
  * lock-delay gets a fresh full period).
  */
-import { NodeId } from '@fencer/base';
+import { NodeId, type Namespace } from '@fencer/base';
+import { namespaceOfSessionId, parseLockName } from '@fencer/contract';
 import type { GroupCore } from '@fencer/group';
 import type { Entry } from '@fencer/raft';
 import type { StateMachine } from '@fencer/replica';
-import { type ApplyResult, type Command, LockStateMachine, decodeCommand } from '@fencer/lock-fsm';
+import {
+  type ApplyResult,
+  type Command,
+  type ImportNamespaceOutcome,
+  type Outcome,
+  LockStateMachine,
+  decodeCommand,
+} from '@fencer/lock-fsm';
 import type { LockCellConfig, LockCellTestHooks } from './config.js';
 import type { CellEnv } from './env.js';
 import type { LeaderDuties } from './leader-duties.js';
+import type { NamespaceMoves } from './namespace-moves.js';
 import type { WaitingCalls } from './waiting-calls.js';
 import type { Watches } from './watches.js';
 
@@ -31,6 +40,7 @@ export interface ApplyStreamParts {
   readonly duties: LeaderDuties;
   readonly waits: WaitingCalls;
   readonly watches: Watches;
+  readonly moves: NamespaceMoves;
 }
 
 export class ApplyStream implements StateMachine {
@@ -75,6 +85,7 @@ export class ApplyStream implements StateMachine {
     if (command.kind === 'ExpireSession' && outcome.ok) env.metrics.sessionExpired();
     if (command.kind === 'SetMemberAddress' && outcome.ok) core.members.learn(NodeId(command.id), command.address, command.peerAddress);
     if (command.kind === 'ForgetMember' && outcome.ok) core.members.forget(NodeId(command.id));
+    if (outcome.ok) this.afterNamespaceChange(command, outcome, revision);
     for (const event of events) {
       const requestId = event.requestId;
       if (!requestId) continue;
@@ -84,6 +95,61 @@ export class ApplyStream implements StateMachine {
       else if (event.type === 'EXPIRED') waits.resolve(event.sessionId, requestId, { kind: 'session-gone' });
     }
     watches.runCatchUps();
+  }
+
+  /**
+   * A move's steps as this replica sees them (docs/decisions/0019-the-move-worker.md): a freeze ends the
+   * namespace's held Acquires and watchers; the sessions, waits and lock-delays an import brings join the
+   * leader's deadlines, and its history continues in the watch hub; a drop leaves the deadlines; after an
+   * unfreeze the first write is timed.
+   */
+  private afterNamespaceChange(command: Command, outcome: Outcome, revision: number): void {
+    const { env, duties, waits, watches, moves } = this.parts;
+    const changed = (outcome as { changed?: boolean }).changed === true;
+    switch (command.kind) {
+      case 'FreezeNamespace':
+        if (!changed) return;
+        watches.namespaceFrozen(command.namespace, revision);
+        return waits.resolveNamespace(command.namespace, { kind: 'namespace-moving' });
+      case 'UnfreezeNamespace':
+        if (changed) moves.unfrozen(command.namespace, env.clock.monoMs());
+        return;
+      case 'ImportNamespace':
+      case 'ImportStagedNamespace':
+        return this.imported(command.namespace, outcome as ImportNamespaceOutcome, revision);
+      case 'DropNamespace':
+        return duties.namespaceDropped(command.namespace);
+      case 'OpenSession':
+        if (moves.awaitingFirstWrite) moves.wrote(command.namespace, env.clock.monoMs());
+        return;
+      case 'Acquire':
+      case 'Release':
+      case 'CloseSession':
+      case 'CancelWait':
+        if (moves.awaitingFirstWrite) moves.wrote(namespaceOfSessionId(command.sessionId) ?? '', env.clock.monoMs());
+        return;
+      default:
+        return;
+    }
+  }
+
+  private imported(namespace: Namespace, outcome: ImportNamespaceOutcome, revision: number): void {
+    const { env, duties, watches, moves } = this.parts;
+    watches.hub.imported(namespace, outcome.namespaceRevision, revision);
+    const carried = moves.takeCarriedWaits(namespace);
+    if (!duties.isActive) return;
+    const inNamespace = (name: string): boolean => {
+      const parsed = parseLockName(name);
+      return parsed.ok && parsed.namespace === namespace;
+    };
+    const fsm = this.fsm;
+    duties.namespaceImported(
+      env.clock.monoMs(),
+      [...fsm.sessions()].filter((s) => s.namespace === namespace),
+      [...fsm.waiters()].filter((w) => namespaceOfSessionId(w.sessionId) === namespace),
+      [...fsm.delayedLocks()].filter((d) => inNamespace(d.name)),
+      carried,
+    );
   }
 
   /** The state machine was replaced by a snapshot: watchers resume elsewhere, the directory is relearned, a leader reseeds. */

@@ -31,6 +31,18 @@ import {
 } from './limits.js';
 import { type CallContext, type LeaderForwarder, leaderTarget } from './request-api.js';
 import type { HeartbeatAnswer } from './wire.js';
+import { namespaceOfSessionId } from '@fencer/contract';
+
+/**
+ * The session's namespace moved out of this cell (its tombstone): this cell
+ * cannot say the session expired, only that it no longer keeps it. A session
+ * proxy whose routing table still points here learns the new cell and asks
+ * there (docs/decisions/0019-the-move-worker.md).
+ */
+function movedOut(fsm: LockStateMachine, sessionId: string): boolean {
+  const ns = namespaceOfSessionId(sessionId);
+  return ns !== undefined && fsm.namespaceInfo(ns)?.state === 'moved';
+}
 
 export interface HeartbeatsParts {
   readonly config: LockCellConfig;
@@ -138,7 +150,7 @@ export class Heartbeats {
     return sessionIds.map((id) => {
       const remaining = duties.heartbeat(now, SessionId(id));
       if (remaining !== undefined) return { sessionId: id, ttlMsRemaining: remaining, expired: false };
-      return { sessionId: id, ttlMsRemaining: 0, expired: fsm().getSession(id) === undefined };
+      return { sessionId: id, ttlMsRemaining: 0, expired: fsm().getSession(id) === undefined && !movedOut(fsm(), id) };
     });
   }
 }

@@ -18,7 +18,7 @@
 import { FencerError, RequestId, type Result, SessionId, assert, err, ok, unreachable } from '@fencer/base';
 import { type Cancel, type GroupCore, afterChained } from '@fencer/group';
 import type { Applied } from '@fencer/replica';
-import { LOCK_DELAY_MS_MAX, WAIT_MS_MAX } from '@fencer/contract';
+import { LOCK_DELAY_MS_MAX, WAIT_MS_MAX, namespaceOfSessionId } from '@fencer/contract';
 import { type AcquireOutcome, type Command, type LockStateMachine, encodeCommand } from '@fencer/lock-fsm';
 import type { LockCellTestHooks } from './config.js';
 import type { CellEnv } from './env.js';
@@ -72,6 +72,13 @@ function acquireCommand(req: AcquireRequest): AcquireCommand {
     lockDelayMs: Math.min(req.lockDelayMs, LOCK_DELAY_MS_MAX),
     tryLock: waitMs === 0,
   };
+}
+
+function movingError(sessionId: string): FencerError {
+  return new FencerError(
+    'NAMESPACE_MOVING',
+    `namespace "${namespaceOfSessionId(sessionId) ?? ''}" is frozen for a move; retry with the same request id`,
+  );
 }
 
 function isFree(fsm: LockStateMachine, name: string): boolean {
@@ -141,6 +148,9 @@ class HeldAcquire {
       );
     if (o.status === 'TIMED_OUT') return this.answer(ok(this.timedOut(o.revision)));
     if (this.registration === undefined) return this.answer(ok(this.queued(o.revision)));
+    // A retry answered QUEUED from its dedupe record while the namespace is frozen for a move: no call is held
+    // there now (the freeze ended them); the caller retries and finds its wait wherever the namespace then lives.
+    if (this.frozen()) return this.answer(err(movingError(this.command.sessionId)));
     this.phase = 'queued';
     if (this.early !== undefined) return this.decide(this.early);
     this.cancelSafety = afterChained(this.parts.env.after, this.command.waitMs + WAIT_GRACE_MS, () => this.decide('wait-over'));
@@ -186,9 +196,16 @@ class HeldAcquire {
         );
       case 'leadership-lost':
         return this.answer(ok(this.queued(this.parts.fsm().revision)));
+      case 'namespace-moving':
+        return this.answer(err(movingError(this.command.sessionId)));
       default:
         return unreachable(w, 'wait result');
     }
+  }
+
+  private frozen(): boolean {
+    const ns = namespaceOfSessionId(this.command.sessionId);
+    return ns !== undefined && this.parts.fsm().namespaceInfo(ns)?.state === 'frozen';
   }
 
   /** The one place the caller is answered. */

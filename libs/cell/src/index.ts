@@ -31,7 +31,16 @@ export { LockCell } from './lock-cell.js';
 export { type CallContext, type CallDone, type LeaderForwarder, type Receipt } from './request-api.js';
 export { type WatchRequest } from './watches.js';
 export { HeartbeatRelay, type HeartbeatRelayOptions, type RelayRoute } from './heartbeat-relay.js';
-export { DUTY_RETRY_MS, LeaderDuties, type DelaySeed, type DutyCommand, type SessionSeed, type WaiterSeed } from './leader-duties.js';
+export {
+  DUTY_RETRY_MS,
+  LeaderDuties,
+  waitKey,
+  type DelaySeed,
+  type DutyCommand,
+  type SessionSeed,
+  type WaiterSeed,
+} from './leader-duties.js';
+export { NamespaceMoves, type UnfreezeView } from './namespace-moves.js';
 export { type WaitHandle, type WaitResult, WaitingCalls } from './waiting-calls.js';
 export { type HubEvent, type WatchFilter, type WatchHubOptions, type WatchSink, WatchHub, matches } from './watch-hub.js';
 export * from './wire.js';

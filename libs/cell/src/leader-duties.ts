@@ -19,6 +19,7 @@
  * Each session is looked at about once per TTL, not on every tick.
  */
 import { assert, type RequestId, type Revision, type SessionId } from '@fencer/base';
+import { namespaceOfSessionId, parseLockName } from '@fencer/contract';
 import type { Command, LockEvent, Outcome } from '@fencer/lock-fsm';
 import { DeadlineHeap } from './deadline-heap.js';
 
@@ -74,7 +75,8 @@ interface DelayDeadline {
 /** A proposal that did not land (lost leadership, outcome unknown) is tried again after this long. */
 export const DUTY_RETRY_MS = 1_000;
 
-const waitKey = (sessionId: string, requestId: string): string => `${sessionId}\u0000${requestId}`;
+/** A wait's key: its session and request id. */
+export const waitKey = (sessionId: string, requestId: string): string => `${sessionId}\u0000${requestId}`;
 
 export class LeaderDuties {
   private active = false;
@@ -144,6 +146,45 @@ export class LeaderDuties {
 
   sessionGone(sessionId: SessionId): void {
     this.sessions.delete(sessionId);
+  }
+
+  /**
+   * A namespace moved in (ImportNamespace applied): its sessions get a fresh
+   * full TTL, as after a leader change, so none expires because of the move;
+   * its waiters get what was left of their waits on the old cell when known
+   * (`remainingWaitMs`, from the old leader), else their full wait; its
+   * lock-delays a full period (longer is the safe side).
+   */
+  namespaceImported(
+    nowMonoMs: number,
+    sessions: Iterable<SessionSeed>,
+    waiters: Iterable<WaiterSeed>,
+    delays: Iterable<DelaySeed>,
+    remainingWaitMs?: ReadonlyMap<string, number>,
+  ): void {
+    if (!this.active) return;
+    for (const s of sessions) this.sessionOpened(nowMonoMs, s);
+    for (const w of waiters) {
+      const left = remainingWaitMs?.get(waitKey(w.sessionId, w.requestId));
+      this.waiterQueued(nowMonoMs, left === undefined ? w : { ...w, waitMs: Math.min(w.waitMs, left) });
+    }
+    for (const d of delays) this.lockDelayed(nowMonoMs, d);
+  }
+
+  /** A namespace moved out (DropNamespace applied): its sessions, waits and lock-delays are another cell's now. */
+  namespaceDropped(namespace: string): void {
+    for (const id of [...this.sessions.keys()]) if (namespaceOfSessionId(id) === namespace) this.sessions.delete(id);
+    for (const [k, w] of [...this.waits]) if (namespaceOfSessionId(w.seed.sessionId) === namespace) this.waits.delete(k);
+    for (const name of [...this.delays.keys()]) {
+      const parsed = parseLockName(name);
+      if (parsed.ok && parsed.namespace === namespace) this.delays.delete(name);
+    }
+  }
+
+  /** What is left of a tracked wait (for a move carrying it to another cell); undefined when not tracked. */
+  waitRemainingMs(nowMonoMs: number, sessionId: SessionId, requestId: RequestId): number | undefined {
+    const w = this.waits.get(waitKey(sessionId, requestId));
+    return w === undefined ? undefined : Math.max(0, w.deadlineMonoMs - nowMonoMs);
   }
 
   /**

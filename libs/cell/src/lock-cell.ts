@@ -25,9 +25,11 @@ import type { LockCellConfig, LockCellTestHooks } from './config.js';
 import type { CellEnv } from './env.js';
 import { HeldAcquires } from './held-acquire.js';
 import { Heartbeats } from './heartbeats.js';
-import { type DutyCommand, LeaderDuties } from './leader-duties.js';
+import { type DutyCommand, LeaderDuties, waitKey } from './leader-duties.js';
+import { namespaceOfSessionId } from '@fencer/contract';
 import { type CallContext, type CallDone, type LeaderForwarder, RequestApi } from './request-api.js';
 import { WaitingCalls } from './waiting-calls.js';
+import { NamespaceMoves } from './namespace-moves.js';
 import type { WatchSink } from './watch-hub.js';
 import { type WatchRequest, Watches } from './watches.js';
 import type { CellMethod, HeartbeatAnswer, RequestOf, ResponseOf } from './wire.js';
@@ -43,6 +45,8 @@ export class LockCell {
   private readonly requests: RequestApi;
   private readonly heartbeats: Heartbeats;
   private readonly hooks: LockCellTestHooks;
+  /** Tenant moves as this replica sees them (namespace-moves.ts). */
+  readonly moves = new NamespaceMoves();
   private ticksSinceStats = 0;
 
   constructor(
@@ -76,7 +80,16 @@ export class LockCell {
     );
     const core = this.core;
     this.watches = new Watches({ config, env, core, fsm, requests: () => this.requests });
-    this.stream = new ApplyStream({ config, env, hooks, core, duties: this.duties, waits: this.waits, watches: this.watches });
+    this.stream = new ApplyStream({
+      config,
+      env,
+      hooks,
+      core,
+      duties: this.duties,
+      waits: this.waits,
+      watches: this.watches,
+      moves: this.moves,
+    });
     const acquires = new HeldAcquires({ env, hooks, core, waits: this.waits, fsm, propose: (command) => this.propose(command, () => {}) });
     this.requests = new RequestApi({ config, env, hooks, core, forwarder, acquires, fsm });
     this.heartbeats = new Heartbeats({ config, env, hooks, core, duties: this.duties, forwarder, fsm });
@@ -166,6 +179,23 @@ export class LockCell {
     let waiters = 0;
     for (const _ of fsm.waiters()) waiters++;
     return { revisionBase: fsm.revisionBase, sessions, locks, waiters };
+  }
+
+  /**
+   * What is left of each wait of a frozen namespace by this leader's
+   * deadlines (for a move to carry to the next cell), keyed by session and
+   * request id; empty on a follower.
+   */
+  waitsLeft(namespace: string): Map<string, number> {
+    const now = this.env.clock.monoMs();
+    const left = new Map<string, number>();
+    if (!this.isLeader) return left;
+    for (const w of this.fsm.waiters()) {
+      if (namespaceOfSessionId(w.sessionId) !== namespace) continue;
+      const ms = this.duties.waitRemainingMs(now, w.sessionId, w.requestId);
+      if (ms !== undefined) left.set(waitKey(w.sessionId, w.requestId), ms);
+    }
+    return left;
   }
 
   /** Ends every held call and watcher (the node is shutting down). */

@@ -11,13 +11,16 @@
  * simulator runs the same code synchronously on virtual time.
  */
 import { type RequestId, type Revision, type SessionId, assert } from '@fencer/base';
+import { namespaceOfSessionId } from '@fencer/contract';
 
 /** What the log or the leadership decided for a held call. */
 export type WaitResult =
   | { readonly kind: 'granted'; readonly token: Revision; readonly revision: Revision }
   | { readonly kind: 'cancelled'; readonly revision: Revision }
   | { readonly kind: 'session-gone' }
-  | { readonly kind: 'leadership-lost' };
+  | { readonly kind: 'leadership-lost' }
+  /** Its namespace froze for a move: the caller retries, and finds the wait on whichever cell then holds it. */
+  | { readonly kind: 'namespace-moving' };
 
 export interface WaitHandle {
   /** Resolved already (its result was handed over) or withdrawn. */
@@ -62,6 +65,14 @@ export class WaitingCalls {
     const set = this.calls.get(k);
     if (!set) return;
     for (const registration of [...set]) this.hand(k, registration, r);
+  }
+
+  /** Every call of a session of `namespace` ends with `r` (the namespace froze). */
+  resolveNamespace(namespace: string, r: WaitResult): void {
+    for (const [k, set] of [...this.calls]) {
+      if (namespaceOfSessionId(k.slice(0, k.indexOf('\u0000'))) !== namespace) continue;
+      for (const registration of [...set]) this.hand(k, registration, r);
+    }
   }
 
   /** Every call ends (this node stopped leading, or it is shutting down). */

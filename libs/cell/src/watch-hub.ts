@@ -7,6 +7,14 @@
  * snapshot this node restored from); a resume from since_revision below it
  * is COMPACTED. Events with revision > floorRevision are all in the ring, so
  * a resume above it skips nothing and repeats nothing.
+ *
+ * A tenant move (docs/decisions/0019-the-move-worker.md): when a namespace
+ * freezes, its watchers get a last PROGRESS at the freeze's revision and
+ * end with NAMESPACE_MOVING, so the revision they resume from is at least
+ * the namespace's last change. The cell it moves to notes the import
+ * (`imported`): a resume from at least that last change is served from the
+ * import point even below this node's floor, since the namespace had no
+ * events between the two and every event of it here is in the ring.
  */
 import { assert } from '@fencer/base';
 import type { LockEvent, LockState } from '@fencer/lock-fsm';
@@ -25,7 +33,15 @@ export type HubEvent =
 export interface WatchSink {
   /** Returns how many events are buffered and not yet sent after this write. */
   write(event: HubEvent): number;
-  end(reason?: 'slow' | 'shutdown'): void;
+  end(reason?: 'slow' | 'shutdown' | 'moving'): void;
+}
+
+/** Where an imported namespace's history continues on this node. */
+interface ImportPoint {
+  /** The namespace's last change on its old cell (its freeze): no event of it lies between this and `revision`. */
+  readonly namespaceRevision: number;
+  /** The revision of the import entry here. */
+  readonly revision: number;
 }
 
 interface Watcher {
@@ -65,6 +81,8 @@ export class WatchHub {
   /** Latest monotonic time seen (tick or subscribe): events sent between ticks count as activity at it. */
   private lastNowMonoMs = 0;
   private readonly watchers = new Set<Watcher>();
+  /** Imports applied since this node's history began, by namespace (at most one per namespace, the latest). */
+  private readonly imports = new Map<string, ImportPoint>();
 
   constructor(private readonly opts: WatchHubOptions) {
     assert(opts.historyMax > 0 && opts.watcherBufferMax > 0, 'watch limits are positive');
@@ -94,6 +112,28 @@ export class WatchHub {
     this.count = 0;
     this.floor = revision;
     this.revision = revision;
+    this.imports.clear();
+  }
+
+  /** An import of `namespace` applied at `revision`; its last change on its old cell was `namespaceRevision`. */
+  imported(namespace: string, namespaceRevision: number, revision: number): void {
+    assert(namespaceRevision < revision, 'an import continues above its export');
+    this.imports.delete(namespace);
+    this.imports.set(namespace, { namespaceRevision, revision });
+  }
+
+  /**
+   * The namespace froze at `revision`: each of its watchers gets a PROGRESS
+   * there (it has every event of the namespace) and ends with 'moving'.
+   * `inNamespace` says whether a filter lies in the namespace.
+   */
+  endNamespace(revision: number, inNamespace: (filter: WatchFilter) => boolean): void {
+    for (const w of [...this.watchers]) {
+      if (!inNamespace(w.filter)) continue;
+      this.watchers.delete(w);
+      if (revision > w.sinceRevision) w.sink.write({ type: 'progress', revision });
+      w.sink.end('moving');
+    }
   }
 
   /** Events of one applied entry (possibly none), in order; `revision` is that entry's. */
@@ -119,6 +159,7 @@ export class WatchHub {
     sink: WatchSink,
     nowMonoMs: number,
     snapshotLocks: () => Iterable<LockState>,
+    namespace?: string,
   ): 'ok' | 'compacted' | 'full' {
     if (this.watchers.size >= this.opts.watchersMax) return 'full';
     this.lastNowMonoMs = Math.max(this.lastNowMonoMs, nowMonoMs);
@@ -127,7 +168,7 @@ export class WatchHub {
       for (const lock of snapshotLocks()) this.send(w, { type: 'snapshot', revision: this.revision, lock }, nowMonoMs);
       this.send(w, { type: 'progress', revision: this.revision }, nowMonoMs);
     } else {
-      if (sinceRevision < this.floor) return 'compacted';
+      if (sinceRevision < this.floor && !this.continuesImport(namespace, sinceRevision)) return 'compacted';
       for (let i = 0; i < this.count; i++) {
         const event = this.ring[(this.head + i) % this.ring.length]!;
         if (event.revision > sinceRevision && matches(filter, event.name)) this.send(w, { type: 'event', event }, nowMonoMs);
@@ -135,6 +176,12 @@ export class WatchHub {
     }
     this.watchers.add(w);
     return 'ok';
+  }
+
+  /** A resume from `sinceRevision` of `namespace` is whole here although below the floor: it continues an import. */
+  private continuesImport(namespace: string | undefined, sinceRevision: number): boolean {
+    const point = namespace === undefined ? undefined : this.imports.get(namespace);
+    return point !== undefined && sinceRevision >= point.namespaceRevision && this.floor <= point.revision;
   }
 
   unsubscribe(sink: WatchSink): void {

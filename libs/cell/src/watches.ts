@@ -82,6 +82,11 @@ export class Watches {
     return stop;
   }
 
+  /** The namespace froze at `revision`: its watchers end, each told it has everything up to there (watch-hub.ts). */
+  namespaceFrozen(namespace: string, revision: number): void {
+    this.hub.endNamespace(revision, (filter) => namespaceOfName(filter.name) === namespace);
+  }
+
   /** Runs the catch-ups this replica's applied state now satisfies (after every apply and restore). */
   runCatchUps(): void {
     if (this.catchUps.size === 0) return;
@@ -101,10 +106,15 @@ export class Watches {
   }
 
   private subscribe(req: WatchRequest, sink: WatchSink, started: (error: FencerError | null) => void): void {
-    const bad = this.parts.fsm().checkNamespace(namespaceOfName(req.name));
+    const namespace = namespaceOfName(req.name);
+    const bad = this.parts.fsm().checkNamespace(namespace);
     if (bad) return started(new FencerError(bad.code, bad.message));
+    // A frozen namespace is moving: a watch started here now would be ended by the drop, or see another cell's
+    // revisions; the caller resumes once the move is over, wherever the namespace then lives.
+    if (this.parts.fsm().namespaceInfo(namespace)?.state === 'frozen')
+      return started(new FencerError('NAMESPACE_MOVING', `namespace "${namespace}" is frozen for a move; resume the watch shortly`));
     const filter = { name: req.name, prefix: req.prefix };
-    const r = this.hub.subscribe(filter, req.sinceRevision, sink, this.parts.env.clock.monoMs(), () => this.snapshotLocks(req));
+    const r = this.hub.subscribe(filter, req.sinceRevision, sink, this.parts.env.clock.monoMs(), () => this.snapshotLocks(req), namespace);
     if (r === 'compacted') {
       return started(
         new FencerError(

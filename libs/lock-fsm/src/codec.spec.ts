@@ -57,6 +57,19 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
     data: fc.uint8Array({ maxLength: 300 }),
     activate: fc.boolean(),
   }),
+  fc.record({
+    kind: fc.constant('StageImportChunk' as const),
+    namespace: text.map(Namespace),
+    totalBytes: uint,
+    offset: uint,
+    data: fc.uint8Array({ maxLength: 300 }),
+  }),
+  fc.record({
+    kind: fc.constant('ImportStagedNamespace' as const),
+    namespace: text.map(Namespace),
+    totalBytes: uint,
+    activate: fc.boolean(),
+  }),
 );
 
 describe('commands', () => {

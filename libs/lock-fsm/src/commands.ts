@@ -105,6 +105,27 @@ export interface DropNamespaceCommand {
   readonly kind: 'DropNamespace';
   readonly namespace: Namespace;
 }
+/**
+ * One piece of an export too large for one entry (proposals are at most
+ * 1 MiB): the cell keeps the pieces, replicated and in its snapshots, until
+ * ImportStagedNamespace imports them as one. `offset` 0 starts over; a piece
+ * at an offset already staged is a retry and changes nothing.
+ */
+export interface StageImportChunkCommand {
+  readonly kind: 'StageImportChunk';
+  readonly namespace: Namespace;
+  /** Size of the whole export. */
+  readonly totalBytes: number;
+  readonly offset: number;
+  readonly data: Uint8Array;
+}
+/** Imports the export staged by StageImportChunk, exactly as ImportNamespace would; the staged bytes go. */
+export interface ImportStagedNamespaceCommand {
+  readonly kind: 'ImportStagedNamespace';
+  readonly namespace: Namespace;
+  readonly totalBytes: number;
+  readonly activate: boolean;
+}
 
 /**
  * Records where a member of the cell listens (its lock-service gRPC address
@@ -140,7 +161,9 @@ export type Command =
   | ImportNamespaceCommand
   | DropNamespaceCommand
   | SetMemberAddressCommand
-  | ForgetMemberCommand;
+  | ForgetMemberCommand
+  | StageImportChunkCommand
+  | ImportStagedNamespaceCommand;
 
 export type CommandKind = Command['kind'];
 
@@ -162,6 +185,8 @@ export const COMMAND_KIND_CODES = {
   DropNamespace: 14,
   SetMemberAddress: 15,
   ForgetMember: 16,
+  StageImportChunk: 17,
+  ImportStagedNamespace: 18,
 } as const satisfies Record<CommandKind, number>;
 
 const MODE_CODES = { EXCLUSIVE: 1, SHARED: 2 } as const satisfies Record<LockMode, number>;
@@ -183,7 +208,8 @@ export function decodeMode(code: number): LockMode {
 
 /** The entry bytes of a command. Strings must be well-formed (the server validates input first). */
 export function encodeCommand(command: Command): Uint8Array {
-  const w = new ByteWriter(command.kind === 'ImportNamespace' ? command.data.length + 128 : 128);
+  const carried = command.kind === 'ImportNamespace' || command.kind === 'StageImportChunk' ? command.data.length : 0;
+  const w = new ByteWriter(carried + 128);
   w.u8(COMMAND_FORMAT_VERSION).u8(COMMAND_KIND_CODES[command.kind]);
   switch (command.kind) {
     case 'OpenSession':
@@ -228,6 +254,12 @@ export function encodeCommand(command: Command): Uint8Array {
       break;
     case 'ForgetMember':
       w.string(command.id);
+      break;
+    case 'StageImportChunk':
+      w.string(command.namespace).varuint(command.totalBytes).varuint(command.offset).bytes(command.data);
+      break;
+    case 'ImportStagedNamespace':
+      w.string(command.namespace).varuint(command.totalBytes).bool(command.activate);
       break;
     default:
       unreachable(command, 'command kind');
@@ -327,6 +359,16 @@ function decodeBody(kind: number, r: ByteReader): Command {
       return { kind: 'SetMemberAddress', id: r.string(), address: r.string(), peerAddress: r.string() };
     case COMMAND_KIND_CODES.ForgetMember:
       return { kind: 'ForgetMember', id: r.string() };
+    case COMMAND_KIND_CODES.StageImportChunk:
+      return {
+        kind: 'StageImportChunk',
+        namespace: r.string() as Namespace,
+        totalBytes: r.varuint(),
+        offset: r.varuint(),
+        data: r.bytes(),
+      };
+    case COMMAND_KIND_CODES.ImportStagedNamespace:
+      return { kind: 'ImportStagedNamespace', namespace: r.string() as Namespace, totalBytes: r.varuint(), activate: r.bool() };
     default:
       throw new AssertionError(`unknown command kind ${kind}`);
   }

@@ -29,6 +29,8 @@ export {
   type ExportNamespaceCommand,
   type FreezeNamespaceCommand,
   type ImportNamespaceCommand,
+  type ImportStagedNamespaceCommand,
+  type StageImportChunkCommand,
   type LiftLockDelayCommand,
   type NoopCommand,
   type OpenSessionCommand,

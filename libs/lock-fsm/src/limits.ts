@@ -29,6 +29,13 @@ export interface FsmLimits {
   readonly holdersPerLockMax: number;
   /** Outcomes remembered per session for idempotent retries: the last 64 request ids. */
   readonly dedupePerSessionMax: number;
+  /**
+   * Bytes of namespace exports staged for import at once (StageImportChunk),
+   * over every namespace: the largest tenant a move can carry into this cell.
+   * An import is decoded in one entry's apply, which holds each replica's
+   * event loop for it, so this bounds that pause too.
+   */
+  readonly importBytesMax: number;
 }
 
 export const LIMITS: FsmLimits = {
@@ -39,6 +46,7 @@ export const LIMITS: FsmLimits = {
   waitersPerLockMax: 10_000,
   holdersPerLockMax: 10_000,
   dedupePerSessionMax: 64,
+  importBytesMax: 64 * 1024 * 1024,
 };
 
 /** Asserts the relations the state machine relies on; called on construction. */

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
 import { makeSessionId } from '@fencer/contract';
 import { Cell } from '../test/harness.js';
-import { validateNamespaceExport, type ExportNamespaceOutcome } from './index.js';
+import { encodeCommand, LockStateMachine, validateNamespaceExport, type ExportNamespaceOutcome } from './index.js';
 
 const NS = Namespace('payments');
 const X = '/ls/payments/invoices/42';
@@ -283,5 +283,109 @@ describe('moving a namespace: what an import refuses, and what the new leader le
     expect(lift.outcome).toEqual({ ok: true, lifted: true });
     expect(lift.events[0]).toMatchObject({ type: 'ACQUIRED', sessionId: b, token: lift.revision });
     expect(lift.revision).toBeGreaterThan(out.highestRevision);
+  });
+});
+
+describe('an export too large for one entry: staged in chunks, then imported as one', () => {
+  /** Splits bytes into pieces of at most `size`. */
+  const pieces = (data: Uint8Array, size: number): { offset: number; data: Uint8Array }[] => {
+    const out = [];
+    for (let offset = 0; offset < data.length; offset += size) out.push({ offset, data: data.subarray(offset, offset + size) });
+    return out;
+  };
+  const stage = (cell: Cell, data: Uint8Array, offset: number, chunk: Uint8Array) =>
+    cell.run({ kind: 'StageImportChunk', namespace: NS, totalBytes: data.length, offset, data: chunk }).outcome;
+
+  it('imports staged chunks exactly as one ImportNamespace would, retries of a landed chunk changing nothing', () => {
+    const { source } = sourceWithState();
+    const out = exportOf(source);
+    const whole = new Cell({ autoClaim: false }, 1000);
+    whole.run({ kind: 'ImportNamespace', namespace: NS, data: out.data, activate: false });
+    // Two entries per chunk (it and its retry), then the import at the same index as the whole one's.
+    const staged = new Cell({ autoClaim: false }, 1000 - 2 * Math.ceil(out.data.length / 50));
+    for (const p of pieces(out.data, 50)) {
+      expect(stage(staged, out.data, p.offset, p.data)).toEqual({ ok: true, stagedBytes: p.offset + p.data.length });
+      // A retry of the chunk just staged (its answer was lost) changes nothing.
+      expect(stage(staged, out.data, p.offset, p.data)).toEqual({ ok: true, stagedBytes: p.offset + p.data.length });
+    }
+    const imp = staged.run({ kind: 'ImportStagedNamespace', namespace: NS, totalBytes: out.data.length, activate: false });
+    expect(imp.outcome).toMatchObject({ ok: true, sessions: 3, locks: 2, highestRevision: out.highestRevision });
+    expect(staged.fsm.stateHash()).toBe(whole.fsm.stateHash());
+    staged.fsm.checkInvariants();
+    // Nothing is left staged: a second commit has nothing to import.
+    expect(
+      staged.run({ kind: 'ImportStagedNamespace', namespace: NS, totalBytes: out.data.length, activate: false }).outcome,
+    ).toMatchObject({
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+
+  it('refuses a gap, a changed total, an incomplete commit and an export beyond importBytesMax', () => {
+    const { source } = sourceWithState();
+    const out = exportOf(source);
+    const target = new Cell({ autoClaim: false, limits: { importBytesMax: out.data.length + 10 } }, 3);
+    const [first, second, third] = pieces(out.data, 40);
+    expect(stage(target, out.data, third!.offset, third!.data)).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(stage(target, out.data, 0, first!.data)).toEqual({ ok: true, stagedBytes: 40 });
+    expect(stage(target, out.data, third!.offset, third!.data)).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(
+      target.run({ kind: 'StageImportChunk', namespace: NS, totalBytes: out.data.length + 1, offset: 40, data: second!.data }).outcome,
+    ).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(target.run({ kind: 'ImportStagedNamespace', namespace: NS, totalBytes: out.data.length, activate: true }).outcome).toMatchObject(
+      {
+        ok: false,
+        code: 'INVALID_ARGUMENT',
+      },
+    );
+    expect(
+      target.run({ kind: 'StageImportChunk', namespace: Namespace('other'), totalBytes: 20, offset: 0, data: new Uint8Array(5) }).outcome,
+    ).toMatchObject({ ok: false, code: 'QUOTA_EXCEEDED' });
+    target.fsm.checkInvariants();
+  });
+
+  it('keeps staged chunks in its snapshots, and a drop (a move rolling back) discards them', () => {
+    const { source } = sourceWithState();
+    const out = exportOf(source);
+    const target = new Cell({ autoClaim: false }, 3);
+    const [first, ...rest] = pieces(out.data, 64);
+    stage(target, out.data, 0, first!.data);
+    const restored = LockStateMachine.restore(target.fsm.snapshot(), { autoClaim: false });
+    expect(restored.snapshot()).toEqual(target.fsm.snapshot());
+    let index = target.index;
+    for (const p of rest) {
+      const data = encodeCommand({ kind: 'StageImportChunk', namespace: NS, totalBytes: out.data.length, offset: p.offset, data: p.data });
+      restored.applyEntry(++index, data);
+    }
+    const commit = encodeCommand({ kind: 'ImportStagedNamespace', namespace: NS, totalBytes: out.data.length, activate: true });
+    expect(restored.applyEntry(++index, commit).outcome).toMatchObject({ ok: true, sessions: 3 });
+
+    expect(target.run({ kind: 'DropNamespace', namespace: NS }).outcome).toMatchObject({ ok: false, code: 'NAMESPACE_NOT_HERE' });
+    const again = [...rest].reverse()[0]!;
+    expect(stage(target, out.data, again.offset, again.data)).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(target.fsm.snapshot()).toEqual(new Cell({ autoClaim: false }, 0).fsm.snapshot().map((b, i) => (i === 1 ? target.index : b)));
+  });
+
+  it('carries the namespace revision (its freeze) beside the highest, and still imports a format-1 export', () => {
+    const { source } = sourceWithState();
+    const freeze = source.run({ kind: 'FreezeNamespace', namespace: NS });
+    source.open('billing');
+    const read = source.fsm.readExport(NS);
+    if (!read.ok) throw new Error(read.code);
+    expect(read.namespaceRevision).toBe(freeze.revision);
+    expect(read.highestRevision).toBe(source.fsm.revision);
+    const target = new Cell({ autoClaim: false }, 2);
+    const imp = target.run({ kind: 'ImportNamespace', namespace: NS, data: read.data, activate: true });
+    expect(imp.outcome).toMatchObject({ ok: true, namespaceRevision: freeze.revision, highestRevision: read.highestRevision });
+    // Format 1: the same without the namespace revision, which then reads as the highest.
+    const v2 = read.data;
+    const nameBytes = 1 + NS.length;
+    let at = 1 + nameBytes;
+    while ((v2[at]! & 0x80) !== 0) at++;
+    let end = at + 1;
+    while ((v2[end]! & 0x80) !== 0) end++;
+    const v1 = Uint8Array.from([1, ...v2.subarray(1, at + 1), ...v2.subarray(end + 1)]);
+    const old = new Cell({ autoClaim: false }, 2).run({ kind: 'ImportNamespace', namespace: NS, data: v1, activate: true });
+    expect(old.outcome).toMatchObject({ ok: true, namespaceRevision: read.highestRevision });
   });
 });

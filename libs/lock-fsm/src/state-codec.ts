@@ -11,14 +11,20 @@
  * namespace export/import, which is how a tenant move carries sessions,
  * locks, queues and dedupe results together.
  *
- * Snapshot, format version 2:
+ * Snapshot, format version 3:
  *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
  *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
  *   and unless moved out, its section; then varuint memberCount, per member
- *   (sorted by id): string id, string address, string peerAddress.
- *   Version 1 (still read) is the same without the members.
- * Export, format version 1:
- *   u8 version, string namespace, varuint highestRevision, section.
+ *   (sorted by id): string id, string address, string peerAddress; then
+ *   varuint stagedCount, per staged import (sorted by namespace): string
+ *   namespace, varuint totalBytes, bytes staged so far.
+ *   Version 2 (still read) is the same without the staged imports, version 1
+ *   also without the members.
+ * Export, format version 2:
+ *   u8 version, string namespace, varuint highestRevision, varuint
+ *   namespaceRevision (the last revision that changed the namespace: its
+ *   freeze), section. Version 1 (still read, from old logs) has no
+ *   namespaceRevision; it reads as highestRevision.
  * Section:
  *   varuint sessionCount, per session (sorted by id): string id, string clientId,
  *     varuint ttlMs, varuint openedRevision, varuint dedupeCount, per record
@@ -59,10 +65,32 @@ import {
   checkWaitMs,
 } from './validate.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 2;
+export const SNAPSHOT_FORMAT_VERSION = 3;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
-export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2];
-export const EXPORT_FORMAT_VERSION = 1;
+export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3];
+export const EXPORT_FORMAT_VERSION = 2;
+/** Versions decodeExport reads: every one ever written (ImportNamespace entries stay in logs). */
+const EXPORT_VERSIONS_READ = [1, 2];
+
+/** An export arriving in pieces (StageImportChunk), kept until ImportStagedNamespace. */
+export interface StagedImport {
+  readonly totalBytes: number;
+  /** The bytes received so far, from offset 0. */
+  readonly chunks: Uint8Array[];
+  received: number;
+}
+
+/** The staged pieces as one array. */
+export function stagedBytes(staged: StagedImport): Uint8Array {
+  if (staged.chunks.length === 1) return staged.chunks[0] as Uint8Array;
+  const out = new Uint8Array(staged.received);
+  let at = 0;
+  for (const c of staged.chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
 
 const NAMESPACE_STATE_CODES: Record<NamespaceState, number> = { active: 1, frozen: 2, moved: 3 };
 
@@ -108,6 +136,7 @@ export function encodeSnapshot(
   revisionBase: number,
   namespaces: ReadonlyMap<string, NamespaceRecord>,
   members: ReadonlyMap<string, MemberAddress> = new Map(),
+  staged: ReadonlyMap<string, StagedImport> = new Map(),
 ): Uint8Array {
   const w = new ByteWriter(4096);
   w.u8(SNAPSHOT_FORMAT_VERSION).varuint(appliedIndex).varuint(revisionBase);
@@ -124,12 +153,18 @@ export function encodeSnapshot(
     const m = members.get(id) as MemberAddress;
     w.string(id).string(m.address).string(m.peerAddress);
   }
+  const stagedNames = sortedKeys(staged);
+  w.varuint(stagedNames.length);
+  for (const name of stagedNames) {
+    const st = staged.get(name) as StagedImport;
+    w.string(name).varuint(st.totalBytes).bytes(stagedBytes(st));
+  }
   return w.finish();
 }
 
 export function encodeExport(ns: NamespaceRecord, highestRevision: number): Uint8Array {
   const w = new ByteWriter(4096);
-  w.u8(EXPORT_FORMAT_VERSION).string(ns.name).varuint(highestRevision);
+  w.u8(EXPORT_FORMAT_VERSION).string(ns.name).varuint(highestRevision).varuint(ns.lastRevision);
   writeSection(w, ns);
   return w.finish();
 }
@@ -324,6 +359,7 @@ export interface DecodedSnapshot {
   readonly namespaces: Map<string, NamespaceRecord>;
   readonly sessionCount: number;
   readonly members: Map<string, MemberAddress>;
+  readonly staged: Map<string, StagedImport>;
 }
 
 /** Throws DecodeError on anything malformed or inconsistent. */
@@ -369,13 +405,36 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
       members.set(id, { address, peerAddress });
     }
   }
+  const staged = version >= 3 ? readStaged(r, limits) : new Map<string, StagedImport>();
   r.end();
-  return { appliedIndex, revisionBase, namespaces, sessionCount, members };
+  return { appliedIndex, revisionBase, namespaces, sessionCount, members, staged };
+}
+
+function readStaged(r: ByteReader, limits: FsmLimits): Map<string, StagedImport> {
+  const staged = new Map<string, StagedImport>();
+  const count = r.count(limits.namespacesMax, 'staged import count');
+  let previous = '';
+  let held = 0;
+  for (let i = 0; i < count; i++) {
+    const name = r.string();
+    if (!isValidNamespace(name)) invalid(`invalid staged namespace ${name}`);
+    if (i > 0 && compareStrings(previous, name) >= 0) invalid(`staged imports out of order: ${previous} before ${name}`);
+    previous = name;
+    const totalBytes = r.varuint();
+    const data = r.bytes();
+    held += totalBytes;
+    if (data.length === 0 || data.length > totalBytes || held > limits.importBytesMax)
+      invalid(`staged import of ${name}: ${data.length} of ${totalBytes} bytes, ${held} staged in all`);
+    staged.set(name, { totalBytes, chunks: [data], received: data.length });
+  }
+  return staged;
 }
 
 export interface DecodedExport {
   readonly namespace: Namespace;
   readonly highestRevision: number;
+  /** The last revision that changed the namespace before its export (its freeze); at most highestRevision. */
+  readonly namespaceRevision: number;
   /** A record in state 'active' holding the section; the importer sets state and lastRevision. */
   readonly record: NamespaceRecord;
   readonly sessionCount: number;
@@ -385,12 +444,14 @@ export interface DecodedExport {
 export function decodeExport(bytes: Uint8Array, limits: FsmLimits): DecodedExport {
   const r = new ByteReader(bytes);
   const version = r.u8();
-  if (version !== EXPORT_FORMAT_VERSION) invalid(`unknown export format version ${version}`);
+  if (!EXPORT_VERSIONS_READ.includes(version)) invalid(`unknown export format version ${version}`);
   const namespace = r.string() as Namespace;
   if (!isValidNamespace(namespace)) invalid(`invalid namespace ${namespace}`);
   const highestRevision = r.varuint();
+  const namespaceRevision = version >= 2 ? r.varuint() : highestRevision;
+  if (namespaceRevision > highestRevision) invalid(`namespace revision ${namespaceRevision} above the export's ${highestRevision}`);
   const record = newNamespaceRecord(namespace, 'active', highestRevision);
   const sessionCount = readSection(r, record, limits, highestRevision);
   r.end();
-  return { namespace, highestRevision, record, sessionCount };
+  return { namespace, highestRevision, namespaceRevision, record, sessionCount };
 }

@@ -31,8 +31,9 @@ import {
   type CancelWaitCommand,
   type Command,
   type CommandKind,
-  type ImportNamespaceCommand,
+  type ImportStagedNamespaceCommand,
   type LiftLockDelayCommand,
+  type StageImportChunkCommand,
   type OpenSessionCommand,
   type ReleaseCommand,
   type SetMemberAddressCommand,
@@ -53,7 +54,7 @@ import {
   type NamespaceRecord,
   type SessionRecord,
 } from './records.js';
-import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot } from './state-codec.js';
+import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot, stagedBytes, type StagedImport } from './state-codec.js';
 import type {
   AcquireOutcome,
   CancelWaitOutcome,
@@ -80,6 +81,7 @@ import type {
   OpenSessionOutcome,
   ReleaseOutcome,
   SessionInfo,
+  StageImportOutcome,
   Waiter,
   WaiterInfo,
 } from './types.js';
@@ -135,6 +137,8 @@ export interface OutcomeOf {
   DropNamespace: DropNamespaceOutcome | Failure;
   SetMemberAddress: MemberChangeOutcome | Failure;
   ForgetMember: MemberChangeOutcome | Failure;
+  StageImportChunk: StageImportOutcome | Failure;
+  ImportStagedNamespace: ImportNamespaceOutcome | Failure;
 }
 export type Outcome = OutcomeOf[CommandKind];
 
@@ -224,6 +228,8 @@ export class LockStateMachine {
   private sessionCount = 0;
   /** The cell's member directory (SetMemberAddress / ForgetMember), by member id. */
   private readonly memberDirectory = new Map<string, MemberAddress>();
+  /** Exports arriving in pieces, by namespace; their totals together within importBytesMax. */
+  private readonly staging = new Map<string, StagedImport>();
   private appliedIndexValue = 0;
   private revisionBaseValue: number;
   /** Revision of the entry being applied (index + base). */
@@ -258,6 +264,7 @@ export class LockStateMachine {
     }
     fsm.sessionCount = decoded.sessionCount;
     for (const [id, m] of decoded.members) fsm.memberDirectory.set(id, m);
+    for (const [name, st] of decoded.staged) fsm.staging.set(name, st);
     fsm.appliedIndexValue = decoded.appliedIndex;
     fsm.revisionBaseValue = decoded.revisionBase;
     fsm.rev = decoded.appliedIndex + decoded.revisionBase;
@@ -327,7 +334,11 @@ export class LockStateMachine {
       case 'ExportNamespace':
         return this.exportNamespace(command.namespace);
       case 'ImportNamespace':
-        return this.importNamespace(command);
+        return this.importNamespace(command.namespace, command.data, command.activate);
+      case 'StageImportChunk':
+        return this.stageImportChunk(command);
+      case 'ImportStagedNamespace':
+        return this.importStaged(command);
       case 'DropNamespace':
         return this.dropNamespace(command.namespace);
       case 'SetMemberAddress':
@@ -805,28 +816,107 @@ export class LockStateMachine {
     // Frozen first: nothing may change in the namespace after its export.
     if (ns.state !== 'frozen') return fail('INVALID_ARGUMENT', `freeze namespace "${namespace}" before exporting it`);
     const data = encodeExport(ns, this.rev);
-    return { ok: true, data, highestRevision: this.rev as Revision, sessions: ns.sessions.size, locks: ns.locks.size };
+    return {
+      ok: true,
+      data,
+      highestRevision: this.rev as Revision,
+      namespaceRevision: ns.lastRevision as Revision,
+      sessions: ns.sessions.size,
+      locks: ns.locks.size,
+    };
   }
 
-  private importNamespace(c: ImportNamespaceCommand): ImportNamespaceOutcome | Failure {
-    const bad = checkNamespaceName(c.namespace);
+  /**
+   * The export of a frozen namespace as of the state applied here, without
+   * an entry: a frozen namespace changes no more, so any replica that has
+   * applied its freeze gives the same bytes but for highestRevision (this
+   * replica's revision now, which every revision the namespace saw is at or
+   * below). The caller runs it behind a read barrier.
+   */
+  readExport(namespace: Namespace): ExportNamespaceOutcome | Failure {
+    return this.exportNamespace(namespace);
+  }
+
+  /** What an export of the namespace would weigh now, in bytes (it encodes one); undefined when not owned here. */
+  exportBytes(namespace: Namespace): number | undefined {
+    const ns = this.ownedNamespace(namespace);
+    return isFailure(ns) ? undefined : encodeExport(ns, this.rev).length;
+  }
+
+  /** Why an import of `namespace` cannot start here, if it cannot. */
+  private importRefusal(namespace: Namespace): Failure | undefined {
+    const bad = checkNamespaceName(namespace);
     if (bad !== undefined) return bad;
-    const existing = this.namespaceRecords.get(c.namespace);
+    const existing = this.namespaceRecords.get(namespace);
     if (existing !== undefined && existing.state !== 'moved') {
-      return fail('INVALID_ARGUMENT', `namespace "${c.namespace}" is already owned by this cell; drop it before importing`);
+      return fail('INVALID_ARGUMENT', `namespace "${namespace}" is already owned by this cell; drop it before importing`);
     }
     if (existing === undefined && this.namespaceRecords.size >= this.limits.namespacesMax) {
       return fail('QUOTA_EXCEEDED', `this cell holds its maximum of ${this.limits.namespacesMax} namespaces`);
     }
+    return undefined;
+  }
+
+  private stageImportChunk(c: StageImportChunkCommand): StageImportOutcome | Failure {
+    const refused = this.importRefusal(c.namespace);
+    if (refused !== undefined) return refused;
+    const { totalBytes, offset, data } = c;
+    if (!(Number.isSafeInteger(totalBytes) && totalBytes > 0 && offset + data.length <= totalBytes && data.length > 0)) {
+      return fail('INVALID_ARGUMENT', `a chunk of ${data.length} bytes at offset ${offset} does not fit an export of ${totalBytes} bytes`);
+    }
+    let staged = this.staging.get(c.namespace);
+    if (offset === 0) {
+      this.staging.delete(c.namespace);
+      let held = 0;
+      for (const st of this.staging.values()) held += st.totalBytes;
+      if (held + totalBytes > this.limits.importBytesMax) {
+        return fail(
+          'QUOTA_EXCEEDED',
+          `an export of ${totalBytes} bytes does not fit the ${this.limits.importBytesMax - held} bytes this cell can stage now`,
+        );
+      }
+      staged = { totalBytes, chunks: [], received: 0 };
+      this.staging.set(c.namespace, staged);
+    }
+    if (staged === undefined || staged.totalBytes !== totalBytes || offset > staged.received) {
+      return fail(
+        'INVALID_ARGUMENT',
+        `a chunk at offset ${offset} does not follow the ${staged?.received ?? 0} bytes staged for "${c.namespace}"; start again at offset 0`,
+      );
+    }
+    // A chunk at an offset already staged is a retry of one that landed: nothing changes.
+    if (offset + data.length > staged.received) {
+      const fresh = offset === staged.received ? data : data.subarray(staged.received - offset);
+      staged.chunks.push(fresh);
+      staged.received += fresh.length;
+    }
+    return { ok: true, stagedBytes: staged.received };
+  }
+
+  private importStaged(c: ImportStagedNamespaceCommand): ImportNamespaceOutcome | Failure {
+    const staged = this.staging.get(c.namespace);
+    if (staged === undefined || staged.totalBytes !== c.totalBytes || staged.received !== staged.totalBytes) {
+      return fail(
+        'INVALID_ARGUMENT',
+        `no complete export of ${c.totalBytes} bytes is staged for "${c.namespace}" (${staged?.received ?? 0} of ${staged?.totalBytes ?? 0}); stage it again`,
+      );
+    }
+    this.staging.delete(c.namespace);
+    return this.importNamespace(c.namespace, stagedBytes(staged), c.activate);
+  }
+
+  private importNamespace(namespace: Namespace, data: Uint8Array, activate: boolean): ImportNamespaceOutcome | Failure {
+    const refused = this.importRefusal(namespace);
+    if (refused !== undefined) return refused;
     let decoded;
     try {
-      decoded = decodeExport(c.data, this.limits);
+      decoded = decodeExport(data, this.limits);
     } catch (e) {
       if (e instanceof DecodeError) return fail('INVALID_ARGUMENT', `namespace export is malformed: ${e.message}`);
       throw e;
     }
-    if (decoded.namespace !== c.namespace)
-      return fail('INVALID_ARGUMENT', `export is of namespace "${decoded.namespace}", not "${c.namespace}"`);
+    if (decoded.namespace !== namespace)
+      return fail('INVALID_ARGUMENT', `export is of namespace "${decoded.namespace}", not "${namespace}"`);
     if (this.sessionCount + decoded.sessionCount > this.limits.sessionsMax) {
       return fail('QUOTA_EXCEEDED', `importing ${decoded.sessionCount} sessions would exceed this cell's ${this.limits.sessionsMax}`);
     }
@@ -842,15 +932,24 @@ export class LockStateMachine {
       'imported namespace continues above its exported revisions',
     );
     const record = decoded.record;
-    record.state = c.activate ? 'active' : 'frozen';
+    record.state = activate ? 'active' : 'frozen';
     record.lastRevision = this.rev;
-    this.namespaceRecords.set(c.namespace, record);
+    this.namespaceRecords.set(namespace, record);
     for (const [id, s] of record.sessions) this.sessionsById.set(id, s);
     this.sessionCount += decoded.sessionCount;
-    return { ok: true, revisionBase: base, sessions: decoded.sessionCount, locks: record.locks.size };
+    return {
+      ok: true,
+      revisionBase: base,
+      sessions: decoded.sessionCount,
+      locks: record.locks.size,
+      highestRevision: decoded.highestRevision as Revision,
+      namespaceRevision: decoded.namespaceRevision as Revision,
+    };
   }
 
   private dropNamespace(namespace: Namespace): DropNamespaceOutcome | Failure {
+    // An abandoned import's staged pieces go too, whether or not the namespace is owned here (a move rolling back).
+    this.staging.delete(namespace);
     const ns = this.ownedNamespace(namespace);
     if (isFailure(ns)) return ns;
     if (ns.state !== 'frozen') return fail('INVALID_ARGUMENT', `freeze namespace "${namespace}" before dropping it`);
@@ -985,7 +1084,7 @@ export class LockStateMachine {
 
   /** Canonical bytes of the whole state: equal states give equal bytes. */
   snapshot(): Uint8Array {
-    return encodeSnapshot(this.appliedIndexValue, this.revisionBaseValue, this.namespaceRecords, this.memberDirectory);
+    return encodeSnapshot(this.appliedIndexValue, this.revisionBaseValue, this.namespaceRecords, this.memberDirectory, this.staging);
   }
 
   // ---------------------------------------------------------------- members
@@ -1101,7 +1200,17 @@ export class LockStateMachine {
     assert(this.sessionsById.size === sessions, 'every live session is indexed by id');
     for (const [id, s] of this.sessionsById)
       assert(s.ns.sessions.get(id) === s && this.namespaceRecords.get(s.ns.name) === s.ns, 'the id index points at live sessions');
+    this.checkCellLimits();
+  }
+
+  private checkCellLimits(): void {
     assert(this.namespaceRecords.size <= this.limits.namespacesMax, 'within namespacesMax');
+    let staged = 0;
+    for (const st of this.staging.values()) {
+      assert(st.received > 0 && st.received <= st.totalBytes, 'a staged import holds part of its export');
+      staged += st.totalBytes;
+    }
+    assert(staged <= this.limits.importBytesMax, 'staged imports within importBytesMax');
   }
 }
 

@@ -177,6 +177,8 @@ export interface ExportNamespaceOutcome {
   readonly data: Uint8Array;
   /** Every revision the namespace has seen is at most this one (the export entry's revision). */
   readonly highestRevision: Revision;
+  /** The last revision that changed the namespace (its freeze): no event of it lies between this and highestRevision. */
+  readonly namespaceRevision: Revision;
   readonly sessions: number;
   readonly locks: number;
 }
@@ -187,6 +189,15 @@ export interface ImportNamespaceOutcome {
   readonly revisionBase: number;
   readonly sessions: number;
   readonly locks: number;
+  /** The export's highestRevision and namespaceRevision: the namespace had no event between the latter and this entry. */
+  readonly highestRevision: Revision;
+  readonly namespaceRevision: Revision;
+}
+
+export interface StageImportOutcome {
+  readonly ok: true;
+  /** Bytes of the export staged now, from offset 0. */
+  readonly stagedBytes: number;
 }
 
 /** Where a member of the cell listens, as replicated by SetMemberAddress. */

@@ -161,6 +161,8 @@ export function validateCommand(command: Command): Failure | undefined {
     case 'ExportNamespace':
     case 'DropNamespace':
     case 'ImportNamespace':
+    case 'ImportStagedNamespace':
+    case 'StageImportChunk':
       return checkNamespaceName(command.namespace);
     case 'SetMemberAddress':
       return checkMemberId(command.id) ?? checkHostPort(command.address, 'address') ?? checkHostPort(command.peerAddress, 'peer address');

@@ -52,6 +52,22 @@ export interface AdvanceMoveCommand {
   readonly state: MoveState;
   readonly error?: string;
   readonly atMs: number;
+  /** Figures learned by the step just done (MOVE_FIGURES): the freeze's revision, what was carried, the unavailability. */
+  readonly revision?: number;
+  readonly sessions?: number;
+  readonly locks?: number;
+  readonly unavailableMs?: number;
+}
+/**
+ * Starts giving a move back to its source (before its switch): from here
+ * the move can only end 'failed', so a rollback is decided in the log
+ * before any cell is touched (docs/decisions/0019-the-move-worker.md).
+ */
+export interface RollBackMoveCommand {
+  readonly kind: 'RollBackMove';
+  readonly id: string;
+  readonly error: string;
+  readonly atMs: number;
 }
 export interface RecordSnapshotCommand {
   readonly kind: 'RecordSnapshot';
@@ -87,6 +103,7 @@ export type MetaCommand =
   | RotateTokenCommand
   | StartMoveCommand
   | AdvanceMoveCommand
+  | RollBackMoveCommand
   | RecordSnapshotCommand
   | FinishSnapshotCommand
   | DeleteSnapshotCommand;
@@ -100,6 +117,7 @@ export const META_COMMAND_KINDS: readonly MetaCommandKind[] = [
   'RotateToken',
   'StartMove',
   'AdvanceMove',
+  'RollBackMove',
   'RecordSnapshot',
   'FinishSnapshot',
   'DeleteSnapshot',

@@ -19,6 +19,7 @@ export {
   type RotateTokenCommand,
   type StartMoveCommand,
   type AdvanceMoveCommand,
+  type RollBackMoveCommand,
   type RecordSnapshotCommand,
   type FinishSnapshotCommand,
   type DeleteSnapshotCommand,
@@ -34,3 +35,4 @@ export {
   type MetaLimits,
 } from './limits.js';
 export * from './types.js';
+export { MOVE_TIMING, isFinished, isSwitched, nextMoveStep, unavailableMs, type MoveFacts, type MoveStep } from './move-steps.js';

@@ -26,6 +26,7 @@ interface ModelMove {
   from: string;
   to: string;
   state: MoveState;
+  rollingBack?: boolean;
 }
 interface Model {
   tenants: Map<string, { cell: string; quotas: Record<string, number> }>;
@@ -88,6 +89,7 @@ function modelApply(m: Model, c: MetaCommand): string {
       if (!mv) return 'MOVE_NOT_FOUND';
       if (finished(mv.state) || MOVE_STATES.indexOf(c.state) <= MOVE_STATES.indexOf(mv.state)) return 'INVALID_REQUEST';
       if (c.state === 'failed' && switched(mv.state)) return 'INVALID_REQUEST';
+      if (mv.rollingBack === true && c.state !== 'failed') return 'INVALID_REQUEST';
       mv.state = c.state;
       const cell = switched(c.state) ? mv.to : mv.from;
       const state = c.state === 'freezing' || c.state === 'copying' ? 'moving' : 'active';
@@ -97,6 +99,13 @@ function modelApply(m: Model, c: MetaCommand): string {
         m.tenants.get(mv.ns)!.cell = cell;
         m.version++;
       }
+      return 'ok';
+    }
+    case 'RollBackMove': {
+      const mv = m.moves.get(c.id);
+      if (!mv) return 'MOVE_NOT_FOUND';
+      if (finished(mv.state) || switched(mv.state)) return 'INVALID_REQUEST';
+      mv.rollingBack = true;
       return 'ok';
     }
     case 'RecordSnapshot':
@@ -197,6 +206,12 @@ const command: fc.Arbitrary<MetaCommand> = fc.oneof(
     kind: fc.constant('AdvanceMove' as const),
     id: fc.constantFrom('m1', 'm2', 'm3'),
     state: fc.constantFrom(...MOVE_STATES),
+    atMs: at,
+  }),
+  fc.record({
+    kind: fc.constant('RollBackMove' as const),
+    id: fc.constantFrom('m1', 'm2', 'm3'),
+    error: fc.constant('rolled back'),
     atMs: at,
   }),
   fc.record({ kind: fc.constant('RecordSnapshot' as const), id: fc.constantFrom('s1', 's2', 's3'), cell, atMs: at }),

@@ -27,7 +27,9 @@ import {
   type MetaLimits,
 } from './limits.js';
 import {
+  MOVE_FIGURES,
   MOVE_STATES,
+  type MoveFigure,
   type MetaErrorCode,
   type MetaFailure,
   type Move,
@@ -176,7 +178,9 @@ export class MetaStateMachine {
       case 'StartMove':
         return this.startMove(c.id, c.namespace, c.toCell, c.atMs);
       case 'AdvanceMove':
-        return this.advanceMove(c.id, c.state, c.error, c.atMs);
+        return this.advanceMove(c);
+      case 'RollBackMove':
+        return this.rollBackMove(c.id, c.error, c.atMs);
       case 'RecordSnapshot':
         return this.recordSnapshot(c.id, c.cell, c.atMs);
       case 'FinishSnapshot':
@@ -296,27 +300,35 @@ export class MetaStateMachine {
     if (!MetaStateMachine.makeRoom(this.movesById, this.limits.movesMax, moveFinished)) {
       return fail('QUOTA_EXCEEDED', `the move journal holds its maximum of ${this.limits.movesMax} unfinished moves`);
     }
-    const move: Move = { id, namespace, fromCell: tenant.cell, toCell, state: 'queued', createdAtMs: atMs };
+    const move: Move = { id, namespace, fromCell: tenant.cell, toCell, state: 'queued', createdAtMs: atMs, stateAtMs: { queued: atMs } };
     this.movesById.set(id, move);
     return { ok: true, move, routingVersion: this.routingVersionValue };
   }
 
-  private advanceMove(id: string, state: MoveState, error: unknown, atMs: unknown): MetaOutcome {
+  private advanceMove(c: Extract<MetaCommand, { kind: 'AdvanceMove' }>): MetaOutcome {
+    const { id, state, error, atMs } = c;
     const move = typeof id === 'string' ? this.movesById.get(id) : undefined;
     if (move === undefined) return fail('MOVE_NOT_FOUND', `no move "${String(id)}"`);
     if (!MOVE_STATES.includes(state)) return fail('INVALID_REQUEST', `unknown move state "${String(state)}"`);
     if (!isWallMs(atMs)) return fail('INVALID_REQUEST', 'atMs must be a wall-clock time in ms');
     if (error !== undefined && !isText(error, NOTE_CHARS_MAX))
       return fail('INVALID_REQUEST', `error must be 1..${NOTE_CHARS_MAX} characters`);
+    for (const k of MOVE_FIGURES) if (c[k] !== undefined && !isWallMs(c[k])) return fail('INVALID_REQUEST', `${k} must be an integer >= 0`);
     if (moveFinished(move) || moveRank(state) <= moveRank(move.state)) {
       return fail('INVALID_REQUEST', `move ${id} is ${move.state}; its state only moves forward`);
     }
     if (state === 'failed' && moveSwitched(move.state))
       return fail('INVALID_REQUEST', `move ${id} switched its route already; it can only go forward`);
+    if (move.rollingBack !== undefined && state !== 'failed')
+      return fail('INVALID_REQUEST', `move ${id} is being rolled back (${move.rollingBack}); it can only end failed`);
     const finished = state === 'done' || state === 'failed';
+    const figures: Partial<Record<MoveFigure, number>> = {};
+    for (const k of MOVE_FIGURES) if (c[k] !== undefined) figures[k] = c[k];
     const next: Move = {
       ...move,
+      ...figures,
       state,
+      stateAtMs: { ...move.stateAtMs, [state]: atMs },
       ...(finished ? { finishedAtMs: atMs } : {}),
       ...(error !== undefined ? { error } : {}),
     };
@@ -330,6 +342,19 @@ export class MetaStateMachine {
       this.setRoute({ namespace: move.namespace, cell, state: routeState });
       if (tenant.cell !== cell) this.tenantsByName.set(move.namespace, { ...tenant, cell });
     }
+    return { ok: true, move: next, routingVersion: this.routingVersionValue };
+  }
+
+  private rollBackMove(id: unknown, error: unknown, atMs: unknown): MetaOutcome {
+    const move = typeof id === 'string' ? this.movesById.get(id) : undefined;
+    if (move === undefined) return fail('MOVE_NOT_FOUND', `no move "${String(id)}"`);
+    if (!isText(error, NOTE_CHARS_MAX)) return fail('INVALID_REQUEST', `error must be 1..${NOTE_CHARS_MAX} characters`);
+    if (!isWallMs(atMs)) return fail('INVALID_REQUEST', 'atMs must be a wall-clock time in ms');
+    if (moveFinished(move) || moveSwitched(move.state))
+      return fail('INVALID_REQUEST', `move ${move.id} is ${move.state}; only a move before its switch rolls back`);
+    if (move.rollingBack !== undefined) return { ok: true, move, routingVersion: this.routingVersionValue };
+    const next: Move = { ...move, rollingBack: error };
+    this.movesById.set(move.id, next);
     return { ok: true, move: next, routingVersion: this.routingVersionValue };
   }
 

@@ -43,7 +43,25 @@ export interface Move {
   readonly createdAtMs: number;
   readonly finishedAtMs?: number;
   readonly error?: string;
+  /** The namespace's revision when it froze (its last change); the target continues above it. */
+  readonly revision?: number;
+  /** Sessions and lock records carried to the target. */
+  readonly sessions?: number;
+  readonly locks?: number;
+  /** Time the namespace refused writes: from the freeze to the first write the target served. */
+  readonly unavailableMs?: number;
+  /** Set by RollBackMove: the move is being given back to its source for this reason, and ends 'failed'. */
+  readonly rollingBack?: string;
+  /**
+   * When the move entered each state it took (the proposer's wall clock): 'freezing' is journaled before the
+   * source freezes and 'cleaning' after the target unfroze, so the two bound the time writes were refused.
+   */
+  readonly stateAtMs?: Readonly<Partial<Record<MoveState, number>>>;
 }
+
+/** What an AdvanceMove may record about the move as it goes (each set once, at most). */
+export const MOVE_FIGURES = ['revision', 'sessions', 'locks', 'unavailableMs'] as const;
+export type MoveFigure = (typeof MOVE_FIGURES)[number];
 
 export const SNAPSHOT_STATES = ['uploading', 'done', 'failed'] as const;
 export type SnapshotState = (typeof SNAPSHOT_STATES)[number];

@@ -1,5 +1,5 @@
 /**
- * `fencer tenants create|list|get|delete|quota`, `fencer routing`,
+ * `fencer tenants create|list|get|delete|quota|move`, `fencer moves`, `fencer routing`,
  * `fencer fleet status` and `fencer snapshots …` (snapshots.ts): the control plane's HTTP API (apps/control-plane)
  * as tables, or JSON with --json. The URL comes from --control-plane, then
  * $FENCER_CONTROL_PLANE, then fleet.json's `controlPlane.urls`; each URL is
@@ -16,6 +16,7 @@ import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliRun } from '../run-context.js';
 import { addSnapshotCommands } from './snapshots.js';
+import { addMoveCommands, addTenantMove } from './moves.js';
 
 interface CpOptions extends EndpointSources {
   json?: boolean;
@@ -192,7 +193,7 @@ const TENANT_HEADER = ['NAMESPACE', 'CELL', 'OWNER', 'QUOTAS', 'STATE', 'CREATED
 /** Commander hands each action its own mix of arguments and options, then the command. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each action's arguments are typed where it is written
 type ActionArgs = any[];
-type CpAction = (ctx: Ctx, ...args: ActionArgs) => Promise<void>;
+export type CpAction = (ctx: Ctx, ...args: ActionArgs) => Promise<void>;
 
 /**
  * The commands of one group share their options' resolution and error handling: `action(body)` runs
@@ -289,6 +290,7 @@ function addTenantCommands(program: Command, action: ReturnType<typeof cpActions
   cpOptions(
     quotaOptions(tenants.command('quota').description("change a tenant's quotas (the ones given; others stay)").argument('<namespace>')),
   ).action(action(changeQuotas));
+  addTenantMove(tenants, action);
 }
 
 async function showRouting(ctx: Ctx): Promise<void> {
@@ -342,6 +344,7 @@ async function showFleet(ctx: Ctx): Promise<void> {
 export function addControlPlaneCommands(program: Command, run: CliRun): void {
   const action = cpActions(run);
   addTenantCommands(program, action);
+  addMoveCommands(program, action);
   cpOptions(program.command('routing').description('the routing table, namespace -> cell, with its version')).action(action(showRouting));
   const fleet = program.command('fleet').description('the whole fleet (control plane)');
   cpOptions(fleet.command('status').description('every cell, its leader and namespaces, and each replica as last seen')).action(

@@ -22,6 +22,7 @@ async function startMove(ctx: RouteContext, request: FastifyRequest, reply: Fast
     toCell: body.toCell,
     atMs: ctx.wallMs(),
   });
+  ctx.wake('moves');
   reply.code(202);
   return moveJson((applied.outcome as { move: Move }).move);
 }

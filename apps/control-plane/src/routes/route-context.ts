@@ -18,7 +18,7 @@ export type RouteContext = {
   readonly wallMs: () => number;
   readonly newId: () => string;
   readonly newTenantToken: () => string;
-  /** Starts a leader task's next pass now, after a write that journaled work for it (a no-op off the leader). */
+  /** Starts a leader task's next pass now, after a write that journaled work for it ('moves', 'snapshots'; a no-op off the leader). */
   readonly wake: (task: string) => void;
 };
 

@@ -49,7 +49,11 @@ async function createTenant(ctx: RouteContext, request: FastifyRequest, reply: F
   });
   const tenant = (applied.outcome as { tenant: Tenant }).tenant;
   // The meta group decided the one cell; only now does that cell claim the namespace, so no two cells ever do.
-  await ctx.cells.claim(tenant.cell, tenant.namespace);
+  // A cell that cannot claim it now gets it from the ownership reconciler once it answers.
+  await ctx.cells.claim(tenant.cell, tenant.namespace).catch((e: unknown) => {
+    ctx.wake('ownership');
+    throw e;
+  });
   reply.code(201);
   return { ...tenantJson(tenant, ctx.meta.state), ...(token !== undefined && !applied.replayed ? { token } : {}) };
 }

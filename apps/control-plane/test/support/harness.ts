@@ -26,13 +26,22 @@ import {
   type CellDirectory,
   type CellView,
   type DropResult,
+  type NamespaceExport,
+  CellRefusal,
 } from '../../src/index.js';
+import type { adminpb } from '@fencer/protocol';
 
 export class FakeCells implements CellDirectory {
   /** cell → namespaces it owns, with their live sessions. */
   readonly owned = new Map<string, Map<string, number>>();
+  /** Namespaces frozen, as `cell/namespace`. */
+  readonly frozen = new Set<string>();
   readonly sessions = new Map<string, number>();
   unavailable = false;
+  /** Cells that answer nothing (CELL_UNAVAILABLE), beside `unavailable` for all. */
+  readonly down = new Set<string>();
+  /** What the target imports at most (NamespaceStatus's importBytesMax); exports weigh 100 bytes a session. */
+  importBytesMax = 1_000_000;
   readonly calls: string[] = [];
 
   constructor(ids: readonly string[]) {
@@ -58,7 +67,63 @@ export class FakeCells implements CellDirectory {
     if (live === undefined) return 'not-owned';
     if (live > 0 && !force) return 'not-empty';
     owned.delete(namespace);
+    this.frozen.delete(`${cell}/${namespace}`);
     return 'dropped';
+  }
+  private answering(cell: string): Map<string, number> {
+    if (this.unavailable || this.down.has(cell)) throw new ProblemError('CELL_UNAVAILABLE', `cell ${cell} did not answer`);
+    return this.owned.get(cell)!;
+  }
+  private holding(cell: string, namespace: string): number {
+    const live = this.answering(cell).get(namespace);
+    if (live === undefined) throw new CellRefusal(cell, 'NAMESPACE_NOT_HERE', `cell ${cell} does not own ${namespace}`);
+    return live;
+  }
+  async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
+    this.calls.push(`freeze ${cell} ${namespace}`);
+    this.holding(cell, namespace);
+    const changed = !this.frozen.has(`${cell}/${namespace}`);
+    this.frozen.add(`${cell}/${namespace}`);
+    return { changed, namespaceRevision: 42 };
+  }
+  async unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }> {
+    this.calls.push(`unfreeze ${cell} ${namespace}`);
+    this.holding(cell, namespace);
+    return { changed: this.frozen.delete(`${cell}/${namespace}`) };
+  }
+  async exportNamespace(cell: string, namespace: string): Promise<NamespaceExport> {
+    this.calls.push(`export ${cell} ${namespace}`);
+    const live = this.holding(cell, namespace);
+    if (!this.frozen.has(`${cell}/${namespace}`)) throw new CellRefusal(cell, 'INVALID_ARGUMENT', 'freeze it first');
+    return { data: Uint8Array.of(live), highestRevision: 50, namespaceRevision: 42, sessions: live, locks: 2 * live, waitsLeft: [] };
+  }
+  async importNamespace(cell: string, namespace: string, exported: NamespaceExport) {
+    this.calls.push(`import ${cell} ${namespace}`);
+    const owned = this.answering(cell);
+    if (owned.has(namespace)) return { sessions: owned.get(namespace)!, locks: 0, already: true };
+    owned.set(namespace, exported.sessions);
+    this.frozen.add(`${cell}/${namespace}`);
+    return { sessions: exported.sessions, locks: exported.locks, already: false };
+  }
+  async namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<adminpb.NamespaceStatusResponse> {
+    const live = this.answering(cell).get(namespace);
+    const state = live === undefined ? 'absent' : this.frozen.has(`${cell}/${namespace}`) ? 'frozen' : 'active';
+    return {
+      state,
+      lastRevision: 42,
+      sessions: live ?? 0,
+      locks: 0,
+      exportBytes: exportSize ? 100 * (live ?? 0) : 0,
+      importBytesMax: this.importBytesMax,
+      revision: 60,
+      unfrozenHere: state === 'active',
+      unfrozenAgoMs: 20,
+      firstWriteSeen: state === 'active',
+      firstWriteAfterMs: 7,
+    };
+  }
+  async listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]> {
+    return [...this.answering(cell)].map(([namespace, sessions]) => ({ namespace, state: 'active', sessions, locks: 0 }));
   }
   status(): readonly CellView[] {
     return this.cellIds().map((id, i) => ({

@@ -356,6 +356,12 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       dropNamespace: unimplemented,
       readSnapshot: (call: { emit(event: 'error', e: unknown): void }) =>
         call.emit('error', toServiceError(new FencerError('INTERNAL', 'not in the fake'))),
+      freezeNamespace: unimplemented,
+      unfreezeNamespace: unimplemented,
+      exportNamespace: unimplemented,
+      importNamespace: unimplemented,
+      namespaceStatus: unimplemented,
+      listNamespaces: unimplemented,
     };
   }
 }

@@ -27,8 +27,8 @@ export const protobufFileName = "fencer/admin/v1/admin.proto";
 
 /**
  * The admin API of one cell node: status, leadership transfer, membership,
- * snapshots. Used by the CLI (`fencer cell status`), the fleet launcher and
- * later the control plane.
+ * snapshots, namespace claims and moves. Used by the CLI (`fencer cell
+ * status`), the fleet launcher and the control plane.
  */
 
 export interface MemberStatus {
@@ -189,6 +189,136 @@ export interface SnapshotChunk {
   /** on the first chunk only */
   info: SnapshotInfo | undefined;
   data: Uint8Array;
+}
+
+/**
+ * Tenant moves (docs/decisions/0019-the-move-worker.md): a control plane's
+ * move worker freezes the namespace on its cell, exports it, imports it
+ * frozen into the next cell, and unfreezes it there. Every call is safe to
+ * repeat: each answers what its effect is now.
+ */
+export interface FreezeNamespaceRequest {
+  namespace: string;
+}
+
+export interface FreezeNamespaceResponse {
+  /** false: it was frozen already */
+  changed: boolean;
+  /** its last change: the freeze */
+  namespaceRevision: number;
+}
+
+export interface UnfreezeNamespaceRequest {
+  namespace: string;
+}
+
+export interface UnfreezeNamespaceResponse {
+  /** false: it was active already */
+  changed: boolean;
+}
+
+/**
+ * What was left of a queued Acquire's wait on the leader's clock, so the next
+ * cell holds it no longer than the client asked.
+ */
+export interface WaitLeft {
+  sessionId: string;
+  requestId: string;
+  remainingMs: number;
+}
+
+/**
+ * The export of a frozen namespace, read on the leader, a page at a time:
+ * offset 0 takes a fresh export; a later offset reads on in that same one
+ * (INVALID_ARGUMENT when this node no longer has it: start again at 0).
+ */
+export interface ExportNamespaceRequest {
+  namespace: string;
+  offset: number;
+}
+
+export interface ExportNamespaceResponse {
+  /** the export's bytes from offset, at most 512 KiB */
+  data: Uint8Array;
+  totalBytes: number;
+  /** every revision the namespace saw is at most this */
+  highestRevision: number;
+  /** its last change (the freeze) */
+  namespaceRevision: number;
+  sessions: number;
+  locks: number;
+  waiters: number;
+  /** at offset 0 only */
+  waitsLeft: WaitLeft[];
+}
+
+/**
+ * An export arrives in pieces of at most 512 KiB, from offset 0 in order; the
+ * piece that completes it imports it (frozen unless activate). A namespace
+ * this cell owns already (an earlier attempt's import) answers done with
+ * already set, and changes nothing.
+ */
+export interface ImportNamespaceRequest {
+  namespace: string;
+  data: Uint8Array;
+  offset: number;
+  totalBytes: number;
+  activate: boolean;
+  /** with the piece that completes the export */
+  waitsLeft: WaitLeft[];
+}
+
+export interface ImportNamespaceResponse {
+  /** imported (now or before) */
+  done: boolean;
+  /** it was owned here before this call */
+  already: boolean;
+  stagedBytes: number;
+  sessions: number;
+  locks: number;
+  /** the import's revision here (0 when already) */
+  revision: number;
+}
+
+export interface NamespaceStatusRequest {
+  namespace: string;
+  /** also measure what an export would weigh now (costs an encode on the leader) */
+  exportSize: boolean;
+}
+
+export interface NamespaceStatusResponse {
+  /** active | frozen | moved | absent */
+  state: string;
+  lastRevision: number;
+  sessions: number;
+  locks: number;
+  /** with export_size */
+  exportBytes: number;
+  /** the largest export this cell can import */
+  importBytesMax: number;
+  /** the cell's revision */
+  revision: number;
+  /** this node saw the namespace unfreeze (the fields below are its view) */
+  unfrozenHere: boolean;
+  unfrozenAgoMs: number;
+  firstWriteSeen: boolean;
+  /** from the unfreeze to the first write served */
+  firstWriteAfterMs: number;
+}
+
+export interface ListNamespacesRequest {
+}
+
+export interface NamespaceEntry {
+  namespace: string;
+  /** active | frozen | moved */
+  state: string;
+  sessions: number;
+  locks: number;
+}
+
+export interface ListNamespacesResponse {
+  namespaces: NamespaceEntry[];
 }
 
 function createBaseMemberStatus(): MemberStatus {
@@ -2163,6 +2293,1608 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
   },
 };
 
+function createBaseFreezeNamespaceRequest(): FreezeNamespaceRequest {
+  return { namespace: "" };
+}
+
+export const FreezeNamespaceRequest: MessageFns<FreezeNamespaceRequest> = {
+  encode(message: FreezeNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FreezeNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFreezeNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FreezeNamespaceRequest {
+    return { namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "" };
+  },
+
+  toJSON(message: FreezeNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FreezeNamespaceRequest>, I>>(base?: I): FreezeNamespaceRequest {
+    return FreezeNamespaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FreezeNamespaceRequest>, I>>(object: I): FreezeNamespaceRequest {
+    const message = createBaseFreezeNamespaceRequest();
+    message.namespace = object.namespace ?? "";
+    return message;
+  },
+};
+
+function createBaseFreezeNamespaceResponse(): FreezeNamespaceResponse {
+  return { changed: false, namespaceRevision: 0 };
+}
+
+export const FreezeNamespaceResponse: MessageFns<FreezeNamespaceResponse> = {
+  encode(message: FreezeNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== false) {
+      writer.uint32(8).bool(message.changed);
+    }
+    if (message.namespaceRevision !== 0) {
+      writer.uint32(16).uint64(message.namespaceRevision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FreezeNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFreezeNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.namespaceRevision = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FreezeNamespaceResponse {
+    return {
+      changed: isSet(object.changed) ? globalThis.Boolean(object.changed) : false,
+      namespaceRevision: isSet(object.namespaceRevision)
+        ? globalThis.Number(object.namespaceRevision)
+        : isSet(object.namespace_revision)
+        ? globalThis.Number(object.namespace_revision)
+        : 0,
+    };
+  },
+
+  toJSON(message: FreezeNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== false) {
+      obj.changed = message.changed;
+    }
+    if (message.namespaceRevision !== 0) {
+      obj.namespaceRevision = Math.round(message.namespaceRevision);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FreezeNamespaceResponse>, I>>(base?: I): FreezeNamespaceResponse {
+    return FreezeNamespaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FreezeNamespaceResponse>, I>>(object: I): FreezeNamespaceResponse {
+    const message = createBaseFreezeNamespaceResponse();
+    message.changed = object.changed ?? false;
+    message.namespaceRevision = object.namespaceRevision ?? 0;
+    return message;
+  },
+};
+
+function createBaseUnfreezeNamespaceRequest(): UnfreezeNamespaceRequest {
+  return { namespace: "" };
+}
+
+export const UnfreezeNamespaceRequest: MessageFns<UnfreezeNamespaceRequest> = {
+  encode(message: UnfreezeNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnfreezeNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnfreezeNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnfreezeNamespaceRequest {
+    return { namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "" };
+  },
+
+  toJSON(message: UnfreezeNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnfreezeNamespaceRequest>, I>>(base?: I): UnfreezeNamespaceRequest {
+    return UnfreezeNamespaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnfreezeNamespaceRequest>, I>>(object: I): UnfreezeNamespaceRequest {
+    const message = createBaseUnfreezeNamespaceRequest();
+    message.namespace = object.namespace ?? "";
+    return message;
+  },
+};
+
+function createBaseUnfreezeNamespaceResponse(): UnfreezeNamespaceResponse {
+  return { changed: false };
+}
+
+export const UnfreezeNamespaceResponse: MessageFns<UnfreezeNamespaceResponse> = {
+  encode(message: UnfreezeNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== false) {
+      writer.uint32(8).bool(message.changed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnfreezeNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnfreezeNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnfreezeNamespaceResponse {
+    return { changed: isSet(object.changed) ? globalThis.Boolean(object.changed) : false };
+  },
+
+  toJSON(message: UnfreezeNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== false) {
+      obj.changed = message.changed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnfreezeNamespaceResponse>, I>>(base?: I): UnfreezeNamespaceResponse {
+    return UnfreezeNamespaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnfreezeNamespaceResponse>, I>>(object: I): UnfreezeNamespaceResponse {
+    const message = createBaseUnfreezeNamespaceResponse();
+    message.changed = object.changed ?? false;
+    return message;
+  },
+};
+
+function createBaseWaitLeft(): WaitLeft {
+  return { sessionId: "", requestId: "", remainingMs: 0 };
+}
+
+export const WaitLeft: MessageFns<WaitLeft> = {
+  encode(message: WaitLeft, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    if (message.remainingMs !== 0) {
+      writer.uint32(24).uint64(message.remainingMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WaitLeft {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWaitLeft();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.remainingMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WaitLeft {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      remainingMs: isSet(object.remainingMs)
+        ? globalThis.Number(object.remainingMs)
+        : isSet(object.remaining_ms)
+        ? globalThis.Number(object.remaining_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: WaitLeft): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.remainingMs !== 0) {
+      obj.remainingMs = Math.round(message.remainingMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WaitLeft>, I>>(base?: I): WaitLeft {
+    return WaitLeft.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WaitLeft>, I>>(object: I): WaitLeft {
+    const message = createBaseWaitLeft();
+    message.sessionId = object.sessionId ?? "";
+    message.requestId = object.requestId ?? "";
+    message.remainingMs = object.remainingMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseExportNamespaceRequest(): ExportNamespaceRequest {
+  return { namespace: "", offset: 0 };
+}
+
+export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
+  encode(message: ExportNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).uint64(message.offset);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.offset = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportNamespaceRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+    };
+  },
+
+  toJSON(message: ExportNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportNamespaceRequest>, I>>(base?: I): ExportNamespaceRequest {
+    return ExportNamespaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportNamespaceRequest>, I>>(object: I): ExportNamespaceRequest {
+    const message = createBaseExportNamespaceRequest();
+    message.namespace = object.namespace ?? "";
+    message.offset = object.offset ?? 0;
+    return message;
+  },
+};
+
+function createBaseExportNamespaceResponse(): ExportNamespaceResponse {
+  return {
+    data: new Uint8Array(0),
+    totalBytes: 0,
+    highestRevision: 0,
+    namespaceRevision: 0,
+    sessions: 0,
+    locks: 0,
+    waiters: 0,
+    waitsLeft: [],
+  };
+}
+
+export const ExportNamespaceResponse: MessageFns<ExportNamespaceResponse> = {
+  encode(message: ExportNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.data.length !== 0) {
+      writer.uint32(10).bytes(message.data);
+    }
+    if (message.totalBytes !== 0) {
+      writer.uint32(16).uint64(message.totalBytes);
+    }
+    if (message.highestRevision !== 0) {
+      writer.uint32(24).uint64(message.highestRevision);
+    }
+    if (message.namespaceRevision !== 0) {
+      writer.uint32(32).uint64(message.namespaceRevision);
+    }
+    if (message.sessions !== 0) {
+      writer.uint32(40).uint64(message.sessions);
+    }
+    if (message.locks !== 0) {
+      writer.uint32(48).uint64(message.locks);
+    }
+    if (message.waiters !== 0) {
+      writer.uint32(56).uint64(message.waiters);
+    }
+    for (const v of message.waitsLeft) {
+      WaitLeft.encode(v!, writer.uint32(66).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExportNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExportNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.totalBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.highestRevision = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.namespaceRevision = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.sessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.locks = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.waiters = longToNumber(reader.uint64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.waitsLeft.push(WaitLeft.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExportNamespaceResponse {
+    return {
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
+      totalBytes: isSet(object.totalBytes)
+        ? globalThis.Number(object.totalBytes)
+        : isSet(object.total_bytes)
+        ? globalThis.Number(object.total_bytes)
+        : 0,
+      highestRevision: isSet(object.highestRevision)
+        ? globalThis.Number(object.highestRevision)
+        : isSet(object.highest_revision)
+        ? globalThis.Number(object.highest_revision)
+        : 0,
+      namespaceRevision: isSet(object.namespaceRevision)
+        ? globalThis.Number(object.namespaceRevision)
+        : isSet(object.namespace_revision)
+        ? globalThis.Number(object.namespace_revision)
+        : 0,
+      sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
+      locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+      waiters: isSet(object.waiters) ? globalThis.Number(object.waiters) : 0,
+      waitsLeft: globalThis.Array.isArray(object?.waitsLeft)
+        ? object.waitsLeft.map((e: any) => WaitLeft.fromJSON(e))
+        : globalThis.Array.isArray(object?.waits_left)
+        ? object.waits_left.map((e: any) => WaitLeft.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ExportNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    if (message.totalBytes !== 0) {
+      obj.totalBytes = Math.round(message.totalBytes);
+    }
+    if (message.highestRevision !== 0) {
+      obj.highestRevision = Math.round(message.highestRevision);
+    }
+    if (message.namespaceRevision !== 0) {
+      obj.namespaceRevision = Math.round(message.namespaceRevision);
+    }
+    if (message.sessions !== 0) {
+      obj.sessions = Math.round(message.sessions);
+    }
+    if (message.locks !== 0) {
+      obj.locks = Math.round(message.locks);
+    }
+    if (message.waiters !== 0) {
+      obj.waiters = Math.round(message.waiters);
+    }
+    if (message.waitsLeft?.length) {
+      obj.waitsLeft = message.waitsLeft.map((e) => WaitLeft.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExportNamespaceResponse>, I>>(base?: I): ExportNamespaceResponse {
+    return ExportNamespaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExportNamespaceResponse>, I>>(object: I): ExportNamespaceResponse {
+    const message = createBaseExportNamespaceResponse();
+    message.data = object.data ?? new Uint8Array(0);
+    message.totalBytes = object.totalBytes ?? 0;
+    message.highestRevision = object.highestRevision ?? 0;
+    message.namespaceRevision = object.namespaceRevision ?? 0;
+    message.sessions = object.sessions ?? 0;
+    message.locks = object.locks ?? 0;
+    message.waiters = object.waiters ?? 0;
+    message.waitsLeft = object.waitsLeft?.map((e) => WaitLeft.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseImportNamespaceRequest(): ImportNamespaceRequest {
+  return { namespace: "", data: new Uint8Array(0), offset: 0, totalBytes: 0, activate: false, waitsLeft: [] };
+}
+
+export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
+  encode(message: ImportNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(24).uint64(message.offset);
+    }
+    if (message.totalBytes !== 0) {
+      writer.uint32(32).uint64(message.totalBytes);
+    }
+    if (message.activate !== false) {
+      writer.uint32(40).bool(message.activate);
+    }
+    for (const v of message.waitsLeft) {
+      WaitLeft.encode(v!, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImportNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImportNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = reader.bytes();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.offset = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.totalBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.activate = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.waitsLeft.push(WaitLeft.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImportNamespaceRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      totalBytes: isSet(object.totalBytes)
+        ? globalThis.Number(object.totalBytes)
+        : isSet(object.total_bytes)
+        ? globalThis.Number(object.total_bytes)
+        : 0,
+      activate: isSet(object.activate) ? globalThis.Boolean(object.activate) : false,
+      waitsLeft: globalThis.Array.isArray(object?.waitsLeft)
+        ? object.waitsLeft.map((e: any) => WaitLeft.fromJSON(e))
+        : globalThis.Array.isArray(object?.waits_left)
+        ? object.waits_left.map((e: any) => WaitLeft.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ImportNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    if (message.totalBytes !== 0) {
+      obj.totalBytes = Math.round(message.totalBytes);
+    }
+    if (message.activate !== false) {
+      obj.activate = message.activate;
+    }
+    if (message.waitsLeft?.length) {
+      obj.waitsLeft = message.waitsLeft.map((e) => WaitLeft.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImportNamespaceRequest>, I>>(base?: I): ImportNamespaceRequest {
+    return ImportNamespaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImportNamespaceRequest>, I>>(object: I): ImportNamespaceRequest {
+    const message = createBaseImportNamespaceRequest();
+    message.namespace = object.namespace ?? "";
+    message.data = object.data ?? new Uint8Array(0);
+    message.offset = object.offset ?? 0;
+    message.totalBytes = object.totalBytes ?? 0;
+    message.activate = object.activate ?? false;
+    message.waitsLeft = object.waitsLeft?.map((e) => WaitLeft.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseImportNamespaceResponse(): ImportNamespaceResponse {
+  return { done: false, already: false, stagedBytes: 0, sessions: 0, locks: 0, revision: 0 };
+}
+
+export const ImportNamespaceResponse: MessageFns<ImportNamespaceResponse> = {
+  encode(message: ImportNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.done !== false) {
+      writer.uint32(8).bool(message.done);
+    }
+    if (message.already !== false) {
+      writer.uint32(16).bool(message.already);
+    }
+    if (message.stagedBytes !== 0) {
+      writer.uint32(24).uint64(message.stagedBytes);
+    }
+    if (message.sessions !== 0) {
+      writer.uint32(32).uint64(message.sessions);
+    }
+    if (message.locks !== 0) {
+      writer.uint32(40).uint64(message.locks);
+    }
+    if (message.revision !== 0) {
+      writer.uint32(48).uint64(message.revision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ImportNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImportNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.already = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.stagedBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.sessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.locks = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.revision = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ImportNamespaceResponse {
+    return {
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+      already: isSet(object.already) ? globalThis.Boolean(object.already) : false,
+      stagedBytes: isSet(object.stagedBytes)
+        ? globalThis.Number(object.stagedBytes)
+        : isSet(object.staged_bytes)
+        ? globalThis.Number(object.staged_bytes)
+        : 0,
+      sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
+      locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+      revision: isSet(object.revision) ? globalThis.Number(object.revision) : 0,
+    };
+  },
+
+  toJSON(message: ImportNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    if (message.already !== false) {
+      obj.already = message.already;
+    }
+    if (message.stagedBytes !== 0) {
+      obj.stagedBytes = Math.round(message.stagedBytes);
+    }
+    if (message.sessions !== 0) {
+      obj.sessions = Math.round(message.sessions);
+    }
+    if (message.locks !== 0) {
+      obj.locks = Math.round(message.locks);
+    }
+    if (message.revision !== 0) {
+      obj.revision = Math.round(message.revision);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ImportNamespaceResponse>, I>>(base?: I): ImportNamespaceResponse {
+    return ImportNamespaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ImportNamespaceResponse>, I>>(object: I): ImportNamespaceResponse {
+    const message = createBaseImportNamespaceResponse();
+    message.done = object.done ?? false;
+    message.already = object.already ?? false;
+    message.stagedBytes = object.stagedBytes ?? 0;
+    message.sessions = object.sessions ?? 0;
+    message.locks = object.locks ?? 0;
+    message.revision = object.revision ?? 0;
+    return message;
+  },
+};
+
+function createBaseNamespaceStatusRequest(): NamespaceStatusRequest {
+  return { namespace: "", exportSize: false };
+}
+
+export const NamespaceStatusRequest: MessageFns<NamespaceStatusRequest> = {
+  encode(message: NamespaceStatusRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.exportSize !== false) {
+      writer.uint32(16).bool(message.exportSize);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NamespaceStatusRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespaceStatusRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.exportSize = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NamespaceStatusRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      exportSize: isSet(object.exportSize)
+        ? globalThis.Boolean(object.exportSize)
+        : isSet(object.export_size)
+        ? globalThis.Boolean(object.export_size)
+        : false,
+    };
+  },
+
+  toJSON(message: NamespaceStatusRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.exportSize !== false) {
+      obj.exportSize = message.exportSize;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NamespaceStatusRequest>, I>>(base?: I): NamespaceStatusRequest {
+    return NamespaceStatusRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NamespaceStatusRequest>, I>>(object: I): NamespaceStatusRequest {
+    const message = createBaseNamespaceStatusRequest();
+    message.namespace = object.namespace ?? "";
+    message.exportSize = object.exportSize ?? false;
+    return message;
+  },
+};
+
+function createBaseNamespaceStatusResponse(): NamespaceStatusResponse {
+  return {
+    state: "",
+    lastRevision: 0,
+    sessions: 0,
+    locks: 0,
+    exportBytes: 0,
+    importBytesMax: 0,
+    revision: 0,
+    unfrozenHere: false,
+    unfrozenAgoMs: 0,
+    firstWriteSeen: false,
+    firstWriteAfterMs: 0,
+  };
+}
+
+export const NamespaceStatusResponse: MessageFns<NamespaceStatusResponse> = {
+  encode(message: NamespaceStatusResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.lastRevision !== 0) {
+      writer.uint32(16).uint64(message.lastRevision);
+    }
+    if (message.sessions !== 0) {
+      writer.uint32(24).uint64(message.sessions);
+    }
+    if (message.locks !== 0) {
+      writer.uint32(32).uint64(message.locks);
+    }
+    if (message.exportBytes !== 0) {
+      writer.uint32(40).uint64(message.exportBytes);
+    }
+    if (message.importBytesMax !== 0) {
+      writer.uint32(48).uint64(message.importBytesMax);
+    }
+    if (message.revision !== 0) {
+      writer.uint32(56).uint64(message.revision);
+    }
+    if (message.unfrozenHere !== false) {
+      writer.uint32(64).bool(message.unfrozenHere);
+    }
+    if (message.unfrozenAgoMs !== 0) {
+      writer.uint32(72).uint64(message.unfrozenAgoMs);
+    }
+    if (message.firstWriteSeen !== false) {
+      writer.uint32(80).bool(message.firstWriteSeen);
+    }
+    if (message.firstWriteAfterMs !== 0) {
+      writer.uint32(88).uint64(message.firstWriteAfterMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NamespaceStatusResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespaceStatusResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lastRevision = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.locks = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.exportBytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.importBytesMax = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.revision = longToNumber(reader.uint64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.unfrozenHere = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.unfrozenAgoMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.firstWriteSeen = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.firstWriteAfterMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NamespaceStatusResponse {
+    return {
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      lastRevision: isSet(object.lastRevision)
+        ? globalThis.Number(object.lastRevision)
+        : isSet(object.last_revision)
+        ? globalThis.Number(object.last_revision)
+        : 0,
+      sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
+      locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+      exportBytes: isSet(object.exportBytes)
+        ? globalThis.Number(object.exportBytes)
+        : isSet(object.export_bytes)
+        ? globalThis.Number(object.export_bytes)
+        : 0,
+      importBytesMax: isSet(object.importBytesMax)
+        ? globalThis.Number(object.importBytesMax)
+        : isSet(object.import_bytes_max)
+        ? globalThis.Number(object.import_bytes_max)
+        : 0,
+      revision: isSet(object.revision) ? globalThis.Number(object.revision) : 0,
+      unfrozenHere: isSet(object.unfrozenHere)
+        ? globalThis.Boolean(object.unfrozenHere)
+        : isSet(object.unfrozen_here)
+        ? globalThis.Boolean(object.unfrozen_here)
+        : false,
+      unfrozenAgoMs: isSet(object.unfrozenAgoMs)
+        ? globalThis.Number(object.unfrozenAgoMs)
+        : isSet(object.unfrozen_ago_ms)
+        ? globalThis.Number(object.unfrozen_ago_ms)
+        : 0,
+      firstWriteSeen: isSet(object.firstWriteSeen)
+        ? globalThis.Boolean(object.firstWriteSeen)
+        : isSet(object.first_write_seen)
+        ? globalThis.Boolean(object.first_write_seen)
+        : false,
+      firstWriteAfterMs: isSet(object.firstWriteAfterMs)
+        ? globalThis.Number(object.firstWriteAfterMs)
+        : isSet(object.first_write_after_ms)
+        ? globalThis.Number(object.first_write_after_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: NamespaceStatusResponse): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.lastRevision !== 0) {
+      obj.lastRevision = Math.round(message.lastRevision);
+    }
+    if (message.sessions !== 0) {
+      obj.sessions = Math.round(message.sessions);
+    }
+    if (message.locks !== 0) {
+      obj.locks = Math.round(message.locks);
+    }
+    if (message.exportBytes !== 0) {
+      obj.exportBytes = Math.round(message.exportBytes);
+    }
+    if (message.importBytesMax !== 0) {
+      obj.importBytesMax = Math.round(message.importBytesMax);
+    }
+    if (message.revision !== 0) {
+      obj.revision = Math.round(message.revision);
+    }
+    if (message.unfrozenHere !== false) {
+      obj.unfrozenHere = message.unfrozenHere;
+    }
+    if (message.unfrozenAgoMs !== 0) {
+      obj.unfrozenAgoMs = Math.round(message.unfrozenAgoMs);
+    }
+    if (message.firstWriteSeen !== false) {
+      obj.firstWriteSeen = message.firstWriteSeen;
+    }
+    if (message.firstWriteAfterMs !== 0) {
+      obj.firstWriteAfterMs = Math.round(message.firstWriteAfterMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NamespaceStatusResponse>, I>>(base?: I): NamespaceStatusResponse {
+    return NamespaceStatusResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NamespaceStatusResponse>, I>>(object: I): NamespaceStatusResponse {
+    const message = createBaseNamespaceStatusResponse();
+    message.state = object.state ?? "";
+    message.lastRevision = object.lastRevision ?? 0;
+    message.sessions = object.sessions ?? 0;
+    message.locks = object.locks ?? 0;
+    message.exportBytes = object.exportBytes ?? 0;
+    message.importBytesMax = object.importBytesMax ?? 0;
+    message.revision = object.revision ?? 0;
+    message.unfrozenHere = object.unfrozenHere ?? false;
+    message.unfrozenAgoMs = object.unfrozenAgoMs ?? 0;
+    message.firstWriteSeen = object.firstWriteSeen ?? false;
+    message.firstWriteAfterMs = object.firstWriteAfterMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseListNamespacesRequest(): ListNamespacesRequest {
+  return {};
+}
+
+export const ListNamespacesRequest: MessageFns<ListNamespacesRequest> = {
+  encode(_: ListNamespacesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListNamespacesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListNamespacesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListNamespacesRequest {
+    return {};
+  },
+
+  toJSON(_: ListNamespacesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListNamespacesRequest>, I>>(base?: I): ListNamespacesRequest {
+    return ListNamespacesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListNamespacesRequest>, I>>(_: I): ListNamespacesRequest {
+    const message = createBaseListNamespacesRequest();
+    return message;
+  },
+};
+
+function createBaseNamespaceEntry(): NamespaceEntry {
+  return { namespace: "", state: "", sessions: 0, locks: 0 };
+}
+
+export const NamespaceEntry: MessageFns<NamespaceEntry> = {
+  encode(message: NamespaceEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.state !== "") {
+      writer.uint32(18).string(message.state);
+    }
+    if (message.sessions !== 0) {
+      writer.uint32(24).uint64(message.sessions);
+    }
+    if (message.locks !== 0) {
+      writer.uint32(32).uint64(message.locks);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NamespaceEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespaceEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.locks = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NamespaceEntry {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
+      locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+    };
+  },
+
+  toJSON(message: NamespaceEntry): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.sessions !== 0) {
+      obj.sessions = Math.round(message.sessions);
+    }
+    if (message.locks !== 0) {
+      obj.locks = Math.round(message.locks);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NamespaceEntry>, I>>(base?: I): NamespaceEntry {
+    return NamespaceEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NamespaceEntry>, I>>(object: I): NamespaceEntry {
+    const message = createBaseNamespaceEntry();
+    message.namespace = object.namespace ?? "";
+    message.state = object.state ?? "";
+    message.sessions = object.sessions ?? 0;
+    message.locks = object.locks ?? 0;
+    return message;
+  },
+};
+
+function createBaseListNamespacesResponse(): ListNamespacesResponse {
+  return { namespaces: [] };
+}
+
+export const ListNamespacesResponse: MessageFns<ListNamespacesResponse> = {
+  encode(message: ListNamespacesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.namespaces) {
+      NamespaceEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListNamespacesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListNamespacesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespaces.push(NamespaceEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListNamespacesResponse {
+    return {
+      namespaces: globalThis.Array.isArray(object?.namespaces)
+        ? object.namespaces.map((e: any) => NamespaceEntry.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListNamespacesResponse): unknown {
+    const obj: any = {};
+    if (message.namespaces?.length) {
+      obj.namespaces = message.namespaces.map((e) => NamespaceEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListNamespacesResponse>, I>>(base?: I): ListNamespacesResponse {
+    return ListNamespacesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListNamespacesResponse>, I>>(object: I): ListNamespacesResponse {
+    const message = createBaseListNamespacesResponse();
+    message.namespaces = object.namespaces?.map((e) => NamespaceEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type CellAdminService = typeof CellAdminService;
 export const CellAdminService = {
   status: {
@@ -2255,6 +3987,72 @@ export const CellAdminService = {
     responseSerialize: (value: SnapshotChunk): Buffer => Buffer.from(SnapshotChunk.encode(value).finish()),
     responseDeserialize: (value: Buffer): SnapshotChunk => SnapshotChunk.decode(value),
   },
+  freezeNamespace: {
+    path: "/fencer.admin.v1.CellAdmin/FreezeNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FreezeNamespaceRequest): Buffer =>
+      Buffer.from(FreezeNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FreezeNamespaceRequest => FreezeNamespaceRequest.decode(value),
+    responseSerialize: (value: FreezeNamespaceResponse): Buffer =>
+      Buffer.from(FreezeNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FreezeNamespaceResponse => FreezeNamespaceResponse.decode(value),
+  },
+  unfreezeNamespace: {
+    path: "/fencer.admin.v1.CellAdmin/UnfreezeNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnfreezeNamespaceRequest): Buffer =>
+      Buffer.from(UnfreezeNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnfreezeNamespaceRequest => UnfreezeNamespaceRequest.decode(value),
+    responseSerialize: (value: UnfreezeNamespaceResponse): Buffer =>
+      Buffer.from(UnfreezeNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnfreezeNamespaceResponse => UnfreezeNamespaceResponse.decode(value),
+  },
+  exportNamespace: {
+    path: "/fencer.admin.v1.CellAdmin/ExportNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExportNamespaceRequest): Buffer =>
+      Buffer.from(ExportNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExportNamespaceRequest => ExportNamespaceRequest.decode(value),
+    responseSerialize: (value: ExportNamespaceResponse): Buffer =>
+      Buffer.from(ExportNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExportNamespaceResponse => ExportNamespaceResponse.decode(value),
+  },
+  importNamespace: {
+    path: "/fencer.admin.v1.CellAdmin/ImportNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ImportNamespaceRequest): Buffer =>
+      Buffer.from(ImportNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ImportNamespaceRequest => ImportNamespaceRequest.decode(value),
+    responseSerialize: (value: ImportNamespaceResponse): Buffer =>
+      Buffer.from(ImportNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ImportNamespaceResponse => ImportNamespaceResponse.decode(value),
+  },
+  namespaceStatus: {
+    path: "/fencer.admin.v1.CellAdmin/NamespaceStatus" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: NamespaceStatusRequest): Buffer =>
+      Buffer.from(NamespaceStatusRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): NamespaceStatusRequest => NamespaceStatusRequest.decode(value),
+    responseSerialize: (value: NamespaceStatusResponse): Buffer =>
+      Buffer.from(NamespaceStatusResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): NamespaceStatusResponse => NamespaceStatusResponse.decode(value),
+  },
+  listNamespaces: {
+    path: "/fencer.admin.v1.CellAdmin/ListNamespaces" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListNamespacesRequest): Buffer =>
+      Buffer.from(ListNamespacesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListNamespacesRequest => ListNamespacesRequest.decode(value),
+    responseSerialize: (value: ListNamespacesResponse): Buffer =>
+      Buffer.from(ListNamespacesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListNamespacesResponse => ListNamespacesResponse.decode(value),
+  },
 } as const;
 
 export interface CellAdminServer extends UntypedServiceImplementation {
@@ -2267,6 +4065,12 @@ export interface CellAdminServer extends UntypedServiceImplementation {
   claimNamespace: handleUnaryCall<ClaimNamespaceRequest, ClaimNamespaceResponse>;
   dropNamespace: handleUnaryCall<DropNamespaceRequest, DropNamespaceResponse>;
   readSnapshot: handleServerStreamingCall<ReadSnapshotRequest, SnapshotChunk>;
+  freezeNamespace: handleUnaryCall<FreezeNamespaceRequest, FreezeNamespaceResponse>;
+  unfreezeNamespace: handleUnaryCall<UnfreezeNamespaceRequest, UnfreezeNamespaceResponse>;
+  exportNamespace: handleUnaryCall<ExportNamespaceRequest, ExportNamespaceResponse>;
+  importNamespace: handleUnaryCall<ImportNamespaceRequest, ImportNamespaceResponse>;
+  namespaceStatus: handleUnaryCall<NamespaceStatusRequest, NamespaceStatusResponse>;
+  listNamespaces: handleUnaryCall<ListNamespacesRequest, ListNamespacesResponse>;
 }
 
 export interface CellAdminClient extends Client {
@@ -2396,6 +4200,96 @@ export interface CellAdminClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<SnapshotChunk>;
+  freezeNamespace(
+    request: FreezeNamespaceRequest,
+    callback: (error: ServiceError | null, response: FreezeNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  freezeNamespace(
+    request: FreezeNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FreezeNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  freezeNamespace(
+    request: FreezeNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FreezeNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  unfreezeNamespace(
+    request: UnfreezeNamespaceRequest,
+    callback: (error: ServiceError | null, response: UnfreezeNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  unfreezeNamespace(
+    request: UnfreezeNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnfreezeNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  unfreezeNamespace(
+    request: UnfreezeNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnfreezeNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  exportNamespace(
+    request: ExportNamespaceRequest,
+    callback: (error: ServiceError | null, response: ExportNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  exportNamespace(
+    request: ExportNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExportNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  exportNamespace(
+    request: ExportNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExportNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  importNamespace(
+    request: ImportNamespaceRequest,
+    callback: (error: ServiceError | null, response: ImportNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  importNamespace(
+    request: ImportNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ImportNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  importNamespace(
+    request: ImportNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ImportNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  namespaceStatus(
+    request: NamespaceStatusRequest,
+    callback: (error: ServiceError | null, response: NamespaceStatusResponse) => void,
+  ): ClientUnaryCall;
+  namespaceStatus(
+    request: NamespaceStatusRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: NamespaceStatusResponse) => void,
+  ): ClientUnaryCall;
+  namespaceStatus(
+    request: NamespaceStatusRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: NamespaceStatusResponse) => void,
+  ): ClientUnaryCall;
+  listNamespaces(
+    request: ListNamespacesRequest,
+    callback: (error: ServiceError | null, response: ListNamespacesResponse) => void,
+  ): ClientUnaryCall;
+  listNamespaces(
+    request: ListNamespacesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListNamespacesResponse) => void,
+  ): ClientUnaryCall;
+  listNamespaces(
+    request: ListNamespacesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListNamespacesResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const CellAdminClient = makeGenericClientConstructor(

@@ -1,0 +1,210 @@
+/**
+ * The move worker: a LeaderTask that runs every unfinished tenant move
+ * (docs/decisions/0019-the-move-worker.md). Which step comes next is
+ * decided by @fencer/meta-fsm's `nextMoveStep` from the journaled move and
+ * what this pass learned; this file only performs each step over the cells'
+ * admin API (MoveCells) and the meta group, and sorts what went wrong into
+ * "a retry may fix it" (a cell without a leader) and "it will not" (the
+ * cell refused: too large, not its namespace).
+ *
+ * A pass starts from the journal with no facts, so a new meta leader simply
+ * repeats the step of the state it finds; every step is idempotent by its
+ * effect.
+ */
+import type { Logger } from 'pino';
+import {
+  isMetaFailure,
+  nextMoveStep,
+  type MetaCommand,
+  type MetaStateMachine,
+  type Move,
+  type MoveFacts,
+  type MoveStep,
+} from '@fencer/meta-fsm';
+import { CellRefusal, type MoveCells } from '../cells.js';
+import type { MetaStore } from '../meta-group.js';
+import type { LeaderTask } from './leader-loop.js';
+
+export interface MoveWorkerMetrics {
+  /** A move entered `state` (after `secondsInPrevious` in the one before). */
+  moveAdvanced(state: string, previous: string, secondsInPrevious: number): void;
+  /** A move finished done, with its unavailability. */
+  moveUnavailable(seconds: number): void;
+  /** Unfinished moves, and how long the oldest has been in its state. */
+  movesInProgress(count: number, oldestStateSeconds: number): void;
+}
+
+export interface MoveWorkerDeps {
+  readonly meta: MetaStore;
+  readonly cells: MoveCells;
+  readonly logger: Logger;
+  readonly wallMs: () => number;
+  readonly metrics?: MoveWorkerMetrics;
+  /** Pause between passes when nothing wakes the task. */
+  readonly intervalMs?: number;
+  /** Time one pass may pause for one move (default PAUSES_PER_PASS_MS_MAX). */
+  readonly pauseBudgetMs?: number;
+}
+
+/** Steps one pass takes for one move at most (a whole move is about a dozen). */
+const STEPS_PER_PASS_MAX = 64;
+/** Time one pass may spend pausing for one move (a first write, a retry) before it leaves the move for the next pass. */
+const PAUSES_PER_PASS_MS_MAX = 10_000;
+
+export const MOVES_TASK = 'moves';
+
+export function moveWorker(deps: MoveWorkerDeps): LeaderTask {
+  return {
+    name: MOVES_TASK,
+    intervalMs: deps.intervalMs ?? 1_000,
+    async runPass(signal) {
+      const state = await deps.meta.read();
+      reportProgress(deps, state);
+      for (const move of state.moves()) {
+        if (signal.aborted) return;
+        if (move.state === 'done' || move.state === 'failed') continue;
+        await driveMove(deps, move, signal);
+      }
+    },
+  };
+}
+
+function reportProgress(deps: MoveWorkerDeps, state: MetaStateMachine): void {
+  if (!deps.metrics) return;
+  const now = deps.wallMs();
+  let count = 0;
+  let oldest = 0;
+  for (const m of state.moves()) {
+    if (m.state === 'done' || m.state === 'failed') continue;
+    count++;
+    const since = m.stateAtMs?.[m.state] ?? m.createdAtMs;
+    oldest = Math.max(oldest, (now - since) / 1000);
+  }
+  deps.metrics.movesInProgress(count, oldest);
+}
+
+/** Runs one move's steps until it finishes, must wait past this pass's budget, or leadership goes. */
+async function driveMove(deps: MoveWorkerDeps, first: Move, signal: AbortSignal): Promise<void> {
+  let move = first;
+  const facts: MoveFacts = { nowMs: deps.wallMs() };
+  let pausedMs = 0;
+  for (let i = 0; i < STEPS_PER_PASS_MAX && !signal.aborted; i++) {
+    const step = nextMoveStep(move, { ...facts, nowMs: deps.wallMs() });
+    if (step.kind === 'finished') return;
+    if (step.kind === 'wait') {
+      if (pausedMs + step.ms > (deps.pauseBudgetMs ?? PAUSES_PER_PASS_MS_MAX)) return;
+      pausedMs += step.ms;
+      await pause(step.ms, signal);
+      delete facts.transient;
+      continue;
+    }
+    try {
+      move = await perform(deps, move, step, facts);
+      delete facts.transient;
+    } catch (e) {
+      if (e instanceof CellRefusal) facts.failure = e.message;
+      else facts.transient = (e as Error).message;
+      if (step.kind === 'drop-target') facts.targetDropTried = true;
+      deps.logger.warn({ move: move.id, step: step.kind, err: (e as Error).message }, 'move step failed');
+    }
+  }
+}
+
+/** Performs one step; returns the move as journaled now. */
+async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: MoveFacts): Promise<Move> {
+  const { cells } = deps;
+  const { namespace: ns, fromCell: from, toCell: to } = move;
+  switch (step.kind) {
+    case 'measure-size': {
+      const source = await cells.namespaceStatus(from, ns, true);
+      if (source.state === 'absent' || source.state === 'moved')
+        throw new CellRefusal(from, 'NAMESPACE_NOT_HERE', `cell ${from} does not hold namespace "${ns}"`);
+      const target = await cells.namespaceStatus(to, ns, false);
+      facts.size = {
+        exportBytes: source.exportBytes,
+        importBytesMax: target.importBytesMax,
+        targetHolds: target.state === 'active' || target.state === 'frozen',
+      };
+      return move;
+    }
+    case 'clear-target':
+      await cells.drop(to, ns, true);
+      facts.targetCleared = true;
+      return move;
+    case 'freeze-source':
+      facts.frozenRevision = (await cells.freeze(from, ns)).namespaceRevision;
+      return move;
+    case 'copy': {
+      const exported = await cells.exportNamespace(from, ns);
+      const imported = await cells.importNamespace(to, ns, exported);
+      facts.copied = { sessions: imported.sessions, locks: imported.locks };
+      return move;
+    }
+    case 'unfreeze-target':
+      await cells.unfreeze(to, ns);
+      facts.targetUnfrozen = true;
+      return move;
+    case 'drop-source':
+      await cells.drop(from, ns, true);
+      facts.sourceDropped = true;
+      return move;
+    case 'first-write': {
+      const v = await cells.namespaceStatus(to, ns, false);
+      facts.firstWrite = v.unfrozenHere ? { seen: v.firstWriteSeen, afterMs: v.firstWriteAfterMs, unfrozenAgoMs: v.unfrozenAgoMs } : null;
+      return move;
+    }
+    case 'unfreeze-source':
+      await cells.unfreeze(from, ns).catch((e: unknown) => {
+        // A source that no longer holds it has nothing left to give back.
+        if (!(e instanceof CellRefusal && e.reason === 'NAMESPACE_NOT_HERE')) throw e;
+      });
+      facts.sourceUnfrozen = true;
+      return move;
+    case 'drop-target':
+      facts.targetDropTried = true;
+      await cells.drop(to, ns, true);
+      return move;
+    case 'journal-rollback':
+      return journal(deps, move, { kind: 'RollBackMove', id: move.id, error: step.error, atMs: deps.wallMs() });
+    case 'journal': {
+      const { kind: _kind, ...fields } = step;
+      return journal(deps, move, { kind: 'AdvanceMove', id: move.id, atMs: deps.wallMs(), ...fields });
+    }
+    default:
+      throw new Error(`the driver performs no ${step.kind} step`);
+  }
+}
+
+/** Writes the journal; a refused write (another leader moved the move on) rereads the move as it is. */
+async function journal(deps: MoveWorkerDeps, move: Move, command: MetaCommand): Promise<Move> {
+  const applied = await deps.meta.write({ command });
+  if (isMetaFailure(applied.outcome)) {
+    deps.logger.info({ move: move.id, detail: applied.outcome.detail }, 'move journal write refused; rereading the move');
+    const now = (await deps.meta.read()).move(move.id);
+    if (now === undefined) throw new Error(`move ${move.id} is gone from the journal`);
+    return now;
+  }
+  const next = (applied.outcome as { move: Move }).move;
+  if (command.kind === 'AdvanceMove' && next.state !== move.state) {
+    const enteredAt = move.stateAtMs?.[move.state] ?? move.createdAtMs;
+    deps.metrics?.moveAdvanced(next.state, move.state, Math.max(0, (command.atMs - enteredAt) / 1000));
+    if (next.state === 'done' && next.unavailableMs !== undefined) deps.metrics?.moveUnavailable(next.unavailableMs / 1000);
+    deps.logger.info(
+      { move: move.id, namespace: move.namespace, state: next.state, ...(next.error ? { error: next.error } : {}) },
+      'move advanced',
+    );
+  }
+  return next;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
