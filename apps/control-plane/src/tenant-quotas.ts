@@ -20,6 +20,11 @@ export function cellQuotas(q: Quotas): adminpb.NamespaceQuotas {
   return { maxSessions: q.maxSessions ?? 0, maxLocks: q.maxLocks ?? 0, maxWaiters: q.maxWaiters ?? 0 };
 }
 
+/** Whether any quota the cell enforces is set. */
+export function hasCellQuotas(q: Quotas): boolean {
+  return q.maxSessions !== undefined || q.maxLocks !== undefined || q.maxWaiters !== undefined;
+}
+
 export function sameCellQuotas(a: adminpb.NamespaceQuotas | undefined, b: adminpb.NamespaceQuotas): boolean {
   const x = a ?? { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
   return x.maxSessions === b.maxSessions && x.maxLocks === b.maxLocks && x.maxWaiters === b.maxWaiters;

@@ -16,7 +16,7 @@ import { routeConfig } from '../http/route-config.js';
 import { ref, requestBodySchema, responseSchema } from '../openapi.js';
 import { ProblemError } from '../problems.js';
 import { tenantJson } from '../resource-json.js';
-import { pushQuotas, usageOf } from '../tenant-quotas.js';
+import { hasCellQuotas, pushQuotas, usageOf } from '../tenant-quotas.js';
 import { cellMustExist, type RouteContext } from './route-context.js';
 
 /** Where a new tenant goes when its creator names no cell: the contract's one placement rule over the cells' live sessions. */
@@ -55,8 +55,8 @@ async function createTenant(ctx: RouteContext, request: FastifyRequest, reply: F
     ctx.wake('ownership');
     throw e;
   });
-  // Then its quotas: a cell that does not take them now gets them from the reconciler.
-  if (!(await pushQuotas(ctx.cells, tenant, request.log))) ctx.wake('ownership');
+  // Then its quotas (a fresh claim has none): a cell that does not take them now gets them from the reconciler.
+  if (hasCellQuotas(tenant.quotas) && !(await pushQuotas(ctx.cells, tenant, request.log))) ctx.wake('ownership');
   reply.code(201);
   return { ...tenantJson(tenant, ctx.meta.state), ...(token !== undefined && !applied.replayed ? { token } : {}) };
 }
