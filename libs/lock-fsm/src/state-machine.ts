@@ -1222,16 +1222,7 @@ export class LockStateMachine {
         if (head !== undefined && lock.delayRevision === 0)
           assert(!canHold(lock.holders, head.mode, holdersMax), `${lockName}: head waiter is blocked`);
       }
-      let waiters = 0;
-      for (const [id, s] of ns.sessions) {
-        assert(
-          s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0),
-          `session ${id}: held and waiting counts match the locks`,
-        );
-        waiters += s.waitingCount;
-      }
-      assert(ns.waiterCount === waiters, `${name}: the waiter count matches the queues`);
-      assert(checkQuotas(ns.quotas) === undefined, `${name}: quotas are well-formed`);
+      checkNamespaceCounts(ns, held, waiting);
     }
     assert(sessions === this.sessionCount && sessions <= this.limits.sessionsMax, 'session count matches');
     assert(this.sessionsById.size === sessions, 'every live session is indexed by id');
@@ -1249,6 +1240,20 @@ export class LockStateMachine {
     }
     assert(staged <= this.limits.importBytesMax, 'staged imports within importBytesMax');
   }
+}
+
+/** Each session's held and waiting counts against the locks that list it, the namespace's waiter count, its quotas. */
+function checkNamespaceCounts(ns: NamespaceRecord, held: ReadonlyMap<string, number>, waiting: ReadonlyMap<string, number>): void {
+  let waiters = 0;
+  for (const [id, s] of ns.sessions) {
+    assert(
+      s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0),
+      `session ${id}: held and waiting counts match the locks`,
+    );
+    waiters += s.waitingCount;
+  }
+  assert(ns.waiterCount === waiters, `${ns.name}: the waiter count matches the queues`);
+  assert(checkQuotas(ns.quotas) === undefined, `${ns.name}: quotas are well-formed`);
 }
 
 function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
