@@ -79,6 +79,8 @@ export interface CellDirectory extends MoveCells {
   has(cell: string): boolean;
   /** Makes the cell own the namespace (idempotent). Throws ProblemError CELL_UNAVAILABLE when no leader answers. */
   claim(cell: string, namespace: string): Promise<void>;
+  /** Replaces the namespace's quotas on the cell (idempotent; docs/decisions/0020-tenant-quotas-and-rate-limits.md). Throws when the cell did not take them. */
+  setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
   close(): void;
@@ -178,6 +180,12 @@ export class GrpcCellDirectory implements CellDirectory {
 
   async claim(cell: string, namespace: string): Promise<void> {
     await asUnavailable(this.onLeader(cell, (client) => unary(client, 'claimNamespace', { namespace })));
+  }
+
+  async setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void> {
+    await this.onLeader(cell, (client) =>
+      unary<adminpb.SetNamespaceQuotasRequest, adminpb.SetNamespaceQuotasResponse>(client, 'setNamespaceQuotas', { namespace, quotas }),
+    );
   }
 
   async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
@@ -342,7 +350,8 @@ function unary<Req, Res>(
     | 'exportNamespace'
     | 'importNamespace'
     | 'namespaceStatus'
-    | 'listNamespaces',
+    | 'listNamespaces'
+    | 'setNamespaceQuotas',
   request: Req,
 ): Promise<Res> {
   return new Promise((resolve, reject) => {

@@ -49,7 +49,13 @@ const leaderTasks = new LeaderLoop(
   group,
   [
     moveWorker({ meta: group, cells, logger: taskLogger, wallMs: () => Date.now(), metrics: metrics.moves }),
-    ownershipReconciler({ meta: group, cells, logger: taskLogger, claimed: (cell) => metrics.ownershipClaimed(cell) }),
+    ownershipReconciler({
+      meta: group,
+      cells,
+      logger: taskLogger,
+      claimed: (cell) => metrics.ownershipClaimed(cell),
+      quotasSent: (cell) => metrics.ownershipQuotasSent(cell),
+    }),
     snapshots.task,
   ],
   taskLogger,

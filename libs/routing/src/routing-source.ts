@@ -29,6 +29,11 @@ export interface RoutingSource {
   createTenant(namespace: string): Promise<RoutingTable>;
   /** Called with every newer table adopted. */
   onChange(listener: (t: RoutingTable) => void): void;
+  /**
+   * Tenants' Acquire rate limits (acquiresPerSecond) by namespace, as last
+   * learned; absent on a source that has none (a routing file).
+   */
+  acquireRates?(): ReadonlyMap<string, number>;
   close(): void;
 }
 
