@@ -81,21 +81,27 @@ export class TenantLoad {
       try {
         return await this.once(method, req, timeoutMs);
       } catch (e) {
-        if (this.closed || !isRetryable(e.code) || Date.now() > until) throw e;
+        if (this.closed || !isRetryable(e.code) || Date.now() > until) {
+          e.message = `${method}${req.name ? ` ${req.name}` : ''}${req.sessionId ? ` (session ${req.sessionId})` : ''}: ${e.message}`;
+          throw e;
+        }
         this.retries.set(e.code, (this.retries.get(e.code) ?? 0) + 1);
         await sleep(RETRY_PAUSE_MS);
       }
     }
   }
 
-  /** Opens `count` sessions in the namespace. */
+  /**
+   * Opens `count` sessions in the namespace. Each joins `sessions` (and the
+   * KeepAlive stream, when started) as soon as it is open: opening a
+   * thousand on a loaded machine can take longer than a TTL.
+   */
   async openSessions(count) {
-    const ids = await inPool(count, BUILD_WIDTH, async (i) => {
+    return inPool(count, BUILD_WIDTH, async (i) => {
       const res = await this.call('openSession', { clientId: `tenant-load-${i}`, ttlMs: this.ttlMs, namespace: this.namespace });
+      this.sessions.push(res.sessionId);
       return res.sessionId;
     });
-    this.sessions.push(...ids);
-    return ids;
   }
 
   /** Heartbeats every session on one KeepAlive stream to the proxy, reopened when it breaks, until close(). */
@@ -112,7 +118,7 @@ export class TenantLoad {
           stream.on('end', resolve);
         });
         while (!this.closed) {
-          for (const id of this.sessions) stream.write({ sessionId: id });
+          for (const id of [...this.sessions]) stream.write({ sessionId: id });
           const broke = await Promise.race([ended.then(() => true), sleep(this.heartbeatEveryMs).then(() => false)]);
           if (broke) break;
         }

@@ -51,6 +51,8 @@ export interface TestFleet {
   metaLeader(timeoutMs?: number): Promise<ControlPlanePlan>;
   statusOf(id: string, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
   alive(id: string): boolean;
+  /** Sends a signal (SIGSTOP, SIGCONT, ...) to one process without waiting. */
+  signal(id: string, sig: NodeJS.Signals): void;
   /** Signals one process (replica, control plane, router or proxy; SIGKILL by default) and waits until it is gone. */
   kill(id: string, sig?: NodeJS.Signals): Promise<void>;
   restart(id: string): void;

@@ -319,6 +319,7 @@ export async function startTestFleet(options = {}) {
     metaLeader: (timeoutMs = 30_000) => metaLeader(controlPlanes.filter((c) => group.alive(c.id)), timeoutMs),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
     alive: group.alive,
+    signal: group.signal,
     kill: group.kill,
     restart: group.restart,
     stop: async () => {

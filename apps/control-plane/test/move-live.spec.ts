@@ -111,8 +111,8 @@ function expectSameListing(after: Map<string, LockListing>, before: Map<string, 
 
 describe('a live move of a tenant with 1,000 sessions, 5,000 held locks and 200 waiters', () => {
   it('keeps every promise while workers acquire and release through the router and proxies', async () => {
-    await load.openSessions(SESSIONS);
     load.startKeepAlive();
+    await load.openSessions(SESSIONS);
     await load.holdLocks(LOCKS_PER_SESSION);
     const before = await load.queueWaiters(WAITERS, QUEUES);
     expect(before.size).toBe(SESSIONS * LOCKS_PER_SESSION);
