@@ -15,8 +15,10 @@
  * builds a small tenant over raw gRPC (TenantLoad, kept alive through the
  * proxy), starts a move, waits until the journal shows the state, SIGKILLs
  * the instance /v1/health names leader, then restarts it once the move has
- * ended. The reconciler case SIGSTOPs every replica of a cell around the
- * POST and SIGCONTs them; the cell's admin ListNamespaces is the evidence.
+ * ended. The reconciler case SIGSTOPs every replica of a cell around a
+ * POST to a follower (which forwards it to the leader: the answer must be
+ * CELL_UNAVAILABLE, not the forward's own timeout) and SIGCONTs them; the
+ * cell's admin ListNamespaces is the evidence of the claim.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClient, waitForControlPlane } from '@fencer/fleet';
@@ -99,6 +101,7 @@ describe('kill -9 of the meta leader during a move', () => {
 
         const end = await waitForMove(liveUrls(), started.id, (m) => m.state === 'done' || m.state === 'failed', 180_000);
         const route = await routeOf(liveUrls(), ns);
+        console.log(`meta leader ${leader.id} killed in ${state}: the move ended ${end.state}${end.error ? ` (${end.error})` : ''}`);
         if (end.state === 'failed') {
           expect(['freezing', 'copying'], `failed after switching: ${JSON.stringify(end)}`).toContain(state);
           expect(end.error).toBeTruthy();
@@ -129,10 +132,14 @@ describe('kill -9 of the meta leader during a move', () => {
 describe('the ownership reconciler', () => {
   it('claims a tenant created while its cell had no leader, once the cell answers', async () => {
     const replicas = fleet.plan.find((c) => c.id === 'cell-2')!.replicas;
+    // Through a follower: its forward to the leader must outlive the leader's search for the cell's leader.
+    const leader = await fleet.metaLeader();
+    const follower = fleet.controlPlanes.find((c) => c.id !== leader.id && fleet.alive(c.id))!;
     for (const r of replicas) fleet.signal(r.id, 'SIGSTOP');
     let created: { status: number; body: { code?: string } };
     try {
-      created = await createTenant('late', 'cell-2');
+      // Once: a retry would meet the record the first try left (409 TENANT_EXISTS).
+      created = await http(follower.url, 'POST', '/v1/tenants', { namespace: 'late', cell: 'cell-2' }, 120_000);
     } finally {
       for (const r of replicas) fleet.signal(r.id, 'SIGCONT');
     }

@@ -23,13 +23,19 @@ export interface MoveBody {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field by each test's expect()
 type Json = any;
 
-export async function http(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
+export async function http(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  timeoutMs = 10_000,
+): Promise<{ status: number; body: Json }> {
   try {
     const res = await fetch(new URL(path, url), {
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
