@@ -105,6 +105,8 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, signal: AbortSignal)
       pausedMs += step.ms;
       await pause(step.ms, signal);
       delete facts.transient;
+      // A wait for the target's first write polls: the next step looks again (a stale view would wait the pass out).
+      delete facts.firstWrite;
       continue;
     }
     if (deps.stepPauseMs && !UNPAUSED_STEPS.has(step.kind)) {

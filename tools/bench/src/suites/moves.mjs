@@ -57,7 +57,7 @@ async function http(url, method, path, body) {
 /** What NamespaceStatus on the cell's leader says an export weighs now. */
 async function exportBytes(fleet, cellId, namespace) {
   const leader = await fleet.leaderOf(cellId, 60_000);
-  const replica = fleet.plan.find((c) => c.id === cellId).replicas.find((r) => r.id === leader.id);
+  const replica = fleet.plan.find((c) => c.id === cellId).replicas.find((r) => r.id === leader.nodeId);
   const client = adminClient(replica.admin);
   try {
     return await new Promise((res, rej) =>
