@@ -6,7 +6,7 @@
 import { credentials, Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { adminpb } from '@fencer/protocol';
 import { ProblemError } from './problems.js';
-import { cellCallTimeoutMs } from './limits.js';
+import { cellCallTimeoutMs, cellLeaderSearchMsMax } from './limits.js';
 
 export interface CellReplicaPlan {
   readonly id: string;
@@ -272,14 +272,19 @@ export class GrpcCellDirectory implements CellDirectory {
     return r.namespaces;
   }
 
-  /** Runs `call` on the cell's leader: the last known one first, then every replica, twice at most. */
+  /**
+   * Runs `call` on the cell's leader: the last known one first, then every
+   * replica, twice at most, and none started after cellLeaderSearchMsMax.
+   */
   private async onLeader<T>(cell: string, call: (client: adminpb.CellAdminClient) => Promise<T>): Promise<T> {
     const replicas = this.cells.get(cell);
     if (replicas === undefined) throw new ProblemError('CELL_NOT_FOUND', `no cell "${cell}" in this control plane's cell list`);
     const ordered = [...replicas].sort((a, b) => Number(b.last?.role === 'leader') - Number(a.last?.role === 'leader'));
+    const startedMs = this.monoMs();
     let lastError = '';
     for (let round = 0; round < 2; round++) {
       for (const f of ordered) {
+        if (lastError !== '' && this.monoMs() - startedMs >= cellLeaderSearchMsMax) break;
         try {
           return await call(f.client);
         } catch (e) {

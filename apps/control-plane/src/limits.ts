@@ -16,6 +16,16 @@ export const writesInFlightMax = 1_000;
 export const forwardTimeoutMs = 10_000;
 /** A cell admin call (claim, drop, status) gives up after this long per replica tried. */
 export const cellCallTimeoutMs = 3_000;
+/**
+ * No replica of a cell is tried after this long looking for its leader: a
+ * cell whose replicas all hang (stopped, partitioned) answers CELL_UNAVAILABLE
+ * before a follower's forwarded request times out, not NOT_LEADER after it
+ * (six tries of 3 s would be 18 s).
+ */
+export const cellLeaderSearchMsMax = 5_000;
 
-assert(forwardTimeoutMs > cellCallTimeoutMs, 'a forwarded create outlives the cell claim it waits for');
+assert(
+  forwardTimeoutMs > cellLeaderSearchMsMax + cellCallTimeoutMs + 1_000,
+  'a forwarded create outlives the cell claim it waits for: the search, its last try, and a second for the answer to travel',
+);
 assert(routingWaitMsMax <= 60_000, 'the contract caps waitMs at 60 s');

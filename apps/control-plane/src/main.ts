@@ -48,7 +48,14 @@ const taskLogger = logger.child({ part: 'leader-tasks' });
 const leaderTasks = new LeaderLoop(
   group,
   [
-    moveWorker({ meta: group, cells, logger: taskLogger, wallMs: () => Date.now(), metrics: metrics.moves }),
+    moveWorker({
+      meta: group,
+      cells,
+      logger: taskLogger,
+      wallMs: () => Date.now(),
+      metrics: metrics.moves,
+      stepPauseMs: config.moveStepPauseMs,
+    }),
     ownershipReconciler({
       meta: group,
       cells,
