@@ -94,7 +94,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
     .option(
       '--cell-poll-ms <ms>',
-      "how often each cell replica's admin Status is polled",
+      "how often each cell's leader's admin Status is polled (its followers' every 5th time)",
       int('cell-poll-ms'),
       Number(e('cell-poll-ms') ?? 1000),
     )

@@ -1,5 +1,6 @@
 /** Prometheus metrics (prom-client) of one control-plane instance, served at /metrics on their own listener. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '@fencer/service';
 import type { Metrics } from '@fencer/replica';
 import type { AppMetrics } from './app.js';
 import type { LeaderLoopMetrics } from './workers/leader-loop.js';
@@ -117,7 +118,7 @@ export class ControlPlaneMetrics implements AppMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry });
+    collectProcessMetrics(this.registry);
   }
 
   readonly snapshots: SnapshotMetrics = {
