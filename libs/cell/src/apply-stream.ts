@@ -122,8 +122,10 @@ export class ApplyStream implements StateMachine {
         return;
       case 'ImportNamespace':
       case 'ImportStagedNamespace':
+        if (!command.activate) moves.importedHere(command.namespace);
         return this.imported(command.namespace, outcome as ImportNamespaceOutcome, revision);
       case 'DropNamespace':
+        moves.forgetImport(command.namespace);
         return duties.namespaceDropped(command.namespace);
       case 'OpenSession':
         if (moves.awaitingFirstWrite) moves.wrote(command.namespace, env.clock.monoMs());
@@ -162,7 +164,9 @@ export class ApplyStream implements StateMachine {
 
   /** The state machine was replaced by a snapshot: watchers resume elsewhere, the directory is relearned, a leader reseeds. */
   private afterRestore(): void {
-    const { core, watches } = this.parts;
+    const { core, watches, moves } = this.parts;
+    // What this replica applied is replaced: a frozen import it noted may be gone (a target that misses the note only acknowledges no heartbeat until the unfreeze).
+    moves.forgetImport(null);
     watches.hub.reset(this.fsm.revision);
     for (const [id, m] of this.fsm.members()) core.members.learn(NodeId(id), m.address, m.peerAddress);
     if (core.isLeader) this.seedDuties();

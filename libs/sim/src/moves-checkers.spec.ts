@@ -111,6 +111,24 @@ describe('MoveCheckers', () => {
     expect(c.violations.map((v) => v.checker)).toEqual(['fifo-order']);
   });
 
+  it('early-expiry: an expiry within an acknowledged lease fires; one after it does not', () => {
+    let nowUs = 0;
+    const c = new MoveCheckers(
+      () => nowUs,
+      () => [NAME],
+    );
+    const expire = (index: number, session: string): void =>
+      c.applied('cell-2', index, { kind: 'ExpireSession', sessionId: SessionId(session) } as Command, result(index), () => state([]));
+    c.heartbeatAcked('alpha:s1', 'cell-2', 1_000_000, 2_000);
+    c.heartbeatAcked('alpha:s2', 'cell-2', 1_000_000, 2_000);
+    nowUs = 2_500_000;
+    expire(1, 'alpha:s1');
+    nowUs = 3_000_000;
+    expire(2, 'alpha:s2');
+    expect(c.violations.map((v) => v.checker)).toEqual(['early-expiry']);
+    expect(c.violations[0]?.detail).toContain('alpha:s1');
+  });
+
   it('route-ahead-of-import: a switch to a cell with no committed import', () => {
     const c = frozenOnCell1();
     c.moveApplied(move('cell-2'));

@@ -20,6 +20,13 @@
  * - fifo-order: the import keeps every lock's waiters in their order;
  * - route-ahead-of-import: the meta group switches a route (a move enters
  *   'switching') only to a cell whose import of the namespace committed;
+ * - early-expiry: no session is expired (an ExpireSession applied, on
+ *   either cell) before the TTL of a heartbeat it was told was acknowledged
+ *   ran out, counted from when the client sent it: a move must not cost a
+ *   session its lease (every member runs on the one virtual clock here);
+ * - session-leak: after healing, no session whose client died long enough
+ *   ago is still held by either cell (an imported session the target's
+ *   leader does not track would never expire);
  * - ownership: after healing, the namespace is active on exactly the cell
  *   its route names, and every move finished.
  */
@@ -33,6 +40,8 @@ export const MOVE_CHECKERS = [
   'acked-grant-lost',
   'fifo-order',
   'route-ahead-of-import',
+  'early-expiry',
+  'session-leak',
   'ownership',
   'fatal',
   'stalled',
@@ -75,8 +84,12 @@ export class MoveCheckers {
   private readonly granted = new Set<string>();
   /** Per cell and namespace: each lock's fingerprint when the namespace last froze there. */
   private readonly frozen = new Map<string, Map<string, string>>();
+  /** Per session: the latest time (µs) an acknowledged heartbeat promised it lives to. */
+  private readonly leases = new Map<string, { readonly untilUs: number; readonly sentUs: number; readonly cell: string }>();
   grantsAcked = 0;
   grantsApplied = 0;
+  heartbeatsAcked = 0;
+  expiries = 0;
   imports = 0;
   switches = 0;
 
@@ -108,6 +121,9 @@ export class MoveCheckers {
         break;
       case 'DropNamespace':
         if (ok) this.segmentHeld.delete(`${cell} ${command.namespace}`);
+        break;
+      case 'ExpireSession':
+        if (ok) this.expired(cell, command.sessionId);
         break;
       default:
         break;
@@ -178,6 +194,25 @@ export class MoveCheckers {
     if (!this.granted.has(grantKey(g.name, g.sessionId, g.token))) {
       this.fail('acked-grant-lost', `${g.sessionId} was told it holds ${g.name} with token ${g.token}, which no applied entry granted`);
     }
+  }
+
+  /** A heartbeat the client sent at `sentUs` to `cell` was acknowledged with `ttlMs` left. */
+  heartbeatAcked(sessionId: string, cell: string, sentUs: number, ttlMs: number): void {
+    this.heartbeatsAcked++;
+    const untilUs = sentUs + ttlMs * 1000;
+    const old = this.leases.get(sessionId);
+    if (old === undefined || old.untilUs < untilUs) this.leases.set(sessionId, { untilUs, sentUs, cell });
+  }
+
+  private expired(cell: string, sessionId: string): void {
+    this.expiries++;
+    const lease = this.leases.get(sessionId);
+    if (lease === undefined || this.now() >= lease.untilUs) return;
+    this.fail(
+      'early-expiry',
+      `${cell} expired ${sessionId} at ${(this.now() / 1e6).toFixed(3)} s; a heartbeat sent at ${(lease.sentUs / 1e6).toFixed(3)} s to ${lease.cell} ` +
+        `was acknowledged with a lease to ${(lease.untilUs / 1e6).toFixed(3)} s`,
+    );
   }
 
   /** The meta group applied a move's new state (first applier only: the caller filters by index). */

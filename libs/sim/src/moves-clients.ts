@@ -6,7 +6,8 @@
  * stale), and refreshes it when a cell answers NAMESPACE_NOT_HERE. A write
  * that meets a frozen namespace (NAMESPACE_MOVING) or gets no answer is
  * retried as the same request, request id included; sessions are kept alive
- * by heartbeats to the same cell.
+ * by heartbeats to the same cell. Now and then a client dies, leaving its
+ * session for the leader to expire.
  */
 import type { FencerError, Result } from '@fencer/base';
 import type { HeartbeatAnswer } from '@fencer/cell';
@@ -20,6 +21,8 @@ const THINK_MS: readonly [number, number] = [10, 60];
 const HEARTBEAT_EVERY_MS = 400;
 /** A call unanswered this long past its wait is given up (and retried as is). */
 const CALL_SLACK_MS = 1_500;
+/** Chance, per step, that a client with a session dies: the leader, wherever the session moved, must expire it. */
+const DIE_P = 0.01;
 
 /** A session id starts with its namespace and a colon. */
 function namespaceOf(w: LockWrite): string {
@@ -31,6 +34,8 @@ export class MoveClients {
   /** Each client's routing table: namespace → cell. */
   private readonly routes: Map<string, string>[];
   running = true;
+  /** Sessions whose client died: each must be expired in time, on whichever cell holds it. */
+  readonly abandoned: { readonly id: string; readonly atUs: number; readonly ttlMs: number }[] = [];
   writes = 0;
   movingAnswers = 0;
   notHereAnswers = 0;
@@ -73,6 +78,10 @@ export class MoveClients {
 
   private step(c: LockClient): void {
     if (!this.running) return;
+    if (c.session !== null && c.pending === null && this.w.random.chance(DIE_P)) {
+      this.abandoned.push({ id: c.session.id, atUs: this.w.sched.now, ttlMs: c.session.ttlMs });
+      lockClientDied(c);
+    }
     const op = nextLockOp(c, this.w.random, 0);
     if (op.kind !== 'write') return this.again(c, 10);
     const write = op.write;
@@ -114,6 +123,7 @@ export class MoveClients {
     if (session === null) return;
     const cell = this.cellFor(c, session.namespace, false);
     if (cell === undefined) return;
+    const sentUs = this.w.sched.now;
     this.w.call<Result<HeartbeatAnswer[], FencerError>>(
       this.memberOf(cell),
       (m, answer) => m.cell?.heartbeat([session.id], { forwarded: false }, answer),
@@ -124,8 +134,10 @@ export class MoveClients {
           if (r.error.code === 'NAMESPACE_NOT_HERE') this.cellFor(c, session.namespace, true);
           return;
         }
+        const a = r.value[0];
         // The session is gone: the client starts afresh.
-        if (r.value[0]?.expired === true) lockClientDied(c);
+        if (a?.expired === true) lockClientDied(c);
+        else if (a !== undefined && a.ttlMsRemaining > 0) this.w.checkers.heartbeatAcked(session.id, cell, sentUs, a.ttlMsRemaining);
       },
     );
   }

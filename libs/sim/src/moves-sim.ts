@@ -15,7 +15,8 @@
  *
  * Checkers: moves-checkers.ts (tokens only grow per lock across every move,
  * no acknowledged grant lost, FIFO kept, no route switched ahead of its
- * import, ownership converges). The run is 'stalled' if no move reached
+ * import, no session expired within an acknowledged lease, ownership
+ * converges). The run is 'stalled' if no move reached
  * done or too few grants were acknowledged: a checker that saw nothing
  * proves nothing.
  *
@@ -27,7 +28,7 @@
  *   committed.
  */
 import { Namespace } from '@fencer/base';
-import { isMetaFailure } from '@fencer/meta-fsm';
+import { type Move, isMetaFailure } from '@fencer/meta-fsm';
 import { LOCKS_PER_NAMESPACE, lockName } from './lock-workload.js';
 import { type MoveCheckerName, type MoveViolation } from './moves-checkers.js';
 import { MoveCells } from './moves-cells.js';
@@ -65,6 +66,8 @@ export interface MovesRunReport {
   readonly fired: readonly MoveCheckerName[];
   readonly traceHash: string;
   readonly simulatedSeconds: number;
+  /** The journaled moves at the end, oldest first (their states' times are the run's wall clock: 1.7e12 + virtual ms). */
+  readonly moves: readonly Move[];
   readonly stats: {
     readonly events: number;
     readonly movesStarted: number;
@@ -76,6 +79,9 @@ export interface MovesRunReport {
     readonly imports: number;
     readonly switches: number;
     readonly movingAnswers: number;
+    readonly heartbeatsAcked: number;
+    readonly expiries: number;
+    readonly clientsDied: number;
   };
 }
 
@@ -129,6 +135,7 @@ class MovesRun {
       fired: [...new Set(c.violations.map((v) => v.checker))],
       traceHash: w.sched.trace.hex(),
       simulatedSeconds: (runMs + healMs) / 1000,
+      moves,
       stats: {
         events: w.sched.eventsRun,
         movesStarted: moves.length,
@@ -140,6 +147,9 @@ class MovesRun {
         imports: c.imports,
         switches: c.switches,
         movingAnswers: this.clients.movingAnswers,
+        heartbeatsAcked: c.heartbeatsAcked,
+        expiries: c.expiries,
+        clientsDied: this.clients.abandoned.length,
       },
     };
   }
@@ -208,6 +218,23 @@ class MovesRun {
     w.later(w.random.range(...RESTART_AFTER_MS), Tag.restart | (victim.n << 8), () => w.start(victim));
   }
 
+  /** Sessions whose client died a TTL and the slack ago are gone from every cell. */
+  private checkLeaks(): void {
+    const { w } = this;
+    const nowUs = w.sched.now;
+    let leaked = 0;
+    let first = '';
+    for (const a of this.clients.abandoned) {
+      if (a.atUs + (a.ttlMs + EXPIRY_SLACK_MS) * US_PER_MS > nowUs) continue;
+      for (const cell of ['cell-1', 'cell-2'] as const) {
+        if (w.leaderOf(cell)?.cell?.fsm.getSession(a.id) === undefined) continue;
+        leaked++;
+        first ||= `${a.id} on ${cell}, its client dead since ${(a.atUs / 1e6).toFixed(3)} s (TTL ${a.ttlMs} ms)`;
+      }
+    }
+    if (leaked > 0) w.checkers.fail('session-leak', `${leaked} sessions of dead clients never expired, first ${first}`);
+  }
+
   /** After the quiet tail: every move finished, the namespace active exactly where its route points, progress made. */
   private checkEnd(): void {
     const { w } = this;
@@ -226,10 +253,14 @@ class MovesRun {
       // A frozen copy a failed move could not drop is the ownership reconciler's to drop (the control plane's; not simulated).
       if (!want && held === 'active') c.fail('ownership', `${MOVING} routes to ${route}, but ${cell} holds it ${held}`);
     }
+    this.checkLeaks();
     if (!moves.some((m) => m.state === 'done')) c.fail('stalled', `no move reached done (${moves.length} started)`);
     if (c.grantsAcked < MOVES_GRANTS_MIN) c.fail('stalled', `only ${c.grantsAcked} grants acknowledged (fewer than ${MOVES_GRANTS_MIN})`);
   }
 }
+
+/** Margin past a dead client's TTL by which its session must be gone (a leader change on the way gives a fresh TTL). */
+const EXPIRY_SLACK_MS = 4_000;
 
 /** The replay line for one seed of the moves sweep. */
 export function movesReplayCommand(options: MovesSimOptions): string {

@@ -3,13 +3,15 @@
  * crashes of either cell's replicas and of the meta group's members, and
  * message loss, a namespace moved back and forth between two cells keeps
  * its tokens growing per lock, keeps every acknowledged grant and every
- * queue's order, never has its route switched ahead of its import, and ends
- * owned by the cell its route names with every move finished. And the
+ * queue's order, never has its route switched ahead of its import, expires
+ * no session within an acknowledged lease and every dead client's session
+ * in time, and ends owned by the cell its route names with every move
+ * finished. And the
  * checkers catch both planted move bugs within 200 seeds.
  * Method: runMovesSimulation (two production LockCells of three replicas and
  * the production MetaGroup, the move worker's pure nextMoveStep driving the
  * moves), one deterministic run per seed: seeds 1-MOVES_SWEEP_SEEDS (default
- * 4) clean; the same seed twice gives the same trace; each planted bug
+ * 20) clean; the same seed twice gives the same trace; each planted bug
  * fires its checker on some seed of 1-200 (the first such seed is tried
  * first, so the test stops early), and that very seed is clean with the bug
  * off.
@@ -18,7 +20,7 @@ import { describe, expect, it } from 'vitest';
 import { type MoveBug, type MoveCheckerName, type MovesSimOptions, movesReplayCommand, runMovesSimulation } from '../src/index.js';
 import { seedRange } from './sweep.js';
 
-const SWEEP_SEEDS = Number(process.env['MOVES_SWEEP_SEEDS'] ?? 4);
+const SWEEP_SEEDS = Number(process.env['MOVES_SWEEP_SEEDS'] ?? 20);
 /** The bug tests' seeds: the bar of issue 27 ("caught within 200 seeds"). */
 const BUG_SEEDS = 200;
 
