@@ -119,6 +119,12 @@ export interface LockStateMachineOptions {
   readonly revisionBase?: number;
   /** Overrides of LIMITS; the same on every replica of a cell. */
   readonly limits?: Partial<FsmLimits>;
+  /**
+   * Test-only planted bug (the simulator's and chaos's negative control):
+   * ImportNamespace keeps the cell's revision base instead of raising it
+   * above the export's revisions. Unset in production.
+   */
+  readonly plantedBug?: 'importWithoutRevisionRaise';
 }
 
 /** The outcome type of each command kind. */
@@ -235,6 +241,7 @@ export class LockStateMachine {
   private readonly staging = new Map<string, StagedImport>();
   private appliedIndexValue = 0;
   private revisionBaseValue: number;
+  private readonly plantedBug: LockStateMachineOptions['plantedBug'];
   /** Revision of the entry being applied (index + base). */
   private rev = 0;
   /**
@@ -249,6 +256,7 @@ export class LockStateMachine {
 
   constructor(options: LockStateMachineOptions) {
     this.autoClaim = options.autoClaim;
+    this.plantedBug = options.plantedBug;
     this.limits = { ...LIMITS, ...options.limits };
     checkLimits(this.limits);
     this.revisionBaseValue = options.revisionBase ?? 0;
@@ -957,11 +965,12 @@ export class LockStateMachine {
     // every revision the namespace saw in its old cell
     // (docs/decisions/0003-revisions-are-log-index-plus-base.md).
     const index = this.appliedIndexValue;
-    const base = Math.max(this.revisionBaseValue, decoded.highestRevision - index + 1);
+    const raise = this.plantedBug !== 'importWithoutRevisionRaise';
+    const base = raise ? Math.max(this.revisionBaseValue, decoded.highestRevision - index + 1) : this.revisionBaseValue;
     this.revisionBaseValue = base;
     this.rev = index + base;
     assert(
-      this.rev > decoded.highestRevision && Number.isSafeInteger(this.rev),
+      (this.rev > decoded.highestRevision || !raise) && Number.isSafeInteger(this.rev),
       'imported namespace continues above its exported revisions',
     );
     const record = decoded.record;
