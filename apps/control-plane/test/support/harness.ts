@@ -131,6 +131,7 @@ export class FakeCells implements CellDirectory {
       leader: `${id}-r1`,
       term: 3,
       sessions: this.sessions.get(id) ?? 0,
+      leaderChangesLastHour: 0,
       replicas: [
         {
           id: `${id}-r1`,
