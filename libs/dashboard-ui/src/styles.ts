@@ -10,7 +10,7 @@ section { background: #fff; border: 1px solid #d8dde3; border-radius: 6px; paddi
 h2 { font-size: 1.1em; margin: 0.3em 0 0.6em; }
 h3 { font-size: 1em; margin: 0.8em 0 0.3em; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: 0.25em 0.6em; border-bottom: 1px solid #eceff2; font-variant-numeric: tabular-nums; }
+th, td { white-space: nowrap; text-align: left; padding: 0.25em 0.6em; border-bottom: 1px solid #eceff2; font-variant-numeric: tabular-nums; }
 th { font-weight: 600; color: #4a5561; }
 .ok { color: #14722e; }
 .degraded { color: #9a5b00; }
@@ -18,7 +18,7 @@ th { font-weight: 600; color: #4a5561; }
 .dot { display: inline-block; width: 0.7em; height: 0.7em; border-radius: 50%; margin-right: 0.4em; vertical-align: baseline; }
 .dot.ok { background: #1f9d43; } .dot.degraded { background: #e09b1a; } .dot.down { background: #d93a2b; }
 .problem { background: #fdecea; color: #7a1a12; border: 1px solid #f3b8b2; border-radius: 4px; padding: 0.4em 0.8em; }
-.cells { display: grid; grid-template-columns: repeat(auto-fill, minmax(30em, 1fr)); gap: 1em; }
+.cells { display: grid; grid-template-columns: repeat(auto-fill, minmax(44em, 1fr)); gap: 1em; }
 .cell { border: 1px solid #eceff2; border-radius: 4px; padding: 0.4em 0.8em; }
 .over { color: #b3261e; font-weight: 600; }
 form { display: flex; flex-wrap: wrap; gap: 0.8em; align-items: end; }

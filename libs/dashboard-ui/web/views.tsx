@@ -35,12 +35,14 @@ function CellCard({ cell }: { cell: CellRow }) {
         </thead>
         <tbody>
           {cell.replicas.map((r) => (
-            <tr key={r.id} data-replica={r.id} class={r.health}>
+            <tr key={r.id} data-replica={r.id}>
               <td>
                 <Dot health={r.health} />
                 {r.id}
               </td>
-              <td data-role>{r.role}</td>
+              <td data-role class={r.health}>
+                {r.role}
+              </td>
               <td>{num(r.term)}</td>
               <td>{num(r.commitIndex)}</td>
               <td>{num(r.appliedIndex)}</td>
