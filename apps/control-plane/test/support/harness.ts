@@ -28,6 +28,7 @@ import {
   type DropResult,
   type NamespaceExport,
   CellRefusal,
+  type WatchClientFactory,
 } from '../../src/index.js';
 import type { adminpb } from '@fencer/protocol';
 
@@ -152,6 +153,7 @@ export class FakeCells implements CellDirectory {
       leader: `${id}-r1`,
       term: 3,
       sessions: this.sessions.get(id) ?? 0,
+      leaderChangesLastHour: 0,
       replicas: [
         {
           id: `${id}-r1`,
@@ -181,7 +183,14 @@ export async function openStore(dir: string): Promise<WalStore> {
 }
 
 export async function startHarness(
-  opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {},
+  opts: {
+    adminToken?: string;
+    cells?: string[];
+    dataDir?: string;
+    limits?: Partial<MetaLimits>;
+    snapshotEveryEntries?: number;
+    newWatchClient?: WatchClientFactory;
+  } = {},
 ): Promise<Harness> {
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
   const store = await openStore(dir);
@@ -222,6 +231,7 @@ export async function startHarness(
     cells,
     newId: () => `id-${++n}`,
     ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
+    ...(opts.newWatchClient !== undefined ? { newWatchClient: opts.newWatchClient } : {}),
   });
   return {
     app,
