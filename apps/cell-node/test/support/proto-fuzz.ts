@@ -1,0 +1,207 @@
+/**
+ * Test support: gRPC requests generated from the protos with fast-check, sent
+ * as raw bytes (an identity serializer), for fuzz tests of every server that
+ * speaks the contract or the admin API.
+ *
+ * Each request is a message of the method's request type, built field by
+ * field from the proto's descriptor (protobufjs reflection): strings from a
+ * pool of plausible values plus arbitrary and huge ones, numbers at their
+ * boundaries (0, 1, 2^31, 2^32, 2^53, 2^64 - 1), unknown enum values,
+ * nested messages; then, sometimes, mangled on the wire: unknown fields of
+ * every wire type appended, a field's wire type changed, the bytes cut short
+ * or replaced by random ones. Streaming calls are cancelled after their first
+ * answer or a short while (the cancelled streams).
+ */
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import fc from 'fast-check';
+import protobuf from 'protobufjs';
+import { Client, Metadata, credentials, status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
+const identity = (b: Buffer): Buffer => b;
+
+export type CallKind = 'unary' | 'server-stream' | 'bidi';
+
+export interface FuzzMethod {
+  /** `/package.Service/Method`. */
+  readonly path: string;
+  readonly name: string;
+  readonly kind: CallKind;
+  readonly requestType: protobuf.Type;
+}
+
+/** The methods of `service` (e.g. 'lockservice.v1.LockService') in `protoFile` (relative to the repository), minus `skip`. */
+export function methodsOf(protoFile: string, service: string, skip: readonly string[] = []): FuzzMethod[] {
+  const proto = protobuf.loadSync(path.join(root, protoFile));
+  const svc = proto.lookupService(service);
+  return svc.methodsArray
+    .filter((m) => !skip.includes(m.name))
+    .map((m) => {
+      m.resolve();
+      const kind: CallKind = m.requestStream ? 'bidi' : m.responseStream ? 'server-stream' : 'unary';
+      return { path: `/${service}/${m.name}`, name: m.name, kind, requestType: m.resolvedRequestType as protobuf.Type };
+    });
+}
+
+const BOUNDARY_NUMBERS = [0, 1, 2, 255, 256, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1];
+/** uint64 values past 2^53, as protobufjs takes them (decimal strings). */
+const BIG_UINT64 = ['9007199254740993', '9223372036854775807', '9223372036854775808', '18446744073709551615'];
+
+/** A string field: mostly plausible values of this fleet (`pool`), sometimes anything, now and then huge. */
+function stringArb(pool: readonly string[]): fc.Arbitrary<string> {
+  return fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...pool) },
+    { weight: 3, arbitrary: fc.string({ maxLength: 40, unit: 'binary' }) },
+    { weight: 1, arbitrary: fc.constantFrom(...pool).map((p) => p + '/x'.repeat(300)) },
+    { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 100_000 }).map((n) => 'x'.repeat(n)) },
+  );
+}
+
+function numberArb(field: protobuf.Field): fc.Arbitrary<number | string> {
+  const signed = ['int32', 'int64', 'sint32', 'sint64', 'sfixed32', 'sfixed64'].includes(field.type);
+  const wide = field.type.endsWith('64');
+  const base = fc.oneof(
+    fc.constantFrom(...BOUNDARY_NUMBERS),
+    fc.nat(),
+    ...(wide ? [fc.constantFrom(...BIG_UINT64)] : []),
+    ...(signed ? [fc.constantFrom(-1, -(2 ** 31), -(2 ** 53) + 1)] : []),
+  );
+  if (field.type === 'double' || field.type === 'float') return fc.oneof(fc.double(), fc.constantFrom(0, -0, 1e308));
+  // 32-bit fields take 32-bit values only in protobufjs; the wider ones are for the 64-bit fields.
+  return wide ? base : base.map((v) => (typeof v === 'number' ? v | 0 : 0));
+}
+
+function fieldArb(field: protobuf.Field, pool: readonly string[], depth: number): fc.Arbitrary<unknown> {
+  field.resolve();
+  let one: fc.Arbitrary<unknown>;
+  if (field.resolvedType instanceof protobuf.Type) {
+    one = depth > 2 ? fc.constant({}) : messageArb(field.resolvedType, pool, depth + 1);
+  } else if (field.resolvedType instanceof protobuf.Enum) {
+    one = fc.oneof(fc.constantFrom(...Object.values(field.resolvedType.values)), fc.integer({ min: -5, max: 1_000 }));
+  } else if (field.type === 'string') {
+    one = stringArb(pool);
+  } else if (field.type === 'bytes') {
+    one = fc.uint8Array({ maxLength: 256 });
+  } else if (field.type === 'bool') {
+    one = fc.boolean();
+  } else {
+    one = numberArb(field);
+  }
+  return field.repeated ? fc.array(one, { maxLength: 5 }) : one;
+}
+
+function messageArb(type: protobuf.Type, pool: readonly string[], depth = 0): fc.Arbitrary<Record<string, unknown>> {
+  const shape: Record<string, fc.Arbitrary<unknown>> = {};
+  for (const f of type.fieldsArray) shape[f.name] = fieldArb(f, pool, depth);
+  return fc.record(shape, { requiredKeys: [] });
+}
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  let v = n;
+  while (v >= 0x80) {
+    out.push((v & 0x7f) | 0x80);
+    v = Math.floor(v / 128);
+  }
+  out.push(v);
+  return out;
+}
+
+/** One unknown field (number 1000+) of each wire type the generator picks. */
+const unknownFieldArb = fc
+  .record({
+    number: fc.integer({ min: 1_000, max: 536_870_911 }),
+    wire: fc.constantFrom(0, 1, 2, 5),
+    body: fc.uint8Array({ maxLength: 16 }),
+  })
+  .map(({ number, wire, body }) => {
+    const tag = varint(number * 8 + wire);
+    if (wire === 0) return [...tag, ...varint(body.length * 1_000 + 7)];
+    if (wire === 1) return [...tag, 1, 2, 3, 4, 5, 6, 7, 8];
+    if (wire === 5) return [...tag, 1, 2, 3, 4];
+    return [...tag, ...varint(body.length), ...body];
+  });
+
+export type Mangling = 'none' | 'unknown-fields' | 'wrong-wire-type' | 'truncated' | 'random';
+
+/** A request of `method`'s type as bytes, mangled or not, with how it was mangled. */
+export function requestArb(method: FuzzMethod, pool: readonly string[]): fc.Arbitrary<{ bytes: Buffer; mangling: Mangling }> {
+  const type = method.requestType;
+  const encoded = messageArb(type, pool).map((obj) => Buffer.from(type.encode(type.fromObject(obj)).finish()));
+  return fc
+    .tuple(
+      encoded,
+      fc.constantFrom<Mangling>('none', 'none', 'unknown-fields', 'wrong-wire-type', 'truncated', 'random'),
+      fc.array(unknownFieldArb, { minLength: 1, maxLength: 4 }),
+      fc.uint8Array({ maxLength: 64 }),
+      fc.nat(),
+    )
+    .map(([bytes, mangling, unknown, random, at]) => {
+      switch (mangling) {
+        case 'unknown-fields':
+          return { bytes: Buffer.concat([bytes, Buffer.from(unknown.flat())]), mangling };
+        case 'wrong-wire-type': {
+          // The first byte of a non-empty message is a field's tag: give it another wire type.
+          if (bytes.length === 0) return { bytes: Buffer.from([0x0a, 0x05, 1, 2]), mangling };
+          const copy = Buffer.from(bytes);
+          copy[0] = (copy[0]! & ~7) | ((copy[0]! & 7) === 2 ? 0 : 2);
+          return { bytes: copy, mangling };
+        }
+        case 'truncated':
+          return { bytes: bytes.subarray(0, bytes.length === 0 ? 0 : at % bytes.length), mangling };
+        case 'random':
+          return { bytes: Buffer.from(random), mangling };
+        default:
+          return { bytes, mangling };
+      }
+    });
+}
+
+/** The status a call ended with (OK included), or 'no-answer' when the server gave none within `timeoutMs`. */
+export function sendRawRequest(client: Client, method: FuzzMethod, bytes: Buffer, timeoutMs: number): Promise<status | 'no-answer'> {
+  const options = { deadline: Date.now() + timeoutMs };
+  return new Promise((resolve) => {
+    let settled = false;
+    const end = (code: status | 'no-answer'): void => {
+      if (settled) return;
+      settled = true;
+      resolve(code);
+    };
+    if (method.kind === 'unary') {
+      client.makeUnaryRequest(method.path, identity, identity, bytes, new Metadata(), options, (err: ServiceError | null) =>
+        end(err ? err.code : status.OK),
+      );
+      return;
+    }
+    const call =
+      method.kind === 'server-stream'
+        ? client.makeServerStreamRequest(method.path, identity, identity, bytes, new Metadata(), options)
+        : client.makeBidiStreamRequest(method.path, identity, identity, new Metadata(), options);
+    // A stream is cancelled by the client after its first answer or 200 ms: the cancelled streams of the brief.
+    const cancel = setTimeout(() => call.cancel(), 200);
+    call.on('data', () => call.cancel());
+    call.on('error', (e: ServiceError) => {
+      clearTimeout(cancel);
+      end(e.code === status.CANCELLED ? status.OK : e.code);
+    });
+    call.on('status', (s: StatusObject) => {
+      clearTimeout(cancel);
+      end(s.code === status.CANCELLED ? status.OK : s.code);
+    });
+    if (method.kind === 'bidi') (call as ReturnType<Client['makeBidiStreamRequest']>).write(bytes);
+  });
+}
+
+/** A raw client on `address` (no retries, no retry buffer). */
+export function rawClient(address: string): Client {
+  return new Client(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0, 'grpc.enable_retries': 0 });
+}
+
+/** Resident set size of process `pid` in bytes, from /proc (Linux). */
+export async function rssOf(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)\s+kB/.exec(text)?.[1]);
+  return kb * 1024;
+}
