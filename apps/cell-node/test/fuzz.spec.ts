@@ -18,17 +18,18 @@
  * input handling, and they have their own tests.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import fc from 'fast-check';
-import { status, type Client } from '@grpc/grpc-js';
 import { type Cell, startCell } from './support/cell.js';
-import { methodsOf, rawClient, requestArb, rssOf, sendRawRequest, type FuzzMethod, type Mangling } from './support/proto-fuzz.js';
+import { describeTally, fuzz, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
 
-/** Requests per target: the lock service and the admin API. */
-const LOCK_REQUESTS = Number(process.env['FENCER_FUZZ_LOCK_REQUESTS'] ?? 12_000);
-const ADMIN_REQUESTS = Number(process.env['FENCER_FUZZ_ADMIN_REQUESTS'] ?? 4_000);
+/**
+ * Requests per target (the lock service, the admin API), times
+ * FENCER_FUZZ_SCALE (default 1): scale 1 fits a loaded two-core machine in
+ * about two minutes; a CI runner raises it (scale 4 sends 16,000).
+ */
+const SCALE = Number(process.env['FENCER_FUZZ_SCALE'] ?? 1);
+const LOCK_REQUESTS = Number(process.env['FENCER_FUZZ_LOCK_REQUESTS'] ?? 3_000 * SCALE);
+const ADMIN_REQUESTS = Number(process.env['FENCER_FUZZ_ADMIN_REQUESTS'] ?? 1_000 * SCALE);
 const SEED = Number(process.env['FENCER_FUZZ_SEED'] ?? 290_029);
-const CONCURRENCY = 64;
-const BATCH = 500;
 /** Short: a generated Acquire may wait on a held lock, and the client giving up is one of the cases. */
 const CALL_TIMEOUT_MS = 1_500;
 const RSS_GROWTH_BYTES_MAX = 100 * 1024 * 1024;
@@ -65,37 +66,6 @@ afterAll(async () => {
   await cell?.stop();
 });
 
-interface Tally {
-  sent: number;
-  byStatus: Map<string, number>;
-  bad: { method: string; mangling: Mangling; code: string; bytes: string }[];
-}
-
-function tally(): Tally {
-  return { sent: 0, byStatus: new Map(), bad: [] };
-}
-
-/** Sends `count` generated requests for `methods` to `client`, CONCURRENCY at a time; records every status. */
-async function fuzz(client: Client, methods: FuzzMethod[], count: number, seed: number, t: Tally): Promise<void> {
-  const arb = fc.constantFrom(...methods).chain((m) => requestArb(m, pool).map((r) => ({ method: m, ...r })));
-  for (let done = 0; done < count; done += BATCH) {
-    const batch = fc.sample(arb, { numRuns: Math.min(BATCH, count - done), seed: seed + done });
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < batch.length) {
-        const { method, bytes, mangling } = batch[next++]!;
-        const code = await sendRawRequest(client, method, bytes, CALL_TIMEOUT_MS);
-        t.sent++;
-        const name = code === 'no-answer' ? code : status[code];
-        t.byStatus.set(name, (t.byStatus.get(name) ?? 0) + 1);
-        if (code === status.INTERNAL || code === status.UNKNOWN || code === 'no-answer')
-          t.bad.push({ method: method.name, mangling, code: name, bytes: bytes.subarray(0, 64).toString('hex') });
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  }
-}
-
 /** A client that only does right: its namespace's lock, acquired and released in a loop until `stop`. */
 async function wellBehaved(stop: () => boolean): Promise<{ ok: number; failures: string[] }> {
   const failures: string[] = [];
@@ -114,37 +84,43 @@ async function wellBehaved(stop: () => boolean): Promise<{ ok: number; failures:
 }
 
 describe('structured fuzzing of a cell node', () => {
-  it(`answers ${LOCK_REQUESTS + ADMIN_REQUESTS} generated requests without INTERNAL, crash or leak, serving a good client throughout`, async () => {
-    const lockMethods = methodsOf('proto/lockservice/v1/lockservice.proto', 'lockservice.v1.LockService');
-    const adminMethods = methodsOf('proto/fencer/admin/v1/admin.proto', 'fencer.admin.v1.CellAdmin', ADMIN_SKIPPED);
-    expect(lockMethods.map((m) => m.name)).toEqual(expect.arrayContaining(['OpenSession', 'Acquire', 'KeepAlive', 'Watch']));
-    const lockClient = rawClient(cell.replicas[0]!.grpc);
-    const adminRaw = rawClient(cell.replicas[0]!.admin);
-    const t = tally();
-    try {
-      await fuzz(lockClient, lockMethods, BATCH, SEED - 1, tally()); // warm-up, so RSS is measured past JIT and pools
-      const rssBefore = await rssOf(pid);
-      let stopped = false;
-      const good = wellBehaved(() => stopped);
-      await Promise.all([fuzz(lockClient, lockMethods, LOCK_REQUESTS, SEED, t), fuzz(adminRaw, adminMethods, ADMIN_REQUESTS, SEED + 7, t)]);
-      stopped = true;
-      const served = await good;
-      const rssAfter = await rssOf(pid);
-      console.log(
-        `fuzz: ${t.sent} requests; statuses ${JSON.stringify(Object.fromEntries(t.byStatus))}; ` +
-          `RSS ${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rssAfter / 2 ** 20).toFixed(0)} MiB; good client ${served.ok} rounds`,
-      );
-      expect(t.sent).toBe(LOCK_REQUESTS + ADMIN_REQUESTS);
-      expect(t.bad.slice(0, 5)).toEqual([]);
-      expect(served.failures.slice(0, 3)).toEqual([]);
-      expect(served.ok).toBeGreaterThan(0);
-      expect(rssAfter - rssBefore).toBeLessThan(RSS_GROWTH_BYTES_MAX);
-      // Alive and still serving after it all.
-      expect(cell.children.get(cell.replicas[0]!.id)!.exitCode).toBeNull();
-      expect((await cell.client.openSession('after', 60_000)).sessionId).toMatch(/^after:/);
-    } finally {
-      lockClient.close();
-      adminRaw.close();
-    }
-  }, 300_000);
+  it(
+    `answers ${LOCK_REQUESTS + ADMIN_REQUESTS} generated requests without INTERNAL, crash or leak, serving a good client throughout`,
+    async () => {
+      const lockMethods = methodsOf('proto/lockservice/v1/lockservice.proto', 'lockservice.v1.LockService');
+      const adminMethods = methodsOf('proto/fencer/admin/v1/admin.proto', 'fencer.admin.v1.CellAdmin', ADMIN_SKIPPED);
+      expect(lockMethods.map((m) => m.name)).toEqual(expect.arrayContaining(['OpenSession', 'Acquire', 'KeepAlive', 'Watch']));
+      const lockClient = rawClient(cell.replicas[0]!.grpc);
+      const adminRaw = rawClient(cell.replicas[0]!.admin);
+      const t = tally();
+      try {
+        await fuzz({ client: lockClient, methods: lockMethods, count: 500, seed: SEED - 1, pool, timeoutMs: CALL_TIMEOUT_MS }, tally()); // warm-up, so RSS is measured past JIT and pools
+        const rssBefore = await rssOf(pid);
+        let stopped = false;
+        const good = wellBehaved(() => stopped);
+        await Promise.all([
+          fuzz({ client: lockClient, methods: lockMethods, count: LOCK_REQUESTS, seed: SEED, pool, timeoutMs: CALL_TIMEOUT_MS }, t),
+          fuzz({ client: adminRaw, methods: adminMethods, count: ADMIN_REQUESTS, seed: SEED + 7, pool, timeoutMs: CALL_TIMEOUT_MS }, t),
+        ]);
+        stopped = true;
+        const served = await good;
+        const rssAfter = await rssOf(pid);
+        console.log(
+          `${describeTally(t)}; RSS ${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rssAfter / 2 ** 20).toFixed(0)} MiB; good client ${served.ok} rounds`,
+        );
+        expect(t.sent).toBe(LOCK_REQUESTS + ADMIN_REQUESTS);
+        expect(t.bad.slice(0, 5)).toEqual([]);
+        expect(served.failures.slice(0, 3)).toEqual([]);
+        expect(served.ok).toBeGreaterThan(0);
+        expect(rssAfter - rssBefore).toBeLessThan(RSS_GROWTH_BYTES_MAX);
+        // Alive and still serving after it all.
+        expect(cell.children.get(cell.replicas[0]!.id)!.exitCode).toBeNull();
+        expect((await cell.client.openSession('after', 60_000)).sessionId).toMatch(/^after:/);
+      } finally {
+        lockClient.close();
+        adminRaw.close();
+      }
+    },
+    300_000 * SCALE,
+  );
 });

@@ -1,5 +1,5 @@
 /**
- * Test support: gRPC requests generated from the protos with fast-check, sent
+ * Test support (`@fencer/fleet/fuzz`): gRPC requests generated from the protos with fast-check, sent
  * as raw bytes (an identity serializer), for fuzz tests of every server that
  * speaks the contract or the admin API.
  *
@@ -18,7 +18,7 @@ import fc from 'fast-check';
 import protobuf from 'protobufjs';
 import { Client, Metadata, credentials, status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const identity = (b: Buffer): Buffer => b;
 
 export type CallKind = 'unary' | 'server-stream' | 'bidi';
@@ -204,4 +204,56 @@ export async function rssOf(pid: number): Promise<number> {
   const text = await readFile(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)\s+kB/.exec(text)?.[1]);
   return kb * 1024;
+}
+
+/** What a fuzz run saw: requests sent, statuses by name, and the answers that break the rules (INTERNAL, UNKNOWN, none). */
+export interface Tally {
+  sent: number;
+  readonly byStatus: Map<string, number>;
+  readonly bad: { method: string; mangling: Mangling; code: string; bytes: string }[];
+}
+
+export function tally(): Tally {
+  return { sent: 0, byStatus: new Map(), bad: [] };
+}
+
+export function describeTally(t: Tally): string {
+  return `fuzz: ${t.sent} requests; statuses ${JSON.stringify(Object.fromEntries(t.byStatus))}`;
+}
+
+export interface FuzzRun {
+  readonly client: Client;
+  readonly methods: readonly FuzzMethod[];
+  readonly count: number;
+  /** fast-check seed: the same seed sends the same requests. */
+  readonly seed: number;
+  /** Plausible strings of the system under test (namespaces, names, session ids). */
+  readonly pool: readonly string[];
+  readonly timeoutMs: number;
+  /** Calls in flight at once (default 64). */
+  readonly concurrency?: number;
+}
+
+/** Requests sampled per batch: bounds what one run holds in memory. */
+const FUZZ_BATCH = 500;
+
+/** Sends `count` generated requests, `concurrency` at a time; records every status in `t`. */
+export async function fuzz(run: FuzzRun, t: Tally): Promise<void> {
+  const arb = fc.constantFrom(...run.methods).chain((m) => requestArb(m, run.pool).map((r) => ({ method: m, ...r })));
+  for (let done = 0; done < run.count; done += FUZZ_BATCH) {
+    const batch = fc.sample(arb, { numRuns: Math.min(FUZZ_BATCH, run.count - done), seed: run.seed + done });
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < batch.length) {
+        const { method, bytes, mangling } = batch[next++]!;
+        const code = await sendRawRequest(run.client, method, bytes, run.timeoutMs);
+        t.sent++;
+        const name = code === 'no-answer' ? code : status[code];
+        t.byStatus.set(name, (t.byStatus.get(name) ?? 0) + 1);
+        if (code === status.INTERNAL || code === status.UNKNOWN || code === 'no-answer')
+          t.bad.push({ method: method.name, mangling, code: name, bytes: bytes.subarray(0, 64).toString('hex') });
+      }
+    };
+    await Promise.all(Array.from({ length: run.concurrency ?? 64 }, worker));
+  }
 }
