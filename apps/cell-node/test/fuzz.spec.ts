@@ -15,11 +15,15 @@
  * or take and stream whole snapshots (AddMember, RemoveMember,
  * PromoteLearner, TransferLeadership, TakeSnapshot, ReadSnapshot) are left
  * out: a valid one would change the cell under test rather than probe its
- * input handling, and they have their own tests.
+ * input handling, and they have their own tests. Then raw bytes on the
+ * client port, one connection each: random bytes, the HTTP/2 preface with
+ * frames that lie about their length or type, gRPC messages with lying
+ * prefixes. Connections the node leaves open (a valid but idle HTTP/2
+ * session) are dropped by the fuzzer after 2 s and counted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cell, startCell } from './support/cell.js';
-import { describeTally, fuzz, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
+import { describeTally, fuzz, fuzzRaw, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
 
 /**
  * Requests per target (the lock service, the admin API), times
@@ -29,6 +33,8 @@ import { describeTally, fuzz, methodsOf, rawClient, rssOf, tally } from '@fencer
 const SCALE = Number(process.env['FENCER_FUZZ_SCALE'] ?? 1);
 const LOCK_REQUESTS = Number(process.env['FENCER_FUZZ_LOCK_REQUESTS'] ?? 3_000 * SCALE);
 const ADMIN_REQUESTS = Number(process.env['FENCER_FUZZ_ADMIN_REQUESTS'] ?? 1_000 * SCALE);
+/** Raw malformed HTTP/2 and protobuf payloads, each on its own connection. */
+const RAW_PAYLOADS = Number(process.env['FENCER_FUZZ_RAW_PAYLOADS'] ?? 2_000 * SCALE);
 const SEED = Number(process.env['FENCER_FUZZ_SEED'] ?? 290_029);
 /** Short: a generated Acquire may wait on a held lock, and the client giving up is one of the cases. */
 const CALL_TIMEOUT_MS = 1_500;
@@ -120,6 +126,23 @@ describe('structured fuzzing of a cell node', () => {
         lockClient.close();
         adminRaw.close();
       }
+    },
+    300_000 * SCALE,
+  );
+
+  it(
+    `closes ${RAW_PAYLOADS} raw malformed HTTP/2 and protobuf payloads on the client port without crash or leak`,
+    async () => {
+      const port = Number(cell.replicas[0]!.grpc.split(':')[1]);
+      const rssBefore = await rssOf(pid);
+      const seen = await fuzzRaw(port, RAW_PAYLOADS, SEED + 11);
+      expect(seen.closed + seen.held).toBe(RAW_PAYLOADS);
+      const rssAfter = await rssOf(pid);
+      const mib = (b: number) => (b / 2 ** 20).toFixed(0);
+      console.log(`raw fuzz: ${RAW_PAYLOADS} payloads (${seen.held} left open by the node); RSS ${mib(rssBefore)} -> ${mib(rssAfter)} MiB`);
+      expect(rssAfter - rssBefore).toBeLessThan(RSS_GROWTH_BYTES_MAX);
+      expect(cell.children.get(cell.replicas[0]!.id)!.exitCode).toBeNull();
+      expect((await cell.client.openSession('after', 60_000)).sessionId).toMatch(/^after:/);
     },
     300_000 * SCALE,
   );

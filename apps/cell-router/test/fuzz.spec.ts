@@ -12,16 +12,21 @@
  * proxy at once, 64 at a time each; a client opens a session in "good"
  * through the router and acquires and releases in a loop, and every one of
  * its calls must succeed. RSS is read from /proc after a warm-up batch and
- * at the end.
+ * at the end. Then raw bytes on each front end's port, one connection each
+ * (random bytes, lying HTTP/2 frames, gRPC messages with lying prefixes);
+ * connections left open (an idle but valid session) are dropped after 2 s
+ * and counted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClient } from '@fencer/fleet/contract';
-import { describeTally, fuzz, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
+import { describeTally, fuzz, fuzzRaw, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
 import { startTestFleet, type TestFleet } from '@fencer/fleet/testing';
 
 /** Requests per front end, times FENCER_FUZZ_SCALE (default 1, sized for a loaded two-core machine). */
 const SCALE = Number(process.env['FENCER_FUZZ_SCALE'] ?? 1);
 const REQUESTS = Number(process.env['FENCER_FUZZ_FRONT_REQUESTS'] ?? 3_000 * SCALE);
+/** Raw malformed HTTP/2 and protobuf payloads per front end, each on its own connection. */
+const RAW_PAYLOADS = Number(process.env['FENCER_FUZZ_RAW_PAYLOADS'] ?? 2_000 * SCALE);
 const SEED = Number(process.env['FENCER_FUZZ_SEED'] ?? 290_029);
 /** Short: a generated Acquire may wait on a held lock, and the client giving up is one of the cases. */
 const CALL_TIMEOUT_MS = 1_500;
@@ -105,6 +110,29 @@ describe('structured fuzzing of the router and the proxy', () => {
         routerRaw.close();
         proxyRaw.close();
       }
+    },
+    300_000 * SCALE,
+  );
+
+  it(
+    `closes ${RAW_PAYLOADS} raw malformed HTTP/2 and protobuf payloads on each of the router and the proxy`,
+    async () => {
+      const targets = [
+        { port: Number(fleet.routerEndpoints[0]!.split(':')[1]), pid: fleet.routers[0]!.pid, id: fleet.routers[0]!.id },
+        { port: Number(fleet.proxyEndpoints[0]!.split(':')[1]), pid: fleet.proxies[0]!.pid, id: fleet.proxies[0]!.id },
+      ];
+      const rssBefore = await Promise.all(targets.map((t) => rssOf(t.pid)));
+      const sent = await Promise.all(targets.map((t, i) => fuzzRaw(t.port, RAW_PAYLOADS, SEED + 11 + i)));
+      expect(sent.map((x) => x.closed + x.held)).toEqual([RAW_PAYLOADS, RAW_PAYLOADS]);
+      const rssAfter = await Promise.all(targets.map((t) => rssOf(t.pid)));
+      console.log(
+        `raw fuzz: ${RAW_PAYLOADS} payloads each (left open: ${sent.map((x) => x.held).join(', ')}); RSS ${rssBefore.map((b, i) => `${(b / 2 ** 20).toFixed(0)} -> ${(rssAfter[i]! / 2 ** 20).toFixed(0)} MiB`).join(', ')}`,
+      );
+      for (let i = 0; i < targets.length; i++) {
+        expect(rssAfter[i]! - rssBefore[i]!).toBeLessThan(RSS_GROWTH_BYTES_MAX);
+        expect(fleet.alive(targets[i]!.id)).toBe(true);
+      }
+      expect((await client.openSession('good', 60_000)).sessionId).toMatch(/^good:/);
     },
     300_000 * SCALE,
   );

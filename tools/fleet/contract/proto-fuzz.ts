@@ -13,6 +13,7 @@
  * answer or a short while (the cancelled streams).
  */
 import { fileURLToPath } from 'node:url';
+import net from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
 import protobuf from 'protobufjs';
@@ -256,4 +257,89 @@ export async function fuzz(run: FuzzRun, t: Tally): Promise<void> {
     };
     await Promise.all(Array.from({ length: run.concurrency ?? 64 }, worker));
   }
+}
+
+/** The HTTP/2 client connection preface. */
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/** One HTTP/2 frame: 24-bit length (which may lie), type, flags, stream id, payload. */
+const h2FrameArb = fc
+  .record({
+    type: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.integer({ min: 10, max: 255 })),
+    flags: fc.integer({ min: 0, max: 255 }),
+    stream: fc.oneof(fc.constantFrom(0, 1, 3, 2 ** 31 - 1), fc.nat()),
+    payload: fc.uint8Array({ maxLength: 96 }),
+    lie: fc.oneof(fc.constant(0), fc.integer({ min: -50, max: 2 ** 24 - 1 })),
+  })
+  .map(({ type, flags, stream, payload, lie }) => {
+    const length = Math.max(0, Math.min(2 ** 24 - 1, lie === 0 ? payload.length : lie));
+    const head = Buffer.from([length >> 16, (length >> 8) & 0xff, length & 0xff, type, flags, 0, 0, 0, 0]);
+    head.writeUInt32BE(stream >>> 0, 5);
+    return Buffer.concat([head, Buffer.from(payload)]);
+  });
+
+/** A gRPC message frame with a lying prefix: compressed flag, a length past the end, a body that is no message. */
+const grpcDataArb = fc
+  .record({ compressed: fc.integer({ min: 0, max: 255 }), length: fc.nat(), body: fc.uint8Array({ maxLength: 64 }) })
+  .map(({ compressed, length, body }) => {
+    const prefix = Buffer.alloc(5);
+    prefix[0] = compressed;
+    prefix.writeUInt32BE(length >>> 0, 1);
+    const payload = Buffer.concat([prefix, Buffer.from(body)]);
+    const head = Buffer.from([payload.length >> 16, (payload.length >> 8) & 0xff, payload.length & 0xff, 0, 1, 0, 0, 0, 1]);
+    return Buffer.concat([head, payload]);
+  });
+
+/**
+ * Raw bytes for a gRPC port: random bytes, a preface followed by frames
+ * (lying lengths, unknown types, odd streams), or a preface, an empty
+ * SETTINGS and a DATA frame on stream 1 carrying a malformed gRPC message.
+ */
+export const rawHttp2Arb: fc.Arbitrary<Buffer> = fc.oneof(
+  fc.uint8Array({ minLength: 1, maxLength: 128 }).map((b) => Buffer.from(b)),
+  fc.array(h2FrameArb, { minLength: 1, maxLength: 6 }).map((frames) => Buffer.concat([H2_PREFACE, ...frames])),
+  fc
+    .tuple(fc.boolean(), grpcDataArb)
+    .map(([settings, data]) => Buffer.concat([H2_PREFACE, settings ? Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]) : Buffer.alloc(0), data])),
+);
+
+/** How long a raw connection may stay open after the fuzzer's half-close before the fuzzer drops it (an idle but valid HTTP/2 session may wait). */
+const RAW_HOLD_MS = 2_000;
+
+/** Connects, writes `bytes`, half-closes; resolves 'closed' when the server closed (or reset) it, 'held' when the fuzzer had to drop it. */
+function sendRawOnce(port: number, bytes: Buffer): Promise<'closed' | 'held'> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    let held = false;
+    const timer = setTimeout(() => {
+      held = true;
+      socket.destroy();
+    }, RAW_HOLD_MS);
+    socket.on('connect', () => socket.end(bytes));
+    socket.on('data', () => {});
+    // The server may reset before it has read everything (a refused frame): a reset is an answer too.
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(held ? 'held' : 'closed');
+    });
+  });
+}
+
+/**
+ * Sends `count` raw payloads (sampled from `seed`) to 127.0.0.1:`port`,
+ * `concurrency` connections at a time. Returns how many the server closed
+ * and how many it still held open RAW_HOLD_MS after the half-close.
+ */
+export async function fuzzRaw(port: number, count: number, seed: number, concurrency = 32): Promise<{ closed: number; held: number }> {
+  const seen = { closed: 0, held: 0 };
+  for (let done = 0; done < count; done += FUZZ_BATCH) {
+    const batch = fc.sample(rawHttp2Arb, { numRuns: Math.min(FUZZ_BATCH, count - done), seed: seed + done });
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < batch.length) seen[await sendRawOnce(port, batch[next++]!)]++;
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  }
+  return seen;
 }
