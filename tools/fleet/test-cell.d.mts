@@ -115,6 +115,10 @@ export declare class TenantLoad {
   holdLocks(perSession: number): Promise<void>;
   /** Queues `count` waiters over `queues` locks; resolves with the listing of held/ once all are queued. */
   queueWaiters(count: number, queues: number): Promise<Map<string, LockListing>>;
+  /** A blocking (or, with waitMs 0, try-) Acquire resumed with its request_id until granted; rejects on any other status. */
+  waitFor(req: { sessionId: string; name: string; mode: number; waitMs: number; requestId: string; lockDelayMs: number }): Promise<{
+    token: number;
+  }>;
   release(name: string, sessionId: string, token: number): Promise<boolean>;
   listLocks(prefix: string): Promise<Map<string, LockListing>>;
   allHeartbeatsAnsweredSince(sinceMs: number, timeoutMs?: number): Promise<void>;

@@ -6,7 +6,7 @@
 import { credentials, Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { adminpb } from '@fencer/protocol';
 import { ProblemError } from './problems.js';
-import { cellCallTimeoutMs, cellLeaderSearchMsMax } from './limits.js';
+import { cellCallTimeoutMs, cellLeaderSearchMsMax, moveCallTimeoutMs } from './limits.js';
 
 export interface CellReplicaPlan {
   readonly id: string;
@@ -263,13 +263,13 @@ export class GrpcCellDirectory implements CellDirectory {
 
   async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
     return this.onLeader(cell, (c) =>
-      unary<adminpb.FreezeNamespaceRequest, adminpb.FreezeNamespaceResponse>(c, 'freezeNamespace', { namespace }),
+      unary<adminpb.FreezeNamespaceRequest, adminpb.FreezeNamespaceResponse>(c, 'freezeNamespace', { namespace }, moveCallTimeoutMs),
     );
   }
 
   async unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }> {
     return this.onLeader(cell, (c) =>
-      unary<adminpb.UnfreezeNamespaceRequest, adminpb.UnfreezeNamespaceResponse>(c, 'unfreezeNamespace', { namespace }),
+      unary<adminpb.UnfreezeNamespaceRequest, adminpb.UnfreezeNamespaceResponse>(c, 'unfreezeNamespace', { namespace }, moveCallTimeoutMs),
     );
   }
 
@@ -277,7 +277,12 @@ export class GrpcCellDirectory implements CellDirectory {
   async exportNamespace(cell: string, namespace: string): Promise<NamespaceExport> {
     return this.onLeader(cell, async (c) => {
       const page = (offset: number) =>
-        unary<adminpb.ExportNamespaceRequest, adminpb.ExportNamespaceResponse>(c, 'exportNamespace', { namespace, offset });
+        unary<adminpb.ExportNamespaceRequest, adminpb.ExportNamespaceResponse>(
+          c,
+          'exportNamespace',
+          { namespace, offset },
+          moveCallTimeoutMs,
+        );
       const first = await page(0);
       const data = new Uint8Array(first.totalBytes);
       data.set(first.data, 0);
@@ -304,14 +309,19 @@ export class GrpcCellDirectory implements CellDirectory {
       const total = exported.data.length;
       for (let offset = 0; ; offset += IMPORT_PIECE_BYTES) {
         const last = offset + IMPORT_PIECE_BYTES >= total;
-        const r = await unary<adminpb.ImportNamespaceRequest, adminpb.ImportNamespaceResponse>(c, 'importNamespace', {
-          namespace,
-          data: exported.data.subarray(offset, offset + IMPORT_PIECE_BYTES),
-          offset,
-          totalBytes: total,
-          activate: false,
-          waitsLeft: last ? [...exported.waitsLeft] : [],
-        });
+        const r = await unary<adminpb.ImportNamespaceRequest, adminpb.ImportNamespaceResponse>(
+          c,
+          'importNamespace',
+          {
+            namespace,
+            data: exported.data.subarray(offset, offset + IMPORT_PIECE_BYTES),
+            offset,
+            totalBytes: total,
+            activate: false,
+            waitsLeft: last ? [...exported.waitsLeft] : [],
+          },
+          moveCallTimeoutMs,
+        );
         if (r.done) return { sessions: r.sessions, locks: r.locks, already: r.already };
         if (last) throw new ProblemError('CELL_UNAVAILABLE', `the import of ${namespace} did not complete; import it again`);
       }
@@ -320,7 +330,12 @@ export class GrpcCellDirectory implements CellDirectory {
 
   async namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<NamespaceView> {
     return this.onLeader(cell, (c) =>
-      unary<adminpb.NamespaceStatusRequest, adminpb.NamespaceStatusResponse>(c, 'namespaceStatus', { namespace, exportSize }),
+      unary<adminpb.NamespaceStatusRequest, adminpb.NamespaceStatusResponse>(
+        c,
+        'namespaceStatus',
+        { namespace, exportSize },
+        exportSize ? moveCallTimeoutMs : cellCallTimeoutMs,
+      ),
     );
   }
 
@@ -422,6 +437,7 @@ function unary<Req, Res>(
     | 'listNamespaces'
     | 'setNamespaceQuotas',
   request: Req,
+  timeoutMs = cellCallTimeoutMs,
 ): Promise<Res> {
   return new Promise((resolve, reject) => {
     const fn = client[method].bind(client) as unknown as (
@@ -430,6 +446,6 @@ function unary<Req, Res>(
       o: { deadline: number },
       cb: (e: ServiceError | null, r: Res) => void,
     ) => void;
-    fn(request, new Metadata(), { deadline: Date.now() + cellCallTimeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
+    fn(request, new Metadata(), { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
   });
 }

@@ -17,6 +17,15 @@ export const forwardTimeoutMs = 10_000;
 /** A cell admin call (claim, drop, status) gives up after this long per replica tried. */
 export const cellCallTimeoutMs = 3_000;
 /**
+ * A move's own cell calls (freeze, export page, import piece, unfreeze, an
+ * export's size) give up after this long per replica tried: an import piece
+ * is a 512 KiB proposal committed on the target and the last one decodes
+ * the whole export, which a loaded machine took more than 3 s for, so the
+ * copy started over and over. Only the move worker waits for these; the
+ * frozen-too-long rule (MOVE_TIMING.frozenMsMax, 30 s) still bounds a move.
+ */
+export const moveCallTimeoutMs = 20_000;
+/**
  * No replica of a cell is tried after this long looking for its leader: a
  * cell whose replicas all hang (stopped, partitioned) answers CELL_UNAVAILABLE
  * before a follower's forwarded request times out, not NOT_LEADER after it

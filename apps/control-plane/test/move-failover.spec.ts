@@ -21,6 +21,7 @@
  * cell's admin ListNamespaces is the evidence of the claim.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Metadata } from '@grpc/grpc-js';
 import { adminClient, waitForControlPlane } from '@fencer/fleet';
 import { startTestFleet, TenantLoad, type TestFleet } from '@fencer/fleet/testing';
 import type { adminpb } from '@fencer/protocol';
@@ -61,7 +62,7 @@ async function namespacesOf(cell: string): Promise<string[] | undefined> {
     const client = adminClient(r.admin);
     try {
       const res = await new Promise<adminpb.ListNamespacesResponse | undefined>((resolve) =>
-        client.listNamespaces({}, { deadline: Date.now() + 2_000 }, (err, out) => resolve(err ? undefined : out)),
+        client.listNamespaces({}, new Metadata(), { deadline: Date.now() + 2_000 }, (err, out) => resolve(err ? undefined : out)),
       );
       if (res) return res.namespaces.filter((n) => n.state === 'active').map((n) => n.namespace);
     } finally {

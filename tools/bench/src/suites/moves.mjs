@@ -70,6 +70,9 @@ async function exportBytes(fleet, cellId, namespace) {
   }
 }
 
+/** Moves of one tenant whose median passes 1 s (or none ended done: rolled back after 30 s frozen). */
+const passes = (moves) => moves.length === 0 || median(moves.map((m) => m.unavailableMs)) > TARGET_WORST_MS;
+
 const STATES = ['queued', 'freezing', 'copying', 'switching', 'cleaning'];
 
 /** The control plane's fencer_cp_move_state_seconds sums by state (seconds moves spent in each, so far). */
@@ -88,8 +91,7 @@ async function moveOnce(fleet, namespace, toCell) {
   const deadline = Date.now() + MOVE_TIMEOUT_MS;
   for (;;) {
     const m = (await http(url, 'GET', `/v1/moves/${started.body.id}`)).body;
-    if (m.state === 'done') return m;
-    if (m.state === 'failed') throw new Error(`move ${m.id} failed: ${m.error}`);
+    if (m.state === 'done' || m.state === 'failed') return m;
     if (Date.now() > deadline) throw new Error(`move ${m.id} still ${m.state} after ${MOVE_TIMEOUT_MS} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -114,15 +116,23 @@ function startWorkers(fleet, namespace) {
     { length: WORKERS },
     (_, i) => new FencerClient({ endpoints: fleet.routerEndpoints, proxies: fleet.proxyEndpoints, clientId: `bench-${i}`, retryBudgetMs: 60_000 }),
   );
+  const errors = [];
   const running = clients.map(async (c, i) => {
     while (!stop) {
-      const h = await c.acquire(`/ls/${namespace}/work/r${i % 2}`, { waitMs: 30_000 });
-      grants++;
-      await h.release();
+      try {
+        const h = await c.acquire(`/ls/${namespace}/work/r${i % 2}`, { waitMs: 30_000 });
+        grants++;
+        await h.release();
+      } catch (e) {
+        // A failed call is a finding of the run, reported with the figures; the worker goes on.
+        errors.push(`${new Date().toISOString()} worker ${i}: ${e.message}`);
+        console.error(errors.at(-1));
+      }
     }
   });
   return {
     grants: () => grants,
+    errors,
     stop: async () => {
       stop = true;
       await Promise.all(running);
@@ -132,7 +142,7 @@ function startWorkers(fleet, namespace) {
 }
 
 /** `moves` moves of one tenant, back and forth; each one's unavailableMs, export bytes and carried counts. */
-async function moveBackAndForth(fleet, namespace, moves, log) {
+async function moveBackAndForth(fleet, namespace, moves, log, failed) {
   const out = [];
   let from = 'cell-1';
   for (let i = 0; i < moves; i++) {
@@ -140,6 +150,12 @@ async function moveBackAndForth(fleet, namespace, moves, log) {
     const bytes = await exportBytes(fleet, from, namespace);
     const before = await stateSeconds(fleet);
     const m = await moveOnce(fleet, namespace, to);
+    log(`  move ${m.id} ${m.state} at ${new Date().toISOString()}${m.error ? `: ${m.error}` : ''}`);
+    if (m.state === 'failed') {
+      // Rolled back: the tenant is still on `from`; a finding of the run, not a figure.
+      failed.push(m.error);
+      continue;
+    }
     const after = await stateSeconds(fleet);
     const inState = Object.fromEntries(STATES.map((st) => [st, Math.round((after[st] - before[st]) * 1000)]));
     out.push({ unavailableMs: m.unavailableMs, exportBytes: bytes, sessions: m.sessions, locks: m.locks, inState });
@@ -153,30 +169,31 @@ async function moveBackAndForth(fleet, namespace, moves, log) {
 async function measure(fleet, o) {
   const log = (s) => console.log(s);
   log(`test tenant: ${o.sessions} sessions, ${o.sessions * o.locksPerSession} held locks, ${o.waiters} waiters`);
-  const load = await buildTenant(fleet, 'movebench', o, 1, 10_000);
+  // TTLs of 30 s and more: on a loaded shared machine the KeepAlive of thousands of sessions from one process must not be what fails.
+  const load = await buildTenant(fleet, 'movebench', o, 1, 30_000);
   const workers = startWorkers(fleet, 'movebench');
   let main;
+  const failedMoves = [];
   try {
-    main = await moveBackAndForth(fleet, 'movebench', o.moves, log);
+    main = await moveBackAndForth(fleet, 'movebench', o.moves, log, failedMoves);
   } finally {
     await workers.stop();
     await load.close();
   }
-  const result = { main, grants: workers.grants(), expired: load.expired.length, sizes: [] };
+  const result = { main, failedMoves, grants: workers.grants(), workerErrors: workers.errors, expired: load.expired.length, sizes: [] };
   for (const s of o.sizes.map(Number)) {
     const ns = `movebench-x${s}`;
     log(`tenant ×${s}: ${o.sessions * s} sessions, ${o.sessions * s * o.locksPerSession} held locks`);
-    // Longer TTLs: the KeepAlive of thousands of sessions from one process must not be what fails.
     const big = await buildTenant(fleet, ns, o, s, 60_000);
     let moves;
     try {
-      moves = await moveBackAndForth(fleet, ns, o.sizeMoves, log);
+      moves = await moveBackAndForth(fleet, ns, o.sizeMoves, log, failedMoves);
     } finally {
       await big.close();
     }
     result.sizes.push({ scale: s, sessions: o.sessions * s, locks: o.sessions * s * o.locksPerSession, moves, expired: big.expired.length });
-    // The size that passes 1 s is found: larger ones only take longer to build.
-    if (median(moves.map((m) => m.unavailableMs)) > TARGET_WORST_MS) break;
+    // The size that passes 1 s is found (a move that only failed stayed frozen 30 s): larger ones only take longer to build.
+    if (passes(moves)) break;
   }
   return result;
 }
@@ -187,13 +204,14 @@ function render(meta, r, o) {
   const rows = [
     [
       `test tenant (${fmt.int(o.sessions)} sessions, ${fmt.int(o.sessions * o.locksPerSession)} locks, ${o.waiters} waiters), ${r.main.length} moves`,
-      fmt.fixed(r.main[0].exportBytes / MB, 2),
+      fmt.fixed((r.main[0]?.exportBytes ?? NaN) / MB, 2),
       `${fmt.ms(median(u))} (target ${TARGET_MEDIAN_MS} ms)`,
       `${fmt.ms(worst)} (target < ${TARGET_WORST_MS} ms)`,
       u.join(' / '),
     ],
     ...r.sizes.map((s) => {
       const su = s.moves.map((m) => m.unavailableMs);
+      if (su.length === 0) return [`×${s.scale}: ${fmt.int(s.sessions)} sessions, ${fmt.int(s.locks)} locks`, '—', 'failed', 'failed', ''];
       return [
         `×${s.scale}: ${fmt.int(s.sessions)} sessions, ${fmt.int(s.locks)} locks`,
         fmt.fixed(s.moves[0].exportBytes / MB, 2),
@@ -203,14 +221,16 @@ function render(meta, r, o) {
       ];
     }),
   ];
-  const passed = r.sizes.find((s) => median(s.moves.map((m) => m.unavailableMs)) > TARGET_WORST_MS);
-  const passedText = passed
-    ? `A move passes 1 s (median) at ${fmt.int(passed.sessions)} sessions and ${fmt.int(passed.locks)} locks (export ${fmt.fixed(passed.moves[0].exportBytes / MB, 1)} MB).`
+  const passed = r.sizes.find((s) => passes(s.moves));
+  const passedText = passes(r.main)
+    ? `The test tenant's own moves pass 1 s at the median in this run, so the tenant size at which a move passes 1 s is not measured by it (the larger tenants' rows are for comparison).`
+    : passed
+    ? `A move passes 1 s (median) at ${fmt.int(passed.sessions)} sessions and ${fmt.int(passed.locks)} locks${passed.moves.length ? ` (export ${fmt.fixed(passed.moves[0].exportBytes / MB, 1)} MB)` : ' (its moves failed)'}.`
     : `No tenant measured here passed 1 s at the median (largest: ${r.sizes.length ? `${fmt.int(r.sizes.at(-1).sessions)} sessions` : 'none measured'}).`;
   return [
     '## Tenant moves',
     '',
-    `Measured by \`${meta.command}\` on ${meta.date.slice(0, 10)}: Node ${meta.node}, ${meta.cpu}, load ${meta.loadStart} → ${meta.loadEnd}. A test fleet of 2 cells × ${o.replicas} replicas (--managed), 1 control plane, 1 router, 1 proxy; ${WORKERS} SDK workers acquired and released through the router during the test tenant's moves (${fmt.int(r.grants)} grants; sessions expired: ${r.expired}). \`unavailableMs\` is the move's own figure (GET /v1/moves/{id}): from the freeze to the first write the target served.`,
+    `Measured by \`${meta.command}\` on ${meta.date.slice(0, 10)}: Node ${meta.node}, ${meta.cpu}, load ${meta.loadStart} → ${meta.loadEnd}. A test fleet of 2 cells × ${o.replicas} replicas (--managed), 1 control plane, 1 router, 1 proxy; ${WORKERS} SDK workers acquired and released through the router during the test tenant's moves (${fmt.int(r.grants)} grants, ${r.workerErrors.length} failed calls${r.workerErrors.length ? `, first: ${r.workerErrors[0]}` : ''}; sessions expired: ${r.expired}). \`unavailableMs\` is the move's own figure (GET /v1/moves/{id}): from the freeze to the first write the target served.`,
     '',
     markdownTable(['tenant', 'export MB', 'median unavailableMs', 'worst', 'each move'], rows),
     '',
