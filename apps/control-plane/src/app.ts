@@ -10,9 +10,10 @@
  * - every error is an RFC 9457 problem document with a stable code
  *   (problems.ts, http/problem-replies.ts);
  * - state lives in the meta group (MetaStore): writes are proposed on its
- *   leader, and a follower forwards every request but health and the
- *   contract to the leader's URL (http/leader-forwarding.ts); reads wait for
- *   a ReadIndex round;
+ *   leader, and a follower forwards every request but health, the contract
+ *   and the routing and fleet reads to the leader's URL
+ *   (http/leader-forwarding.ts); reads wait for a ReadIndex round, on a
+ *   follower one through its leader (http/follower-reads.ts);
  * - who may call what is each route's `config.access` (http/access.ts);
  * - writes carry their Idempotency-Key into the log, so a retry gets the
  *   first answer even from a new leader (http/idempotency.ts).
@@ -23,6 +24,7 @@ import { newToken } from './auth.js';
 import type { CellDirectory } from './cells.js';
 import { installAccessChecks } from './http/access.js';
 import { installContractValidation } from './http/contract-validation.js';
+import { followerReads, installReadIndexRoute } from './http/follower-reads.js';
 import { metaWriter } from './http/idempotency.js';
 import { installLeaderForwarding } from './http/leader-forwarding.js';
 import { installProblemReplies } from './http/problem-replies.js';
@@ -82,8 +84,9 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   // Both run at preValidation, in this order: a follower forwards the request as it came, and the leader
   // authorizes it against the newest state (a token rotated a moment ago). Once forwarded, the reply is
   // sent and fastify runs no further hook.
-  installLeaderForwarding(app, ctx.meta);
+  installLeaderForwarding(app, ctx.meta, followerReads(ctx.meta, ctx.adminToken));
   installAccessChecks(app, ctx);
+  installReadIndexRoute(app, ctx.meta);
 
   await app.register(healthRoutes, ctx);
   await app.register(fleetRoutes, ctx);
