@@ -54,6 +54,8 @@ export interface ControlPlaneDeps {
   readonly metrics?: AppMetrics;
   /** Starts a leader task's next pass now (workers/leader-loop.ts LeaderLoop.wake), after a write that journaled work. */
   readonly wake?: (task: string) => void;
+  /** A follower serves the routing and fleet reads after a barrier through the leader (default true); false forwards them. */
+  readonly followerReads?: boolean;
 }
 
 function routeContextOf(deps: ControlPlaneDeps): RouteContext {
@@ -84,7 +86,7 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   // Both run at preValidation, in this order: a follower forwards the request as it came, and the leader
   // authorizes it against the newest state (a token rotated a moment ago). Once forwarded, the reply is
   // sent and fastify runs no further hook.
-  installLeaderForwarding(app, ctx.meta, followerReads(ctx.meta, ctx.adminToken));
+  installLeaderForwarding(app, ctx.meta, deps.followerReads === false ? undefined : followerReads(ctx.meta, ctx.adminToken));
   installAccessChecks(app, ctx);
   installReadIndexRoute(app, ctx.meta);
 

@@ -31,6 +31,8 @@ export interface ControlPlaneConfig {
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly cellPollMs: number;
+  /** A follower serves the routing and fleet reads itself after a barrier through the leader (default), instead of forwarding them. */
+  readonly followerReads: boolean;
   readonly snapshotEveryEntries: number;
   /** Where cell snapshots go: s3://bucket/prefix, or file:///folder (default: <data-dir>/snapshots). */
   readonly snapshotStore: string;
@@ -96,6 +98,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       int('cell-poll-ms'),
       Number(e('cell-poll-ms') ?? 1000),
     )
+    .option('--no-follower-reads', 'forward the routing and fleet reads to the leader instead of serving them here after a barrier')
     .option(
       '--snapshot-every-entries <n>',
       'snapshot and compact every n applied entries',
@@ -132,6 +135,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
     cellPollMs: o.cellPollMs,
+    followerReads: o.followerReads !== false && e('follower-reads') !== 'false',
     snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
     ...snapshotStoreConfig(o),
   };

@@ -62,6 +62,7 @@ const app = await buildApp({
   metrics,
   ...(adminToken !== undefined ? { adminToken } : {}),
   wake: (task) => leaderTasks.wake(task),
+  followerReads: config.followerReads,
 });
 const at = config.listen.lastIndexOf(':');
 await app

@@ -20,11 +20,12 @@ const FORWARDED_HEADER = 'x-fencer-forwarded';
 const RELAYED_HEADERS = ['authorization', 'content-type', 'idempotency-key'] as const;
 
 /** Installs the forwarding hook on the root instance. It must run before the access hook: the leader authorizes. */
-export function installLeaderForwarding(app: FastifyInstance, meta: MetaStore, reads: FollowerReads): void {
+/** `reads` absent: a follower forwards the follower reads too (`--no-follower-reads`). */
+export function installLeaderForwarding(app: FastifyInstance, meta: MetaStore, reads?: FollowerReads): void {
   app.addHook('preValidation', async (request, reply) => {
     const config = routeConfigOf(request);
     if (config === undefined || config.local || meta.isLeader) return undefined;
-    if (config.followerRead && request.headers[FORWARDED_HEADER] === undefined) {
+    if (reads && config.followerRead && request.headers[FORWARDED_HEADER] === undefined) {
       try {
         await reads.barrier(request);
         return undefined;
