@@ -15,6 +15,7 @@
  *   (http/leader-forwarding.ts); reads wait for a ReadIndex round, on a
  *   follower one through its leader (http/follower-reads.ts);
  * - who may call what is each route's `config.access` (http/access.ts);
+ * - the dashboard's page and event stream are served by every instance itself (routes/dashboard.ts);
  * - writes carry their Idempotency-Key into the log, so a retry gets the
  *   first answer even from a new leader (http/idempotency.ts).
  */
@@ -31,6 +32,8 @@ import { installProblemReplies } from './http/problem-replies.js';
 import { installRequestMetrics, type AppMetrics } from './http/request-metrics.js';
 import { bodyBytesMax } from './limits.js';
 import type { MetaStore } from './meta-group.js';
+import type { WatchClientFactory } from './dashboard/tenant-locks.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
 import { moveRoutes } from './routes/moves.js';
@@ -56,6 +59,10 @@ export interface ControlPlaneDeps {
   readonly wake?: (task: string) => void;
   /** A follower serves the routing and fleet reads after a barrier through the leader (default true); false forwards them. */
   readonly followerReads?: boolean;
+  /** This instance's id in the meta group, shown on the dashboard. */
+  readonly instanceId?: string;
+  /** How the dashboard's lock watches reach a cell; default: the TypeScript client over gRPC. */
+  readonly newWatchClient?: WatchClientFactory;
 }
 
 function routeContextOf(deps: ControlPlaneDeps): RouteContext {
@@ -96,5 +103,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   await app.register(tenantRoutes, ctx);
   await app.register(moveRoutes, ctx);
   await app.register(snapshotRoutes, ctx);
+  await app.register(dashboardRoutes, {
+    ...ctx,
+    instanceId: deps.instanceId ?? 'control-plane',
+    ...(deps.newWatchClient ? { newWatchClient: deps.newWatchClient } : {}),
+  });
   return app;
 }

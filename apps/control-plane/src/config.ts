@@ -33,6 +33,8 @@ export interface ControlPlaneConfig {
   readonly cellPollMs: number;
   /** A follower serves the routing and fleet reads itself after a barrier through the leader (default), instead of forwarding them. */
   readonly followerReads: boolean;
+  /** A pause before each cell step of a move (0: none); process tests use it to catch a move in each state. */
+  readonly moveStepPauseMs: number;
   readonly snapshotEveryEntries: number;
   /** Where cell snapshots go: s3://bucket/prefix, or file:///folder (default: <data-dir>/snapshots). */
   readonly snapshotStore: string;
@@ -106,6 +108,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       Number(e('snapshot-every-entries') ?? 1000),
     );
   addSnapshotStoreOptions(program, e, int);
+  addMoveOptions(program, e, int);
   program.parse(argv, { from: 'user' });
   const o = program.opts();
   const id = NodeId(o.id);
@@ -136,12 +139,23 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     electionTicks: o.electionTicks,
     cellPollMs: o.cellPollMs,
     followerReads: o.followerReads !== false && e('follower-reads') !== 'false',
+    moveStepPauseMs: o.moveStepPauseMs,
     snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
     ...snapshotStoreConfig(o),
   };
 }
 
 type IntParser = (flag: string) => (v: string) => number;
+
+/** Tenant moves: a pause before each cell step, for process tests that stop the meta leader in a given move state. */
+function addMoveOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {
+  program.option(
+    '--move-step-pause-ms <ms>',
+    'pause before each cell step of a tenant move (for tests that stop the meta leader in a given move state; 0: none)',
+    int('move-step-pause-ms'),
+    Number(e('move-step-pause-ms') ?? 0),
+  );
+}
 
 /** Cell snapshots in object storage: the store, how to reach S3, the schedule and the retention. */
 function addSnapshotStoreOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {

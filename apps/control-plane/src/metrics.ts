@@ -110,6 +110,12 @@ export class ControlPlaneMetrics implements AppMetrics {
     labelNames: ['cell'] as const,
     registers: [this.registry],
   });
+  private readonly quotaPushes = new Counter({
+    name: 'fencer_cp_ownership_quota_pushes_total',
+    help: 'Tenant quotas the ownership reconciler sent to a cell that reported other values, by cell',
+    labelNames: ['cell'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectProcessMetrics(this.registry);
@@ -136,6 +142,10 @@ export class ControlPlaneMetrics implements AppMetrics {
 
   ownershipClaimed(cell: string): void {
     this.ownershipClaims.inc({ cell });
+  }
+
+  ownershipQuotasSent(cell: string): void {
+    this.quotaPushes.inc({ cell });
   }
 
   /** The replica's tiny Metrics interface, written through to prom-client. */
