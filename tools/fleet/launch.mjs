@@ -154,7 +154,7 @@ let stopping = false;
 // Waits grow with the fleet: 40 replicas starting at once on two loaded cores take a while to elect.
 const LEADER_WAIT_MS = 60_000 + 30_000 * opts.cells;
 const CONTROL_PLANE_WAIT_MS = 60_000 + 5_000 * opts.cells;
-const FRONT_END_WAIT_MS = 30_000 + 5_000 * (opts.routers + opts.proxies);
+const FRONT_END_WAIT_MS = 60_000 + 10_000 * (opts.routers + opts.proxies);
 
 async function shutdown(code) {
   if (stopping) return;

@@ -10,9 +10,10 @@
  * - every error is an RFC 9457 problem document with a stable code
  *   (problems.ts, http/problem-replies.ts);
  * - state lives in the meta group (MetaStore): writes are proposed on its
- *   leader, and a follower forwards every request but health and the
- *   contract to the leader's URL (http/leader-forwarding.ts); reads wait for
- *   a ReadIndex round;
+ *   leader, and a follower forwards every request but health, the contract
+ *   and the routing and fleet reads to the leader's URL
+ *   (http/leader-forwarding.ts); reads wait for a ReadIndex round, on a
+ *   follower one through its leader (http/follower-reads.ts);
  * - who may call what is each route's `config.access` (http/access.ts);
  * - the dashboard's page and event stream are served by every instance itself (routes/dashboard.ts);
  * - writes carry their Idempotency-Key into the log, so a retry gets the
@@ -24,6 +25,7 @@ import { newToken } from './auth.js';
 import type { CellDirectory } from './cells.js';
 import { installAccessChecks } from './http/access.js';
 import { installContractValidation } from './http/contract-validation.js';
+import { followerReads, installReadIndexRoute } from './http/follower-reads.js';
 import { metaWriter } from './http/idempotency.js';
 import { installLeaderForwarding } from './http/leader-forwarding.js';
 import { installProblemReplies } from './http/problem-replies.js';
@@ -55,6 +57,8 @@ export interface ControlPlaneDeps {
   readonly metrics?: AppMetrics;
   /** Starts a leader task's next pass now (workers/leader-loop.ts LeaderLoop.wake), after a write that journaled work. */
   readonly wake?: (task: string) => void;
+  /** A follower serves the routing and fleet reads after a barrier through the leader (default true); false forwards them. */
+  readonly followerReads?: boolean;
   /** This instance's id in the meta group, shown on the dashboard. */
   readonly instanceId?: string;
   /** How the dashboard's lock watches reach a cell; default: the TypeScript client over gRPC. */
@@ -89,8 +93,9 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   // Both run at preValidation, in this order: a follower forwards the request as it came, and the leader
   // authorizes it against the newest state (a token rotated a moment ago). Once forwarded, the reply is
   // sent and fastify runs no further hook.
-  installLeaderForwarding(app, ctx.meta);
+  installLeaderForwarding(app, ctx.meta, deps.followerReads === false ? undefined : followerReads(ctx.meta, ctx.adminToken));
   installAccessChecks(app, ctx);
+  installReadIndexRoute(app, ctx.meta);
 
   await app.register(healthRoutes, ctx);
   await app.register(fleetRoutes, ctx);

@@ -31,6 +31,8 @@ export interface ControlPlaneConfig {
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly cellPollMs: number;
+  /** A follower serves the routing and fleet reads itself after a barrier through the leader (default), instead of forwarding them. */
+  readonly followerReads: boolean;
   /** A pause before each cell step of a move (0: none); process tests use it to catch a move in each state. */
   readonly moveStepPauseMs: number;
   readonly snapshotEveryEntries: number;
@@ -98,6 +100,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       int('cell-poll-ms'),
       Number(e('cell-poll-ms') ?? 1000),
     )
+    .option('--no-follower-reads', 'forward the routing and fleet reads to the leader instead of serving them here after a barrier')
     .option(
       '--snapshot-every-entries <n>',
       'snapshot and compact every n applied entries',
@@ -135,6 +138,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
     cellPollMs: o.cellPollMs,
+    followerReads: o.followerReads !== false && e('follower-reads') !== 'false',
     moveStepPauseMs: o.moveStepPauseMs,
     snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
     ...snapshotStoreConfig(o),

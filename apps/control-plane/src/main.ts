@@ -75,6 +75,7 @@ const app = await buildApp({
   metrics,
   ...(adminToken !== undefined ? { adminToken } : {}),
   wake: (task) => leaderTasks.wake(task),
+  followerReads: config.followerReads,
   instanceId: config.id,
 });
 const at = config.listen.lastIndexOf(':');

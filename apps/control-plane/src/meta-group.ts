@@ -23,4 +23,8 @@ export interface MetaStore {
   leaderAddress(): string | undefined;
   /** `done` once the routing version passes `sinceVersion` or after `waitMs`; throws TOO_MANY_REQUESTS past the bound. */
   waitRouting(sinceVersion: number, waitMs: number, done: () => void): Cancel;
+  /** The index of the last entry applied here. */
+  readonly appliedIndex: number;
+  /** `done(true)` once `index` is applied here, `done(false)` after `waitMs`; throws TOO_MANY_REQUESTS past the bound. */
+  waitApplied(index: number, waitMs: number, done: (reached: boolean) => void): Cancel;
 }

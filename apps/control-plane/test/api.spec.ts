@@ -287,6 +287,8 @@ describe('an instance without a reachable leader', () => {
       leader: null,
       leaderAddress: () => undefined,
       waitRouting: () => () => {},
+      appliedIndex: 0,
+      waitApplied: () => () => {},
     };
     const app = await buildApp({ meta: headless, cells: h.cells });
     try {
@@ -308,6 +310,8 @@ describe('an instance without a reachable leader', () => {
       write: h.group.write.bind(h.group),
       read: h.group.read.bind(h.group),
       waitRouting: h.group.waitRouting.bind(h.group),
+      appliedIndex: 0,
+      waitApplied: h.group.waitApplied.bind(h.group),
       state: h.group.state,
       isLeader: false,
       leader: NodeId('cp1'),

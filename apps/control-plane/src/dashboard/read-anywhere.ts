@@ -59,5 +59,9 @@ export function readableAnywhere(meta: MetaStore): MetaStore {
     },
     leaderAddress: () => meta.leaderAddress(),
     waitRouting: (sinceVersion, waitMs, done) => meta.waitRouting(sinceVersion, waitMs, done),
+    get appliedIndex() {
+      return meta.appliedIndex;
+    },
+    waitApplied: (index, waitMs, done) => meta.waitApplied(index, waitMs, done),
   };
 }

@@ -1,15 +1,18 @@
 /**
  * A follower of the meta group forwards every request of the API to the
  * leader's URL and relays its answer, except the routes it serves itself
- * (health, the contract). A request that was forwarded once is never
- * forwarded again: a follower that receives one, or that knows no leader,
- * answers NOT_LEADER and the client retries.
+ * (health, the contract) and the reads it serves after a barrier through
+ * the leader (routing, fleet: follower-reads.ts; forwarded when the barrier
+ * fails). A request that was forwarded once is never forwarded again: a
+ * follower that receives one, or that knows no leader, answers NOT_LEADER
+ * and the client retries.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { NodeId } from '@fencer/base';
 import { forwardTimeoutMs, routingWaitMsMax } from '../limits.js';
 import type { MetaStore } from '../meta-group.js';
 import { ProblemError } from '../problems.js';
+import type { FollowerReads } from './follower-reads.js';
 import { routeConfigOf } from './route-config.js';
 
 const FORWARDED_HEADER = 'x-fencer-forwarded';
@@ -17,10 +20,19 @@ const FORWARDED_HEADER = 'x-fencer-forwarded';
 const RELAYED_HEADERS = ['authorization', 'content-type', 'idempotency-key'] as const;
 
 /** Installs the forwarding hook on the root instance. It must run before the access hook: the leader authorizes. */
-export function installLeaderForwarding(app: FastifyInstance, meta: MetaStore): void {
+/** `reads` absent: a follower forwards the follower reads too (`--no-follower-reads`). */
+export function installLeaderForwarding(app: FastifyInstance, meta: MetaStore, reads?: FollowerReads): void {
   app.addHook('preValidation', async (request, reply) => {
     const config = routeConfigOf(request);
     if (config === undefined || config.local || meta.isLeader) return undefined;
+    if (reads && config.followerRead && request.headers[FORWARDED_HEADER] === undefined) {
+      try {
+        await reads.barrier(request);
+        return undefined;
+      } catch {
+        // No confirmed index (no leader, or it did not answer in time): forwarding answers, or says NOT_LEADER.
+      }
+    }
     await forwardToLeader(meta, request, reply);
     return reply;
   });

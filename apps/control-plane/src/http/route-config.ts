@@ -18,9 +18,13 @@ export interface RouteConfig {
   readonly access: Access;
   /** Served by this instance itself, never forwarded to the leader. */
   readonly local?: boolean;
+  /** A read a follower serves itself once its leader confirmed a read index (follower-reads.ts); forwarded when that fails. */
+  readonly followerRead?: boolean;
 }
 
 export const routeConfig = (access: Access, local = false): RouteConfig => ({ access, local });
+/** A read any member serves: the leader after a ReadIndex round, a follower after one through its leader. */
+export const followerReadConfig = (access: Access): RouteConfig => ({ access, followerRead: true });
 
 /** The route's declaration, or undefined for a request no route of the API matched. */
 export function routeConfigOf(request: FastifyRequest): RouteConfig | undefined {

@@ -2,7 +2,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { MetaStateMachine } from '@fencer/meta-fsm';
 import type { CellDirectory } from '../cells.js';
-import { routeConfig } from '../http/route-config.js';
+import { readState } from '../http/follower-reads.js';
+import { followerReadConfig } from '../http/route-config.js';
 import { responseSchema } from '../openapi.js';
 import type { RouteContext } from './route-context.js';
 
@@ -24,7 +25,7 @@ function fleetJson(state: MetaStateMachine, cells: CellDirectory): Record<string
 export const fleetRoutes: FastifyPluginAsync<RouteContext> = async (app, { meta, cells }) => {
   app.get(
     '/v1/fleet',
-    { config: routeConfig('admin'), schema: { response: { 200: responseSchema('/v1/fleet', 'get', '200') } } },
-    async () => fleetJson(await meta.read(), cells),
+    { config: followerReadConfig('admin'), schema: { response: { 200: responseSchema('/v1/fleet', 'get', '200') } } },
+    async (request) => fleetJson(await readState(meta, request), cells),
   );
 };

@@ -7,7 +7,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { routingObject, type RoutingObject } from '@fencer/contract';
 import type { MetaStateMachine } from '@fencer/meta-fsm';
-import { routeConfig } from '../http/route-config.js';
+import { readState } from '../http/follower-reads.js';
+import { followerReadConfig } from '../http/route-config.js';
 import { routingWaitMsMax } from '../limits.js';
 import type { MetaStore } from '../meta-group.js';
 import { responseSchema } from '../openapi.js';
@@ -59,13 +60,13 @@ export const routingRoutes: FastifyPluginAsync<RouteContext> = async (app, { met
 
   app.get(
     '/v1/routing',
-    { config: routeConfig('admin'), schema: { querystring: routingQuery, response: { 200: responseSchema('/v1/routing', 'get', '200') } } },
+    { config: followerReadConfig('admin'), schema: { querystring: routingQuery, response: { 200: responseSchema('/v1/routing', 'get', '200') } } },
     async (request) => {
       const { sinceVersion, waitMs } = request.query as { sinceVersion?: number; waitMs?: number };
-      const state = await meta.read();
+      const state = await readState(meta, request);
       if (sinceVersion === undefined || !waitMs || state.routingVersion > sinceVersion) return routingTableJson(state);
       await waitForRouting(meta, request, sinceVersion, waitMs, parkedPolls);
-      // The poll passed a read barrier before it parked: the state as applied here is at least as new.
+      // The poll passed a read barrier (here or through the leader) before it parked: the state as applied here is at least as new.
       return routingTableJson(meta.state);
     },
   );

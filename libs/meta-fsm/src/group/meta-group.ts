@@ -50,6 +50,8 @@ export class MetaGroup {
   private fsm: MetaStateMachine;
   readonly core: GroupCore;
   private readonly routingWaiters = new Set<() => void>();
+  /** Index of the last entry applied here (the replica's own counter moves only after the apply returns). */
+  private lastApplied = 0;
 
   constructor(
     config: MetaGroupConfig,
@@ -61,6 +63,7 @@ export class MetaGroup {
     const adapter: StateMachine = {
       apply: (entry) => {
         const applied = this.fsm.apply(entry.index, decodeMetaEntry(entry.data));
+        this.lastApplied = entry.index;
         this.changed();
         return applied;
       },
@@ -165,6 +168,44 @@ export class MetaGroup {
     cancelTimer = afterChained(this.env.after, waitMs, () => {
       this.routingWaiters.delete(check);
       done();
+    });
+    return cancel;
+  }
+
+  /** The index of the last entry applied here (a snapshot restored counts up to its index). */
+  get appliedIndex(): number {
+    return Math.max(this.lastApplied, this.core.replica.applied);
+  }
+
+  /**
+   * Calls `done(true)` once the state here has applied `index`, or
+   * `done(false)` after `waitMs`, whichever is first: a follower serving a
+   * read waits here for the index its leader's ReadIndex round confirmed.
+   * Throws TOO_MANY_REQUESTS past META_ROUTING_WAITERS_MAX waits (they share
+   * the routing long polls' bound).
+   */
+  waitApplied(index: number, waitMs: number, done: (reached: boolean) => void): Cancel {
+    if (this.appliedIndex >= index) {
+      done(true);
+      return () => {};
+    }
+    if (this.routingWaiters.size >= META_ROUTING_WAITERS_MAX) {
+      throw new FencerError('TOO_MANY_REQUESTS', `more than ${META_ROUTING_WAITERS_MAX} waits here; retry`);
+    }
+    let cancelTimer: Cancel = () => {};
+    const cancel = (): void => {
+      this.routingWaiters.delete(check);
+      cancelTimer();
+    };
+    const check = (): void => {
+      if (this.appliedIndex < index) return;
+      cancel();
+      done(true);
+    };
+    this.routingWaiters.add(check);
+    cancelTimer = afterChained(this.env.after, waitMs, () => {
+      this.routingWaiters.delete(check);
+      done(false);
     });
     return cancel;
   }
