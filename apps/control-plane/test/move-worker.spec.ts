@@ -75,6 +75,16 @@ describe('the move worker', () => {
     expect((await call(h.app, 'GET', '/v1/tenants/pay')).json()).toMatchObject({ cell: 'cell-2', moving: false });
   });
 
+  it('looks again for the first write after each pause, and ends the move in the same pass once the target served one', async () => {
+    await tenantWithSessions('idle', 1);
+    const id = await startMove('idle', 'cell-2');
+    // Three looks see no write yet; the fourth, 150 ms of pauses later, does: well within one pass's budget.
+    h.cells.firstWriteLooksBefore = 3;
+    await worker(1_000).runPass(new AbortController().signal);
+    expect(await moveOf(id)).toMatchObject({ state: 'done' });
+    expect((await moveOf(id))['unavailableMs']).toBeGreaterThanOrEqual(7);
+  });
+
   it('refuses a move too large for its target before freezing anything', async () => {
     await tenantWithSessions('big', 50);
     h.cells.importBytesMax = 1_000;

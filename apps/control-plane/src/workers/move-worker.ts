@@ -95,7 +95,9 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, signal: AbortSignal)
       if (pausedMs + step.ms > (deps.pauseBudgetMs ?? PAUSES_PER_PASS_MS_MAX)) return;
       pausedMs += step.ms;
       await pause(step.ms, signal);
+      // After a pause, look again: a retry's cause, and the first write (a look kept would wait out the pass's budget).
       delete facts.transient;
+      delete facts.firstWrite;
       continue;
     }
     try {

@@ -42,6 +42,8 @@ export class FakeCells implements CellDirectory {
   readonly down = new Set<string>();
   /** What the target imports at most (NamespaceStatus's importBytesMax); exports weigh 100 bytes a session. */
   importBytesMax = 1_000_000;
+  /** Looks at an unfrozen namespace before the target has served its first write (0: seen at once). */
+  firstWriteLooksBefore = 0;
   readonly calls: string[] = [];
 
   constructor(ids: readonly string[]) {
@@ -108,6 +110,7 @@ export class FakeCells implements CellDirectory {
   async namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<adminpb.NamespaceStatusResponse> {
     const live = this.answering(cell).get(namespace);
     const state = live === undefined ? 'absent' : this.frozen.has(`${cell}/${namespace}`) ? 'frozen' : 'active';
+    const written = state === 'active' && this.firstWriteLooksBefore-- <= 0;
     return {
       state,
       lastRevision: 42,
@@ -118,8 +121,8 @@ export class FakeCells implements CellDirectory {
       revision: 60,
       unfrozenHere: state === 'active',
       unfrozenAgoMs: 20,
-      firstWriteSeen: state === 'active',
-      firstWriteAfterMs: 7,
+      firstWriteSeen: written,
+      firstWriteAfterMs: written ? 7 : 0,
     };
   }
   async listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]> {
