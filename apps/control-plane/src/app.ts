@@ -14,6 +14,7 @@
  *   contract to the leader's URL (http/leader-forwarding.ts); reads wait for
  *   a ReadIndex round;
  * - who may call what is each route's `config.access` (http/access.ts);
+ * - the dashboard's page and event stream are served by every instance itself (routes/dashboard.ts);
  * - writes carry their Idempotency-Key into the log, so a retry gets the
  *   first answer even from a new leader (http/idempotency.ts).
  */
@@ -29,6 +30,8 @@ import { installProblemReplies } from './http/problem-replies.js';
 import { installRequestMetrics, type AppMetrics } from './http/request-metrics.js';
 import { bodyBytesMax } from './limits.js';
 import type { MetaStore } from './meta-group.js';
+import type { WatchClientFactory } from './dashboard/tenant-locks.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
 import { moveRoutes } from './routes/moves.js';
@@ -52,6 +55,10 @@ export interface ControlPlaneDeps {
   readonly metrics?: AppMetrics;
   /** Starts a leader task's next pass now (workers/leader-loop.ts LeaderLoop.wake), after a write that journaled work. */
   readonly wake?: (task: string) => void;
+  /** This instance's id in the meta group, shown on the dashboard. */
+  readonly instanceId?: string;
+  /** How the dashboard's lock watches reach a cell; default: the TypeScript client over gRPC. */
+  readonly newWatchClient?: WatchClientFactory;
 }
 
 function routeContextOf(deps: ControlPlaneDeps): RouteContext {
@@ -91,5 +98,10 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
   await app.register(tenantRoutes, ctx);
   await app.register(moveRoutes, ctx);
   await app.register(snapshotRoutes, ctx);
+  await app.register(dashboardRoutes, {
+    ...ctx,
+    instanceId: deps.instanceId ?? 'control-plane',
+    ...(deps.newWatchClient ? { newWatchClient: deps.newWatchClient } : {}),
+  });
   return app;
 }

@@ -6,7 +6,7 @@
 import { credentials, Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { adminpb } from '@fencer/protocol';
 import { ProblemError } from './problems.js';
-import { cellCallTimeoutMs } from './limits.js';
+import { cellCallTimeoutMs, cellLeaderSearchMsMax } from './limits.js';
 
 export interface CellReplicaPlan {
   readonly id: string;
@@ -32,6 +32,8 @@ export interface ReplicaView {
   readonly appliedIndex?: number;
   /** Ms since this replica last answered; absent when it never did. */
   readonly lastSeenMs?: number;
+  /** Entries behind the leader's log, as the leader last reported it (admin Status's member lag); absent on the leader itself or when unknown. */
+  readonly lag?: number;
 }
 
 export interface CellView {
@@ -40,6 +42,8 @@ export interface CellView {
   readonly term?: number;
   /** Live sessions, as the leader last reported them (placement picks the fewest). */
   readonly sessions: number;
+  /** Leader changes the Status poll saw within the last hour (a new leader id or term). */
+  readonly leaderChangesLastHour: number;
   readonly replicas: readonly ReplicaView[];
 }
 
@@ -79,6 +83,8 @@ export interface CellDirectory extends MoveCells {
   has(cell: string): boolean;
   /** Makes the cell own the namespace (idempotent). Throws ProblemError CELL_UNAVAILABLE when no leader answers. */
   claim(cell: string, namespace: string): Promise<void>;
+  /** Replaces the namespace's quotas on the cell (idempotent; docs/decisions/0020-tenant-quotas-and-rate-limits.md). Throws when the cell did not take them. */
+  setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
   close(): void;
@@ -100,11 +106,23 @@ const ROLE_OF: Record<string, ReplicaRole> = {
   'pre-candidate': 'candidate',
 };
 
+/**
+ * A cell's followers are asked once every this many poll rounds while its
+ * leader answers as leader; the leader every round. At eight cells of five,
+ * asking all 40 replicas every second was a good part of the idle fleet's
+ * CPU (README, footprint); placement needs only the leader's session count,
+ * and a leader change is seen in the round it happens.
+ */
+export const FOLLOWER_POLL_EVERY_ROUNDS = 5;
+
 /** Follows the cells' replicas over their admin gRPC API. */
 export class GrpcCellDirectory implements CellDirectory {
   private readonly cells = new Map<string, Followed[]>();
   private readonly timer: NodeJS.Timeout;
   private polling = false;
+  private round = 0;
+  /** Per cell: the leader and term the last poll saw, and the monotonic ms of each change within the last hour. */
+  private readonly leadership = new Map<string, { leaderTerm: string | undefined; changesMonoMs: number[] }>();
 
   constructor(
     plans: readonly CellPlan[],
@@ -130,24 +148,60 @@ export class GrpcCellDirectory implements CellDirectory {
     return this.cells.has(cell);
   }
 
-  /** One Status round over every replica (skipped while the previous one runs). */
+  /**
+   * One Status round (skipped while the previous one runs): every replica on
+   * every FOLLOWER_POLL_EVERY_ROUNDS-th round, else each cell's leader alone.
+   */
   async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
+    const everyReplica = this.round++ % FOLLOWER_POLL_EVERY_ROUNDS === 0;
     try {
-      await Promise.all(
-        [...this.cells.values()].flat().map(async (f) => {
-          try {
-            f.last = await unary<adminpb.StatusRequest, adminpb.StatusResponse>(f.client, 'status', {});
-            f.lastOkMonoMs = this.monoMs();
-            f.failing = false;
-          } catch {
-            f.failing = true;
-          }
-        }),
-      );
+      await Promise.all([...this.cells.values()].map((replicas) => this.pollCell(replicas, everyReplica)));
+      this.noteLeaderChanges();
     } finally {
       this.polling = false;
+    }
+  }
+
+  private async pollCell(replicas: readonly Followed[], everyReplica: boolean): Promise<void> {
+    const leader = everyReplica ? undefined : replicas.find((f) => !f.failing && f.last?.role === 'leader');
+    if (leader !== undefined) {
+      await this.ask(leader);
+      if (!leader.failing && leader.last?.role === 'leader') return;
+    }
+    // No leader known, or it stopped leading: ask the others now, so the new one is found in this round.
+    await Promise.all(replicas.filter((f) => f !== leader).map((f) => this.ask(f)));
+  }
+
+  private async ask(f: Followed): Promise<void> {
+    try {
+      f.last = await unary<adminpb.StatusRequest, adminpb.StatusResponse>(f.client, 'status', {});
+      f.lastOkMonoMs = this.monoMs();
+      f.failing = false;
+    } catch {
+      f.failing = true;
+    }
+  }
+
+  /**
+   * Counts a change when a cell's leader (its id and term) differs from the previous poll's. A poll that sees
+   * no leader counts nothing: the change is counted when the next leader shows, once, whoever it is.
+   */
+  private noteLeaderChanges(): void {
+    const now = this.monoMs();
+    for (const [id, replicas] of this.cells) {
+      const leader = replicas.find((f) => !f.failing && f.last?.role === 'leader');
+      const seen = this.leadership.get(id) ?? { leaderTerm: undefined, changesMonoMs: [] };
+      this.leadership.set(id, seen);
+      const changes = seen.changesMonoMs;
+      while (changes.length > 0 && changes[0]! <= now - LEADER_CHANGES_WINDOW_MS) changes.shift();
+      if (leader === undefined) continue;
+      const leaderTerm = `${leader.plan.id}@${leader.last!.term}`;
+      // The first leader seen after start is where counting begins, not a change.
+      if (seen.leaderTerm !== undefined && seen.leaderTerm !== leaderTerm && changes.length < LEADER_CHANGES_KEPT_MAX)
+        changes.push(now);
+      seen.leaderTerm = leaderTerm;
     }
   }
 
@@ -160,8 +214,10 @@ export class GrpcCellDirectory implements CellDirectory {
         leader: leader ? leader.plan.id : null,
         ...(leader?.last ? { term: leader.last.term } : {}),
         sessions: leader?.last?.sessions ?? 0,
+        leaderChangesLastHour: this.leaderChangesLastHour(id, now),
         replicas: replicas.map((f): ReplicaView => {
           const st = f.last;
+          const lag = leader?.last?.members.find((m) => m.id === f.plan.id && m.state !== 'self')?.lag;
           const learner = st?.members.some((m) => m.id === f.plan.id && !m.voter) ?? false;
           const role: ReplicaRole = f.failing || st === undefined ? 'unreachable' : learner ? 'learner' : (ROLE_OF[st.role] ?? 'follower');
           return {
@@ -170,14 +226,25 @@ export class GrpcCellDirectory implements CellDirectory {
             role,
             ...(st ? { term: st.term, commitIndex: st.commitIndex, appliedIndex: st.appliedIndex } : {}),
             ...(f.lastOkMonoMs !== undefined ? { lastSeenMs: Math.max(0, Math.round(now - f.lastOkMonoMs)) } : {}),
+            ...(lag !== undefined && f !== leader ? { lag } : {}),
           };
         }),
       };
     });
   }
 
+  private leaderChangesLastHour(cell: string, nowMonoMs: number): number {
+    return (this.leadership.get(cell)?.changesMonoMs ?? []).filter((at) => at > nowMonoMs - LEADER_CHANGES_WINDOW_MS).length;
+  }
+
   async claim(cell: string, namespace: string): Promise<void> {
     await asUnavailable(this.onLeader(cell, (client) => unary(client, 'claimNamespace', { namespace })));
+  }
+
+  async setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void> {
+    await this.onLeader(cell, (client) =>
+      unary<adminpb.SetNamespaceQuotasRequest, adminpb.SetNamespaceQuotasResponse>(client, 'setNamespaceQuotas', { namespace, quotas }),
+    );
   }
 
   async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
@@ -264,14 +331,19 @@ export class GrpcCellDirectory implements CellDirectory {
     return r.namespaces;
   }
 
-  /** Runs `call` on the cell's leader: the last known one first, then every replica, twice at most. */
+  /**
+   * Runs `call` on the cell's leader: the last known one first, then every
+   * replica, twice at most, and none started after cellLeaderSearchMsMax.
+   */
   private async onLeader<T>(cell: string, call: (client: adminpb.CellAdminClient) => Promise<T>): Promise<T> {
     const replicas = this.cells.get(cell);
     if (replicas === undefined) throw new ProblemError('CELL_NOT_FOUND', `no cell "${cell}" in this control plane's cell list`);
     const ordered = [...replicas].sort((a, b) => Number(b.last?.role === 'leader') - Number(a.last?.role === 'leader'));
+    const startedMs = this.monoMs();
     let lastError = '';
     for (let round = 0; round < 2; round++) {
       for (const f of ordered) {
+        if (lastError !== '' && this.monoMs() - startedMs >= cellLeaderSearchMsMax) break;
         try {
           return await call(f.client);
         } catch (e) {
@@ -293,6 +365,11 @@ export class GrpcCellDirectory implements CellDirectory {
     for (const f of [...this.cells.values()].flat()) f.client.close();
   }
 }
+
+/** The window leader changes are counted over (the dashboard's "last hour"). */
+const LEADER_CHANGES_WINDOW_MS = 60 * 60 * 1000;
+/** Changes remembered per cell: one a second for the whole window at most. */
+const LEADER_CHANGES_KEPT_MAX = 3_600;
 
 /** Pieces of an import, far below the cell's proposal limit (1 MiB) and its 512 KiB piece limit. */
 const IMPORT_PIECE_BYTES = 512 * 1024;
@@ -342,7 +419,8 @@ function unary<Req, Res>(
     | 'exportNamespace'
     | 'importNamespace'
     | 'namespaceStatus'
-    | 'listNamespaces',
+    | 'listNamespaces'
+    | 'setNamespaceQuotas',
   request: Req,
 ): Promise<Res> {
   return new Promise((resolve, reject) => {

@@ -14,6 +14,7 @@ export {
   type ReplicaView,
   CellRefusal,
 } from './cells.js';
+export { grpcWatchClient, type WatchClient, type WatchClientFactory } from './dashboard/tenant-locks.js';
 export { LeaderLoop, type LeaderTask, type LeaderLoopMetrics } from './workers/leader-loop.js';
 export { MOVES_TASK, moveWorker, type MoveWorkerDeps, type MoveWorkerMetrics } from './workers/move-worker.js';
 export { OWNERSHIP_TASK, ownershipReconciler, type OwnershipDeps } from './workers/ownership.js';

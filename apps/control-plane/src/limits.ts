@@ -16,6 +16,37 @@ export const writesInFlightMax = 1_000;
 export const forwardTimeoutMs = 10_000;
 /** A cell admin call (claim, drop, status) gives up after this long per replica tried. */
 export const cellCallTimeoutMs = 3_000;
+/**
+ * No replica of a cell is tried after this long looking for its leader: a
+ * cell whose replicas all hang (stopped, partitioned) answers CELL_UNAVAILABLE
+ * before a follower's forwarded request times out, not NOT_LEADER after it
+ * (six tries of 3 s would be 18 s).
+ */
+export const cellLeaderSearchMsMax = 5_000;
 
-assert(forwardTimeoutMs > cellCallTimeoutMs, 'a forwarded create outlives the cell claim it waits for');
+assert(
+  forwardTimeoutMs > cellLeaderSearchMsMax + cellCallTimeoutMs + 1_000,
+  'a forwarded create outlives the cell claim it waits for: the search, its last try, and a second for the answer to travel',
+);
+/** Dashboard event streams open at once on one instance (each holds a connection and, with a tenant, a share of a watch). */
+export const dashboardStreamsMax = 200;
+/** Tenants whose locks are watched at once on one instance (one Watch stream on a cell each). */
+export const dashboardWatchesMax = 50;
+/** Locks one tenant's view keeps: a page, not an export; ListLocks is there for the rest. */
+export const dashboardLocksMax = 2_000;
+/** Bytes a dashboard stream may have queued unsent before it is closed (the page reconnects and starts fresh). */
+export const dashboardStreamBufferBytesMax = 4 * 1024 * 1024;
+/** A comment line on an idle stream this often, so proxies and browsers keep it open. */
+export const dashboardKeepAliveMs = 15_000;
+/** How often the fleet view is rebuilt and sent while a stream is open. */
+export const dashboardIntervalMs = 500;
+/** A fleet view's meta read gives up after this long (the stream says so and keeps its last view). */
+export const dashboardReadTimeoutMs = 3_000;
+/** The pause before a failed lock watch starts again. */
+export const dashboardWatchRetryMs = 1_000;
+/** How often a watched tenant's route is checked, to follow it to another cell after a move. */
+export const dashboardRouteCheckMs = 250;
+
+assert(dashboardWatchesMax <= dashboardStreamsMax, 'a watch serves at least one stream');
+assert(dashboardReadTimeoutMs > dashboardIntervalMs, 'a read may span rounds; the feed skips a round while one is running');
 assert(routingWaitMsMax <= 60_000, 'the contract caps waitMs at 60 s');

@@ -75,14 +75,23 @@ describe('the move worker', () => {
     expect((await call(h.app, 'GET', '/v1/tenants/pay')).json()).toMatchObject({ cell: 'cell-2', moving: false });
   });
 
-  it('looks again for the first write after each pause, and ends the move in the same pass once the target served one', async () => {
-    await tenantWithSessions('idle', 1);
-    const id = await startMove('idle', 'cell-2');
-    // Three looks see no write yet; the fourth, 150 ms of pauses later, does: well within one pass's budget.
-    h.cells.firstWriteLooksBefore = 3;
-    await worker(1_000).runPass(new AbortController().signal);
-    expect(await moveOf(id)).toMatchObject({ state: 'done' });
-    expect((await moveOf(id))['unavailableMs']).toBeGreaterThanOrEqual(7);
+  it('polls the target for its first write: a write seen on a later look ends the move in the same pass', async () => {
+    await tenantWithSessions('pay', 1);
+    const id = await startMove('pay', 'cell-2');
+    const realStatus = h.cells.namespaceStatus.bind(h.cells);
+    let looks = 0;
+    h.cells.namespaceStatus = async (cell, ns, exportSize) => {
+      const v = await realStatus(cell, ns, exportSize);
+      if (cell !== 'cell-2' || !v.unfrozenHere) return v;
+      // The first two looks after the unfreeze see no write yet; the third sees one 130 ms after it.
+      looks++;
+      return looks < 3 ? { ...v, firstWriteSeen: false, unfrozenAgoMs: 50 * looks } : { ...v, firstWriteAfterMs: 130 };
+    };
+    await worker(5_000).runPass(new AbortController().signal);
+    expect(looks).toBe(3);
+    const move = await moveOf(id);
+    expect(move).toMatchObject({ state: 'done' });
+    expect(move['unavailableMs']).toBeGreaterThanOrEqual(130);
   });
 
   it('refuses a move too large for its target before freezing anything', async () => {

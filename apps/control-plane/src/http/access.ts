@@ -7,6 +7,7 @@
  * a rotation applied anywhere is seen here.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Tenant } from '@fencer/meta-fsm';
 import { bearerOf, sameSecret, tenantTokenValid } from '../auth.js';
 import type { MetaStore } from '../meta-group.js';
 import { ProblemError } from '../problems.js';
@@ -27,15 +28,24 @@ export function installAccessChecks(app: FastifyInstance, deps: AccessDeps): voi
   });
 }
 
-async function authorize(deps: AccessDeps, request: FastifyRequest, access: Access): Promise<void> {
-  if (deps.adminToken === undefined || access === 'public') return;
+/** Who bears the request's token: the admin (or anyone, with auth off), or a tenant. Throws UNAUTHENTICATED for no or an unknown token. */
+export async function identify(deps: AccessDeps, request: FastifyRequest): Promise<{ admin: true } | { admin: false; tenant: Tenant }> {
+  if (deps.adminToken === undefined) return { admin: true };
   const token = bearerOf(request.headers.authorization);
   if (token === undefined) throw new ProblemError('UNAUTHENTICATED', 'send Authorization: Bearer <token> (an admin or tenant token)');
-  if (sameSecret(token, deps.adminToken)) return;
+  if (sameSecret(token, deps.adminToken)) return { admin: true };
   const state = await deps.meta.read();
   const now = deps.wallMs();
   const own = state.tenants().find((t) => tenantTokenValid(t, token, now));
   if (own === undefined) throw new ProblemError('UNAUTHENTICATED', 'this token is not valid (unknown, or rotated out)');
+  return { admin: false, tenant: own };
+}
+
+async function authorize(deps: AccessDeps, request: FastifyRequest, access: Access): Promise<void> {
+  if (deps.adminToken === undefined || access === 'public') return;
+  const who = await identify(deps, request);
+  if (who.admin) return;
+  const own = who.tenant;
   const params = request.params as { namespace?: string; cell?: string };
   const allowed = (access === 'tenant' && params.namespace === own.namespace) || (access === 'cell-reader' && params.cell === own.cell);
   if (!allowed) throw new ProblemError('FORBIDDEN', `a tenant token reaches its own namespace (${own.namespace}) only`);

@@ -28,6 +28,7 @@ import {
   type DropResult,
   type NamespaceExport,
   CellRefusal,
+  type WatchClientFactory,
 } from '../../src/index.js';
 import type { adminpb } from '@fencer/protocol';
 
@@ -42,9 +43,9 @@ export class FakeCells implements CellDirectory {
   readonly down = new Set<string>();
   /** What the target imports at most (NamespaceStatus's importBytesMax); exports weigh 100 bytes a session. */
   importBytesMax = 1_000_000;
-  /** Looks at an unfrozen namespace before the target has served its first write (0: seen at once). */
-  firstWriteLooksBefore = 0;
   readonly calls: string[] = [];
+  /** Quotas each namespace's cell holds, as `cell/namespace`; none until setQuotas. */
+  readonly quotas = new Map<string, adminpb.NamespaceQuotas>();
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.owned.set(id, new Map());
@@ -70,6 +71,7 @@ export class FakeCells implements CellDirectory {
     if (live > 0 && !force) return 'not-empty';
     owned.delete(namespace);
     this.frozen.delete(`${cell}/${namespace}`);
+    this.quotas.delete(`${cell}/${namespace}`);
     return 'dropped';
   }
   private answering(cell: string): Map<string, number> {
@@ -80,6 +82,15 @@ export class FakeCells implements CellDirectory {
     const live = this.answering(cell).get(namespace);
     if (live === undefined) throw new CellRefusal(cell, 'NAMESPACE_NOT_HERE', `cell ${cell} does not own ${namespace}`);
     return live;
+  }
+  async setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void> {
+    this.calls.push(`quotas ${cell} ${namespace} ${quotas.maxSessions}/${quotas.maxLocks}/${quotas.maxWaiters}`);
+    this.holding(cell, namespace);
+    if (this.frozen.has(`${cell}/${namespace}`)) throw new ProblemError('CELL_UNAVAILABLE', `${namespace} is frozen for a move`);
+    this.quotas.set(`${cell}/${namespace}`, { ...quotas });
+  }
+  private quotasOf(cell: string, namespace: string): adminpb.NamespaceQuotas {
+    return this.quotas.get(`${cell}/${namespace}`) ?? { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
   }
   async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
     this.calls.push(`freeze ${cell} ${namespace}`);
@@ -110,23 +121,31 @@ export class FakeCells implements CellDirectory {
   async namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<adminpb.NamespaceStatusResponse> {
     const live = this.answering(cell).get(namespace);
     const state = live === undefined ? 'absent' : this.frozen.has(`${cell}/${namespace}`) ? 'frozen' : 'active';
-    const written = state === 'active' && this.firstWriteLooksBefore-- <= 0;
     return {
       state,
       lastRevision: 42,
       sessions: live ?? 0,
       locks: 0,
+      waiters: 0,
+      quotas: this.quotasOf(cell, namespace),
       exportBytes: exportSize ? 100 * (live ?? 0) : 0,
       importBytesMax: this.importBytesMax,
       revision: 60,
       unfrozenHere: state === 'active',
       unfrozenAgoMs: 20,
-      firstWriteSeen: written,
-      firstWriteAfterMs: written ? 7 : 0,
+      firstWriteSeen: state === 'active',
+      firstWriteAfterMs: 7,
     };
   }
   async listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]> {
-    return [...this.answering(cell)].map(([namespace, sessions]) => ({ namespace, state: 'active', sessions, locks: 0 }));
+    return [...this.answering(cell)].map(([namespace, sessions]) => ({
+      namespace,
+      state: 'active',
+      sessions,
+      locks: 2 * sessions,
+      waiters: sessions,
+      quotas: this.quotasOf(cell, namespace),
+    }));
   }
   status(): readonly CellView[] {
     return this.cellIds().map((id, i) => ({
@@ -134,6 +153,7 @@ export class FakeCells implements CellDirectory {
       leader: `${id}-r1`,
       term: 3,
       sessions: this.sessions.get(id) ?? 0,
+      leaderChangesLastHour: 0,
       replicas: [
         {
           id: `${id}-r1`,
@@ -163,7 +183,14 @@ export async function openStore(dir: string): Promise<WalStore> {
 }
 
 export async function startHarness(
-  opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {},
+  opts: {
+    adminToken?: string;
+    cells?: string[];
+    dataDir?: string;
+    limits?: Partial<MetaLimits>;
+    snapshotEveryEntries?: number;
+    newWatchClient?: WatchClientFactory;
+  } = {},
 ): Promise<Harness> {
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
   const store = await openStore(dir);
@@ -204,6 +231,7 @@ export async function startHarness(
     cells,
     newId: () => `id-${++n}`,
     ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
+    ...(opts.newWatchClient !== undefined ? { newWatchClient: opts.newWatchClient } : {}),
   });
   return {
     app,
