@@ -30,8 +30,8 @@ type Next = () => void;
 export class MoveDriver {
   private pass: { readonly member: Member; readonly epoch: number; done: boolean } | undefined;
   private nextMoveAtMs = 0;
-  /** Moves are started while this is on (off during the quiet tail). */
-  starting = true;
+  /** Moves are started while this is on (from the end of the setup to the quiet tail). */
+  starting = false;
   movesStarted = 0;
   passes = 0;
 
@@ -93,12 +93,18 @@ export class MoveDriver {
     next: Next,
   ): void {
     if (!this.live(pass) || steps >= STEPS_PER_PASS_MAX) return next();
+    // The worker runs in its member's process: a paused one takes its next step when it resumes.
+    if (pass.member.pausedUntilUs > this.w.sched.now) {
+      return this.w.onMember(pass.member, pass.epoch, () => this.drive(pass, move, facts, steps, pausedMs, next));
+    }
     const step = nextMoveStep(move, { ...facts, nowMs: this.w.wallMs() });
     if (step.kind === 'finished') return next();
     if (step.kind === 'wait') {
       if (pausedMs + step.ms > PAUSES_PER_PASS_MS_MAX) return next();
       this.w.later(step.ms, Tag.phase, () => {
+        // After a pause, look again: a retry's cause, and the first write (a look kept would wait out the budget).
         delete facts.transient;
+        delete facts.firstWrite;
         this.drive(pass, move, facts, steps + 1, pausedMs + step.ms, next);
       });
       return;

@@ -6,6 +6,8 @@
  * between them (a client's to a cell, the move driver's to a cell's leader, a
  * follower forwarding to its leader) travel a lossy network with delays and
  * end at a timeout when lost; nothing reaches a member that crashed since.
+ * A paused member (SIGSTOP) runs nothing until it resumes, then everything
+ * that waited; an isolated one (a partition) loses every message either way.
  */
 import { type NodeId, NodeId as nodeId, SeededRandom, assert } from '@fencer/base';
 import { type CellEnv, type LeaderForwarder, type LockCellConfig, LockCell, noopCellMetrics } from '@fencer/cell';
@@ -36,6 +38,10 @@ export interface Member {
   readonly disk: ModelDisk;
   /** Bumped by every crash: work scheduled for an earlier life is dropped. */
   epoch: number;
+  /** Paused (as by SIGSTOP) until this virtual time (µs): its timers wait, messages to it wait in its socket. */
+  pausedUntilUs: number;
+  /** Cut off from every other member and client until this virtual time (µs): messages either way are lost. */
+  isolatedUntilUs: number;
   cell: LockCell | undefined;
   meta: MetaGroup | undefined;
 }
@@ -69,7 +75,7 @@ export class MovesWorld {
         const n = this.members.length;
         const id = nodeId(`${group === 'meta' ? 'm' : group === 'cell-1' ? 'a' : 'b'}${k}`);
         const disk = new ModelDisk((d, fn) => this.later(d, Tag.disk | (n << 8), fn), this.fsyncMs());
-        const m: Member = { id, n, group, disk, epoch: 0, cell: undefined, meta: undefined };
+        const m: Member = { id, n, group, disk, epoch: 0, pausedUntilUs: 0, isolatedUntilUs: 0, cell: undefined, meta: undefined };
         this.members.push(m);
         this.byId.set(id, m);
       }
@@ -119,13 +125,43 @@ export class MovesWorld {
     };
   }
 
-  /** Runs `run` on `to` after a network delay, unless the message is lost or `to` crashed meanwhile. */
-  deliver(to: Member, run: (m: Member) => void): void {
+  isolated(m: Member | undefined): boolean {
+    return m !== undefined && m.isolatedUntilUs > this.sched.now;
+  }
+
+  /**
+   * Runs `run` on `to` after a network delay, unless the message is lost
+   * (the lossy network, or either end isolated) or `to` crashed meanwhile; a
+   * paused `to` runs it when it resumes.
+   */
+  deliver(to: Member, run: (m: Member) => void, from?: Member): void {
     if (this.lossy && this.random.chance(LOSS)) return;
+    if (this.isolated(to) || this.isolated(from)) return;
     const epoch = to.epoch;
-    this.later(this.random.range(1, DELAY_MS_MAX), Tag.message | (to.n << 8), () => {
-      if (to.epoch === epoch && this.isUp(to)) run(to);
-    });
+    this.later(this.random.range(1, DELAY_MS_MAX), Tag.message | (to.n << 8), () => this.onMember(to, epoch, () => run(to)));
+  }
+
+  /** Runs `run` in `m`'s life `epoch`: not at all if it crashed since, after its pause if paused. */
+  onMember(m: Member, epoch: number, run: () => void): void {
+    if (m.epoch !== epoch || !this.isUp(m)) return;
+    if (m.pausedUntilUs > this.sched.now) {
+      this.sched.at(m.pausedUntilUs, Tag.resume | (m.n << 8), () => this.onMember(m, epoch, run));
+      return;
+    }
+    run();
+  }
+
+  /** Crashed, paused or isolated now. */
+  faulty(m: Member): boolean {
+    return !this.isUp(m) || m.pausedUntilUs > this.sched.now || this.isolated(m);
+  }
+
+  pause(m: Member, ms: number): void {
+    m.pausedUntilUs = Math.max(m.pausedUntilUs, this.sched.now + Math.round(ms * US_PER_MS));
+  }
+
+  isolate(m: Member, ms: number): void {
+    m.isolatedUntilUs = Math.max(m.isolatedUntilUs, this.sched.now + Math.round(ms * US_PER_MS));
   }
 
   /**
@@ -140,11 +176,12 @@ export class MovesWorld {
       done(v);
     };
     this.later(timeoutMs, Tag.client, () => finish(undefined));
-    this.deliver(to, (m) => serve(m, (v) => this.deliverBack(() => finish(v))));
+    this.deliver(to, (m) => serve(m, (v) => this.deliverBack(m, () => finish(v))));
   }
 
-  private deliverBack(run: () => void): void {
-    if (this.lossy && this.random.chance(LOSS)) return;
+  /** An answer from `from` back to its caller: lost like any message. */
+  private deliverBack(from: Member, run: () => void): void {
+    if ((this.lossy && this.random.chance(LOSS)) || this.isolated(from)) return;
     this.later(this.random.range(1, DELAY_MS_MAX), Tag.message, run);
   }
 
@@ -184,6 +221,7 @@ export class MovesWorld {
 
   tick(): void {
     for (const m of this.members) {
+      if (m.pausedUntilUs > this.sched.now) continue;
       m.cell?.tick();
       m.meta?.tick();
     }
@@ -231,12 +269,13 @@ export class MovesWorld {
         if (m.epoch !== epoch) return;
         for (const msg of messages) {
           const to = this.byId.get(msg.to);
-          if (to) this.deliver(to, (t) => (t.cell?.core.replica ?? t.meta?.replica)?.receive(msg));
+          if (to) this.deliver(to, (t) => (t.cell?.core.replica ?? t.meta?.replica)?.receive(msg), m);
         }
       },
+      // A timer of the member's process: it waits out a pause.
       after: (ms, run) => {
         let live = true;
-        this.later(ms, Tag.tick | (m.n << 8), () => live && epoch === m.epoch && run());
+        this.later(ms, Tag.tick | (m.n << 8), () => this.onMember(m, epoch, () => live && run()));
         return () => {
           live = false;
         };
@@ -256,15 +295,17 @@ export class MovesWorld {
       forward: (leader, _address, method, request, done) => {
         const to = this.byId.get(leader);
         if (to !== undefined)
-          this.deliver(to, (t) =>
-            t.cell?.call(method, request, { forwarded: true }, (o, r) => this.deliverBack(() => from.cell && done(o, r))),
+          this.deliver(
+            to,
+            (t) => t.cell?.call(method, request, { forwarded: true }, (o, r) => this.deliverBack(t, () => from.cell && done(o, r))),
+            from,
           );
         return () => {};
       },
       heartbeats: (leader, _address, sessionIds, done) => {
         const to = this.byId.get(leader);
         if (to !== undefined)
-          this.deliver(to, (t) => t.cell?.heartbeat(sessionIds, { forwarded: true }, (r) => this.deliverBack(() => from.cell && done(r))));
+          this.deliver(to, (t) => t.cell?.heartbeat(sessionIds, { forwarded: true }, (r) => this.deliverBack(t, () => from.cell && done(r))), from);
         return () => {};
       },
     };
