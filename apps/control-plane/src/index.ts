@@ -23,3 +23,4 @@ export { CONTRACT_SCHEMA_ID, absoluteRefs, contractAjv, contractSchema, openapi,
 export { hashToken, loadOrCreateAdminToken, newToken } from './auth.js';
 export * as limits from './limits.js';
 export { parseConfig as parseControlPlaneConfig, type ControlPlaneConfig } from './config.js';
+export { ControlPlaneMetrics } from './metrics.js';
