@@ -23,3 +23,5 @@ export { PROBLEMS, ProblemError, problemOf, type Problem, type ProblemCode } fro
 export { CONTRACT_SCHEMA_ID, absoluteRefs, contractAjv, contractSchema, openapi, openapiPath } from './openapi.js';
 export { hashToken, loadOrCreateAdminToken, newToken } from './auth.js';
 export * as limits from './limits.js';
+export { parseConfig as parseControlPlaneConfig, type ControlPlaneConfig } from './config.js';
+export { ControlPlaneMetrics } from './metrics.js';

@@ -38,6 +38,7 @@ const member = await startMetaMember(config, { logger, metrics, clock, die });
 const group = member.group;
 
 const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);
+metrics.watchCells(() => cells.status());
 const snapshots = startSnapshotTask(config, {
   meta: group,
   cells,

@@ -6,6 +6,7 @@ import type { AppMetrics } from './app.js';
 import type { LeaderLoopMetrics } from './workers/leader-loop.js';
 import type { SnapshotMetrics } from './workers/snapshot-task.js';
 import type { MoveWorkerMetrics } from './workers/move-worker.js';
+import type { CellView } from './cells.js';
 
 export class ControlPlaneMetrics implements AppMetrics {
   readonly registry = new Registry();
@@ -160,6 +161,34 @@ export class ControlPlaneMetrics implements AppMetrics {
   /** Counts a message the peer port refused before the core saw it (the peer server's onRefused). */
   peerRefused(reason: string): void {
     this.raftMessagesRefused.inc({ reason });
+  }
+
+  /**
+   * The cells' replicas as this instance's Status polls see them (GET /v1/fleet's view), read at scrape time:
+   * how many of each cell's replicas did not answer the last poll, and, per replica, seconds since its last answer.
+   */
+  watchCells(status: () => readonly CellView[]): void {
+    new Gauge({
+      name: 'fencer_cp_cell_replicas_unreachable',
+      help: "Replicas of each cell that did not answer this instance's last admin Status poll (GET /v1/fleet: unreachable)",
+      labelNames: ['cell'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const c of status()) this.set({ cell: c.id }, c.replicas.filter((r) => r.role === 'unreachable').length);
+      },
+    });
+    new Gauge({
+      name: 'fencer_cp_cell_replica_last_seen_seconds',
+      help: "Seconds since each replica last answered this instance's admin Status poll (GET /v1/fleet: lastSeenMs); absent before its first answer",
+      labelNames: ['cell', 'replica'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const c of status())
+          for (const r of c.replicas) if (r.lastSeenMs !== undefined) this.set({ cell: c.id, replica: r.id }, r.lastSeenMs / 1000);
+      },
+    });
   }
 
   /** The meta group's Raft term, read at scrape time: an election, real or forced by a forged message, moves it. */
