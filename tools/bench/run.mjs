@@ -4,8 +4,8 @@
 // cell). `--help` lists the suites; `help <suite>` its options. Suites:
 // cell (Fencer against etcd and ZooKeeper), fleet (router overhead and
 // heartbeats through the proxies), wal, lock-fsm, duties (micro-benchmarks
-// of one library each), snapshots (object storage and restore) and profile
-// (summarises a V8 CPU profile).
+// of one library each), snapshots (object storage and restore), moves
+// (tenant moves between cells) and profile (summarises a V8 CPU profile).
 //
 // Needs the tree built (`npx nx run-many -t build`) and, for the peers,
 // Debian's etcd-server and zookeeper (with default-jre-headless).

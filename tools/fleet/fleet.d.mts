@@ -98,4 +98,6 @@ export declare function writeFleetJson(
   front?: { routers?: FrontendPlan[]; proxies?: FrontendPlan[]; routingFile?: string; controlPlanes?: ControlPlanePlan[] },
 ): string;
 export declare function frontendsBuilt(): boolean;
+/** Writes `{ cells: [{ id, replicas: [{ id, grpc, admin }] }] }` (the control plane's `--cells-file`) atomically; returns the file. */
+export declare function writeCellsFile(file: string, plan: CellPlan[]): string;
 export declare function cellNodeBuilt(): boolean;

@@ -99,11 +99,7 @@ export function routingFor(plan, routes = {}) {
 }
 
 export function writeRoutingFile(file, routing) {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, `${JSON.stringify(routing, null, 2)}\n`);
-  renameSync(tmp, file);
-  return file;
+  return writeJsonAtomically(file, routing);
 }
 
 function planFrontends(kind, opts) {
@@ -149,9 +145,29 @@ export function planProxies(opts) {
 }
 
 /**
+ * The control plane's own cells file, `{ cells: [{ id, replicas: [{ id,
+ * grpc, admin }] }] }` (what `--cells-file` reads), written atomically. The
+ * launcher writes it before the control plane starts, so that fleet.json can
+ * wait until every process serves.
+ */
+export function writeCellsFile(file, plan) {
+  const cells = plan.map((c) => ({ id: c.id, replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) }));
+  return writeJsonAtomically(file, { cells });
+}
+
+function writeJsonAtomically(file, value) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`);
+  // rename(2) replaces the file in one step: a reader sees the old file, no file, or the whole new one.
+  renameSync(tmp, file);
+  return file;
+}
+
+/**
  * Control-plane instances forming one meta group (ids cp-1..cp-n), managing
- * the cells listed in `cellsFile` (fleet.json has that shape, so it must be
- * written before they start). The admin token file is shared: with `auth`,
+ * the cells listed in `cellsFile` (writeCellsFile writes one; a fleet.json
+ * has the same shape). The admin token file is shared: with `auth`,
  * start the first instance alone until the file exists (it creates it), so
  * the others read the same token.
  */
@@ -378,10 +394,7 @@ export function writeFleetJson(dataDir, plan, front = {}) {
       })),
     })),
   };
-  mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, 'fleet.json');
-  writeFileSync(file, `${JSON.stringify(fleet, null, 2)}\n`);
-  return file;
+  return writeJsonAtomically(path.join(dataDir, 'fleet.json'), fleet);
 }
 
 export function cellNodeBuilt() {

@@ -7,14 +7,16 @@
 // SIGTERM and prints a table.
 //
 //   node tools/fleet/footprint.mjs [--settle-s 10] [--sample-s 30] [-- launcher args]
-// Linux only (/proc). Uses a fresh temporary data folder and port base 8600
-// unless the launcher arguments say otherwise.
+// Linux only (/proc). Uses a fresh temporary data folder and a block of
+// ports free now (reserved as the tests reserve theirs) unless the launcher
+// arguments say otherwise.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freeFleetPortBase } from './test-cell.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const argv = process.argv.slice(2);
@@ -25,9 +27,20 @@ const option = (n, d) => (own.indexOf(n) >= 0 ? Number(own[own.indexOf(n) + 1]) 
 const settleS = option('--settle-s', 10);
 const sampleS = option('--sample-s', 30);
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fencer-footprint-'));
+/** A launcher flag's value among the passed arguments, or its default. */
+const launcherOption = (n, d) => (passed.indexOf(n) >= 0 ? Number(passed[passed.indexOf(n) + 1]) : d);
+const portBase = passed.includes('--port-base')
+  ? undefined
+  : await freeFleetPortBase(
+      launcherOption('--cells', 2),
+      launcherOption('--replicas', 5),
+      launcherOption('--routers', 1),
+      launcherOption('--proxies', 2),
+      launcherOption('--control-planes', 1),
+    );
 const args = [
   ...(passed.includes('--data-dir') ? [] : ['--data-dir', dataDir]),
-  ...(passed.includes('--port-base') ? [] : ['--port-base', '8600']),
+  ...(portBase === undefined ? [] : ['--port-base', String(portBase)]),
   ...passed,
 ];
 const ticksPerSecond = 100; // USER_HZ on Linux

@@ -4,7 +4,14 @@
 // cells x 5 replicas, 1 control plane, 1 router, 2 proxies), waits until
 // every cell and the meta group have a leader and every router and proxy
 // listens, writes fleet.json, prints the endpoints, and stays in the
-// foreground until Ctrl-C (or SIGTERM), then stops every process it started.
+// foreground until Ctrl-C (or SIGTERM, SIGHUP), then removes fleet.json and
+// stops every process it started.
+//
+// fleet.json exists only while the whole fleet serves: a stale one is
+// removed first, and the new one is written (atomically) once every process
+// answers, so a script that waits for it starts when it can work. The
+// control plane reads its cells from its own file,
+// <data-dir>/control-plane/cells.json.
 //
 // With a control plane, cells run `--managed` (they claim only what the
 // control plane assigns), routers and proxies follow its routing table, and
@@ -20,7 +27,7 @@
 // with the fewest namespaces and rewrite the file. A restart keeps the
 // routes of cells that still exist, so a namespace stays on the cell that
 // holds its data.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -41,6 +48,7 @@ import {
   waitForFile,
   waitForLeader,
   waitForPort,
+  writeCellsFile,
   writeFleetJson,
   writeRoutingFile,
 } from './fleet.mjs';
@@ -102,13 +110,14 @@ const plan = planFleet({
   extraArgs: withControlPlane ? ['--managed'] : [],
 });
 const fleetFile = path.join(dataDir, 'fleet.json');
+const cellsFile = path.join(dataDir, 'control-plane', 'cells.json');
 const adminTokenFile = path.join(dataDir, 'admin-token');
 const controlPlanes = withControlPlane
   ? planControlPlanes({
       count: opts.controlPlanes,
       portBase: opts.portBase,
       dataDir,
-      cellsFile: fleetFile,
+      cellsFile,
       adminTokenFile,
       auth: opts.auth,
       // One snapshot folder for the whole meta group, so whichever instance leads uploads to and retires from the same place.
@@ -142,18 +151,28 @@ const described = () => writeFleetJson(dataDir, plan, { routers, proxies, ...(ro
 const children = [];
 let stopping = false;
 
+// Waits grow with the fleet: 40 replicas starting at once on two loaded cores take a while to elect.
+const LEADER_WAIT_MS = 60_000 + 30_000 * opts.cells;
+const CONTROL_PLANE_WAIT_MS = 60_000 + 5_000 * opts.cells;
+const FRONT_END_WAIT_MS = 30_000 + 5_000 * (opts.routers + opts.proxies);
+
 async function shutdown(code) {
   if (stopping) return;
   stopping = true;
   console.log('\nstopping the fleet…');
+  // First fleet.json, so nothing finds a fleet that is going away; then the processes.
+  rmSync(fleetFile, { force: true });
   await stopAll(children);
   console.log('stopped.');
   process.exit(code);
 }
 process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
+process.on('SIGHUP', () => shutdown(0));
 
 function start(p, spawnIt) {
+  // A signal that arrived while the fleet was coming up: stopAll has its list already, so start nothing more.
+  if (stopping) return;
   const child = spawnIt(p, { logDir });
   child.on('exit', (code, signal) => {
     if (!stopping) console.error(`${p.id} (pid ${child.pid}) exited: ${signal ?? `code ${code}`}; logs in ${logDir ?? '(discarded)'}`);
@@ -161,24 +180,27 @@ function start(p, spawnIt) {
   children.push(child);
 }
 
+// A fleet.json left by a run that did not stop cleanly describes processes that are gone.
+rmSync(fleetFile, { force: true });
 for (const cell of plan) for (const replica of cell.replicas) start(replica, spawnReplica);
 
 try {
-  const leaders = await Promise.all(plan.map((c) => waitForLeader(c.replicas, 60_000)));
+  const leaders = await Promise.all(plan.map((c) => waitForLeader(c.replicas, LEADER_WAIT_MS)));
   let token;
   if (withControlPlane) {
-    // The control plane reads the cells from fleet.json (--cells-file).
-    described();
+    writeCellsFile(cellsFile, plan);
     // The first instance creates the admin token file; the others must read that one.
     start(controlPlanes[0], spawnPlanned);
-    if (opts.auth) token = await waitForFile(adminTokenFile, 30_000);
+    if (opts.auth) token = await waitForFile(adminTokenFile, CONTROL_PLANE_WAIT_MS);
     for (const c of controlPlanes.slice(1)) start(c, spawnPlanned);
-    await Promise.all(controlPlanes.map((c) => waitForControlPlane(c.url, 60_000, token)));
+    await Promise.all(controlPlanes.map((c) => waitForControlPlane(c.url, CONTROL_PLANE_WAIT_MS, token)));
     // Routers create auto-tenants and follow the routing table with the admin token.
     if (token) for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = token;
   }
   for (const p of [...routers, ...proxies]) start(p, spawnPlanned);
-  await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 30_000)));
+  // A router or proxy listens only after its routing source has its first table (front-end.ts), so listening is serving.
+  await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, FRONT_END_WAIT_MS)));
+  if (stopping) await new Promise(() => {}); // shutdown() is stopping the fleet and exits the process
   const file = described();
   const upMs = Math.round(performance.now() - startedAt);
   const cpText = withControlPlane ? `, ${opts.controlPlanes} control-plane instance(s)` : '';

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { adminpb } from '@fencer/protocol';
-import type { FrontendPlan, ReplicaPlan } from './fleet.mjs';
+import type { ControlPlanePlan, FrontendPlan, ReplicaPlan } from './fleet.mjs';
 
 export interface TestCell {
   readonly replicas: ReplicaPlan[];
@@ -36,16 +36,24 @@ export interface TestFleet {
   readonly plan: import('./fleet.mjs').CellPlan[];
   readonly routers: FrontendPlan[];
   readonly proxies: FrontendPlan[];
-  readonly routingFile: string;
+  /** The meta group's instances (empty without `controlPlanes`). */
+  readonly controlPlanes: ControlPlanePlan[];
+  readonly controlPlaneUrls: string[];
+  /** The routing file the front ends follow; undefined with a control plane. */
+  readonly routingFile: string | undefined;
   readonly dataDir: string;
   readonly children: Map<string, ChildProcess>;
   readonly routerEndpoints: string[];
   readonly proxyEndpoints: string[];
   /** Status of the leader of one cell (waits for one among its live replicas). */
   leaderOf(cellId: string, timeoutMs?: number): Promise<adminpb.StatusResponse>;
+  /** The live control-plane instance whose /v1/health says it leads the meta group (waits for one). */
+  metaLeader(timeoutMs?: number): Promise<ControlPlanePlan>;
   statusOf(id: string, timeoutMs?: number): Promise<adminpb.StatusResponse | undefined>;
   alive(id: string): boolean;
-  /** Signals one process (replica, router or proxy; SIGKILL by default) and waits until it is gone. */
+  /** Sends a signal (SIGSTOP, SIGCONT, ...) to one process without waiting. */
+  signal(id: string, sig: NodeJS.Signals): void;
+  /** Signals one process (replica, control plane, router or proxy; SIGKILL by default) and waits until it is gone. */
   kill(id: string, sig?: NodeJS.Signals): Promise<void>;
   restart(id: string): void;
   stop(): Promise<void>;
@@ -55,7 +63,11 @@ export declare function startTestFleet(options?: {
   replicas?: number;
   routers?: number;
   proxies?: number;
-  /** namespace -> cell id, written to the routing file. */
+  /** Control-plane instances (1 or 3): the cells run --managed and the front ends follow its routing. Default 0: a routing file. */
+  controlPlanes?: number;
+  /** Extra flags for every control-plane instance. */
+  controlPlaneArgs?: string[];
+  /** namespace -> cell id: written to the routing file, or created as tenants with a control plane. */
   routes?: Record<string, string>;
   autoTenants?: boolean;
   heartbeatIntervalMs?: number;
@@ -63,3 +75,48 @@ export declare function startTestFleet(options?: {
   routerArgs?: string[];
   proxyArgs?: string[];
 }): Promise<TestFleet>;
+
+export interface HeldLock {
+  readonly sessionId: string;
+  readonly token: number;
+}
+export interface LockListing {
+  readonly holders: HeldLock[];
+  /** Request ids of the FIFO waiters, head first. */
+  readonly waiters: string[];
+}
+export interface QueuedWaiter {
+  readonly name: string;
+  readonly sessionId: string;
+  readonly requestId: string;
+  /** Settles when the waiter is granted (its held Acquire, resumed across early ends). */
+  readonly outcome: Promise<{ token: number }>;
+}
+/**
+ * A tenant with many sessions, held locks and queued waiters over raw gRPC
+ * (one channel to a router, one KeepAlive stream to a proxy), for move tests
+ * and the moves bench suite. Calls retry retryable errors with the same
+ * request, as the SDK does.
+ */
+export declare class TenantLoad {
+  constructor(opts: { router: string; proxy: string; namespace: string; ttlMs?: number; heartbeatEveryMs?: number });
+  readonly namespace: string;
+  readonly sessions: string[];
+  /** name -> the acknowledged grant holdLocks made. */
+  readonly held: Map<string, HeldLock>;
+  readonly waiters: QueuedWaiter[];
+  /** Sessions a KeepAlive answer called expired (or gave 0 TTL). */
+  readonly expired: { sessionId: string; atMs: number }[];
+  /** Retryable failures the calls met, by error code. */
+  readonly retries: Map<string, number>;
+  name(...parts: string[]): string;
+  openSessions(count: number): Promise<string[]>;
+  startKeepAlive(): void;
+  holdLocks(perSession: number): Promise<void>;
+  /** Queues `count` waiters over `queues` locks; resolves with the listing of held/ once all are queued. */
+  queueWaiters(count: number, queues: number): Promise<Map<string, LockListing>>;
+  release(name: string, sessionId: string, token: number): Promise<boolean>;
+  listLocks(prefix: string): Promise<Map<string, LockListing>>;
+  allHeartbeatsAnsweredSince(sinceMs: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}

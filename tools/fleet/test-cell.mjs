@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 import {
   adminClient,
   cellNodeBuilt,
+  controlPlaneBuilt,
   frontendsBuilt,
+  planControlPlanes,
   planFleet,
   planProxies,
   planRouters,
@@ -19,6 +21,7 @@ import {
   spawnReplica,
   status,
   stopAll,
+  waitForControlPlane,
   waitForLeader,
   waitForPort,
   writeRoutingFile,
@@ -257,33 +260,52 @@ function fleetPorts(base, cells, replicas, routers, proxies, controlPlanes = 0) 
 
 /**
  * A throwaway fleet for tests: `cells` cells of `replicas` cell-node
- * processes, a routing file routing `routes` (namespace -> cell id), and
- * `routers` cell routers and `proxies` session proxies as processes
- * following that file. Everything lives under one temporary directory and
- * stop() ends every process it started (SIGCONT first, for stopped ones).
+ * processes, and `routers` cell routers and `proxies` session proxies as
+ * processes in front of them. Without control-plane instances the front
+ * ends follow a routing file routing `routes` (namespace -> cell id); with
+ * `controlPlanes` (1 or 3) the cells run `--managed`, a meta group of that
+ * many control-plane processes manages them (its move worker and ownership
+ * reconciler drive the cells), the front ends follow its routing table, and
+ * `routes` become tenants created through `POST /v1/tenants`. Everything
+ * lives under one temporary directory and stop() ends every process it
+ * started (SIGCONT first, for stopped ones).
  */
 export async function startTestFleet(options = {}) {
-  if (!cellNodeBuilt() || !frontendsBuilt()) ensureBuilt(['cell-node', 'cell-router', 'session-proxy']);
   const cellCount = options.cells ?? 2;
   const replicaCount = options.replicas ?? 3;
   const routerCount = options.routers ?? 1;
   const proxyCount = options.proxies ?? 2;
-  const portBase = await freeFleetPortBase(cellCount, replicaCount, routerCount, proxyCount);
+  const cpCount = options.controlPlanes ?? 0;
+  if (!cellNodeBuilt() || !frontendsBuilt() || (cpCount > 0 && !controlPlaneBuilt()))
+    ensureBuilt(['cell-node', 'cell-router', 'session-proxy', ...(cpCount > 0 ? ['control-plane'] : [])]);
+  const portBase = await freeFleetPortBase(cellCount, replicaCount, routerCount, proxyCount, cpCount);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-fleet-'));
   const logDir = path.join(dataDir, 'logs');
   const env = { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' };
-  const plan = planFleet({ cells: cellCount, replicas: replicaCount, portBase, dataDir, extraArgs: options.extraArgs ?? [], env });
-  const routingFile = writeRoutingFile(path.join(dataDir, 'routing.json'), routingFor(plan, options.routes ?? {}));
-  const front = { portBase, routingFile, env, autoTenants: options.autoTenants ?? false, heartbeatIntervalMs: options.heartbeatIntervalMs };
+  const extraArgs = [...(cpCount > 0 ? ['--managed'] : []), ...(options.extraArgs ?? [])];
+  const plan = planFleet({ cells: cellCount, replicas: replicaCount, portBase, dataDir, extraArgs, env });
+  const controlPlanes = cpCount > 0 ? planTestControlPlanes(plan, { count: cpCount, portBase, dataDir, env, extraArgs: options.controlPlaneArgs }) : [];
+  const controlPlaneUrls = controlPlanes.map((c) => c.url);
+  const routingFile =
+    cpCount > 0 ? undefined : writeRoutingFile(path.join(dataDir, 'routing.json'), routingFor(plan, options.routes ?? {}));
+  const front = {
+    portBase,
+    ...(cpCount > 0 ? { controlPlaneUrls } : { routingFile }),
+    env,
+    autoTenants: options.autoTenants ?? false,
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+  };
   const routers = planRouters({ ...front, count: routerCount, extraArgs: options.routerArgs ?? [] });
   const proxies = planProxies({ ...front, count: proxyCount, extraArgs: options.proxyArgs ?? [] });
-  const all = [...plan.flatMap((c) => c.replicas), ...routers, ...proxies];
+  const all = [...plan.flatMap((c) => c.replicas), ...controlPlanes, ...routers, ...proxies];
   const admins = new Map(plan.flatMap((c) => c.replicas).map((r) => [r.id, adminClient(r.admin)]));
   const group = processGroup(all, { dataDir, logDir, admins });
   const fleet = {
     plan,
     routers,
     proxies,
+    controlPlanes,
+    controlPlaneUrls,
     routingFile,
     dataDir,
     children: group.children,
@@ -294,18 +316,25 @@ export async function startTestFleet(options = {}) {
         plan.find((c) => c.id === cellId).replicas.filter((r) => group.alive(r.id)),
         timeoutMs,
       ),
+    metaLeader: (timeoutMs = 30_000) => metaLeader(controlPlanes.filter((c) => group.alive(c.id)), timeoutMs),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
     alive: group.alive,
+    signal: group.signal,
     kill: group.kill,
     restart: group.restart,
     stop: async () => {
       await group.stop();
-      releasePorts(fleetPorts(portBase, cellCount, replicaCount, routerCount, proxyCount));
+      releasePorts(fleetPorts(portBase, cellCount, replicaCount, routerCount, proxyCount, cpCount));
     },
   };
   try {
     plan.flatMap((c) => c.replicas).forEach(group.spawn);
     await Promise.all(plan.map((c) => waitForLeader(c.replicas, 90_000)));
+    if (cpCount > 0) {
+      controlPlanes.forEach(group.spawn);
+      await Promise.all(controlPlaneUrls.map((u) => waitForControlPlane(u, 90_000)));
+      for (const [namespace, cell] of Object.entries(options.routes ?? {})) await createTenant(controlPlaneUrls[0], namespace, cell);
+    }
     [...routers, ...proxies].forEach(group.spawn);
     await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 60_000)));
   } catch (e) {
@@ -314,3 +343,69 @@ export async function startTestFleet(options = {}) {
   }
   return fleet;
 }
+
+/**
+ * A test fleet's meta group: its cells file (the shape --cells-file reads),
+ * snapshots only on request, and the cells polled every 200 ms (a test waits
+ * on what the control plane sees of them).
+ */
+function planTestControlPlanes(plan, { count, portBase, dataDir, env, extraArgs }) {
+  const cellsFile = path.join(dataDir, 'cells.json');
+  const cells = plan.map((c) => ({ id: c.id, replicas: c.replicas.map((r) => ({ id: r.id, grpc: r.grpc, admin: r.admin })) }));
+  writeFileSync(cellsFile, `${JSON.stringify({ cells }, null, 2)}\n`);
+  return planControlPlanes({
+    count,
+    portBase,
+    dataDir,
+    cellsFile,
+    adminTokenFile: path.join(dataDir, 'admin-token'),
+    env,
+    extraArgs: ['--snapshot-interval-ms', '0', '--cell-poll-ms', '200', ...(extraArgs ?? [])],
+  });
+}
+
+/**
+ * POST /v1/tenants, retried while the meta group or the cell is not ready
+ * (503). A 409 after a 503 is the first try's record: fine when it names the
+ * same cell (the ownership reconciler claims it if the claim failed). Any
+ * other refusal throws.
+ */
+async function createTenant(url, namespace, cell, timeoutMs = 60_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fetch(new URL('/v1/tenants', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ namespace, cell }),
+      signal: AbortSignal.timeout(10_000),
+    }).catch((e) => ({ status: 0, text: async () => e.message }));
+    if (res.status === 201) return;
+    const body = await res.text();
+    if (res.status === 409) {
+      const got = await fetch(new URL(`/v1/tenants/${namespace}`, url)).then((r) => r.json());
+      if (got.cell === cell) return;
+    }
+    if ((res.status !== 503 && res.status !== 0) || Date.now() > until)
+      throw new Error(`creating tenant ${namespace} on ${cell}: HTTP ${res.status} ${body}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The control-plane instance whose /v1/health says it leads the meta group (polls until one does). */
+async function metaLeader(instances, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    for (const c of instances) {
+      try {
+        const res = await fetch(new URL('/v1/health', c.url), { signal: AbortSignal.timeout(1_000) });
+        if (res.ok && (await res.json()).role === 'leader') return c;
+      } catch {
+        // not answering: try the next
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no meta leader among ${instances.map((c) => c.id).join(', ')} within ${timeoutMs} ms`);
+}
+
+export { TenantLoad } from './tenant-load.mjs';

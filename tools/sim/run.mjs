@@ -3,6 +3,7 @@
 //
 //   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--machine lock|kv|meta] [--bug NAME] [--jobs J]
 //   node tools/sim/run.mjs --seed X --seconds S [--replicas R] [--machine lock|kv] [--bug NAME | --profile NAME] [--planted NAME] [--verbose]
+//   node tools/sim/run.mjs --machine moves --seeds N [--seconds S] [--bug importWithoutRevisionRaise|switchBeforeImport] [--jobs J]
 //
 // Runs seeds F..F+N-1 (default F=1) of the CI sweep (all faults on; five
 // replicas, every fifth seed three, unless --replicas is given), or with one
@@ -14,7 +15,10 @@
 // production lock state machine (the default); --machine meta runs the
 // control plane's meta group (three members, its own faults and checkers:
 // runMetaSimulation; --seconds, --bug ackBeforeFsync and --jobs apply, the
-// other options do not); --planted puts in a lock-level
+// other options do not); --machine moves runs tenant moves: two lock cells and
+// the meta group, a namespace moved back and forth under crashes
+// (runMovesSimulation; --seconds, --bug with a move bug and --jobs apply);
+// --planted puts in a lock-level
 // bug (reuseToken, doubleGrant, staleLockRead, heartbeatWithoutConfirmation)
 // to watch a lock checker fire.
 // Exits 1 if any seed failed (with --bug: if none did).
@@ -49,7 +53,7 @@ const program = new Command('run.mjs')
   .option('--from <f>', 'first seed of --seeds', count('--from'), 1)
   .option('--seconds <s>', 'simulated seconds per seed', count('--seconds'))
   .option('--replicas <r>', 'replicas per cell (default: five, every fifth seed three)', count('--replicas'))
-  .option('--machine <kind>', "lock (the default), kv (the toy register) or meta (the control plane's meta group)")
+  .option('--machine <kind>', "lock (the default), kv (the toy register), meta (the control plane's meta group) or moves (two cells and the meta group, moving a tenant)")
   .option('--bug <name>', 'plant this Raft-level bug under its fault profile (exits 1 unless a seed catches it)')
   .option('--profile <name>', "a bug's fault profile with the bug off")
   .option('--planted <name>', 'plant this lock-level bug')
@@ -71,10 +75,11 @@ function parseArgs(argv) {
   args.jobs = Math.max(1, args.jobs);
   if ((args.seeds === undefined) === (args.seed === undefined)) usage('give exactly one of --seeds N or --seed X');
   if (args.bug !== undefined && args.profile !== undefined) usage('give at most one of --bug and --profile');
-  if (args.machine !== undefined && !['lock', 'kv', 'meta'].includes(args.machine))
-    usage(`--machine is lock, kv or meta, got ${args.machine}`);
-  if (args.machine === 'meta' && (args.replicas !== undefined || args.profile !== undefined || args.planted !== undefined)) {
-    usage('--machine meta takes --seconds, --bug and --jobs; not --replicas, --profile or --planted');
+  if (args.machine !== undefined && !['lock', 'kv', 'meta', 'moves'].includes(args.machine))
+    usage(`--machine is lock, kv, meta or moves, got ${args.machine}`);
+  const ownRun = args.machine === 'meta' || args.machine === 'moves';
+  if (ownRun && (args.replicas !== undefined || args.profile !== undefined || args.planted !== undefined)) {
+    usage(`--machine ${args.machine} takes --seconds, --bug and --jobs; not --replicas, --profile or --planted`);
   }
   return args;
 }
@@ -90,7 +95,7 @@ function optionsFor(sim, args, seed) {
   return sim.sweepOptions(seed, overrides);
 }
 
-/** One seed of the meta group's run, as the same small record. */
+/** One seed of the meta group's run, or of the moves run, as the same small record. */
 function runMetaSeed(sim, args, seed) {
   const options = {
     seed,
@@ -98,7 +103,8 @@ function runMetaSeed(sim, args, seed) {
     ...(args.bug !== undefined ? { bug: args.bug } : {}),
   };
   const started = performance.now();
-  const report = sim.runMetaSimulation(options);
+  const moves = args.machine === 'moves';
+  const report = moves ? sim.runMovesSimulation(options) : sim.runMetaSimulation(options);
   const fired = [...new Set(report.violations.map((v) => v.checker))];
   return {
     seed,
@@ -111,7 +117,8 @@ function runMetaSeed(sim, args, seed) {
     simulatedSeconds: report.simulatedSeconds,
     realMs: performance.now() - started,
     events: report.stats.events,
-    replay: sim.metaReplayCommand(options),
+    replay: moves ? sim.movesReplayCommand(options) : sim.metaReplayCommand(options),
+    ...(moves ? { stats: report.stats } : {}),
   };
 }
 
@@ -119,7 +126,7 @@ function runMetaSeed(sim, args, seed) {
 function runSeeds(sim, args, seeds, log) {
   const out = [];
   for (const seed of seeds) {
-    if (args.machine === 'meta') {
+    if (args.machine === 'meta' || args.machine === 'moves') {
       out.push(runMetaSeed(sim, args, seed));
       continue;
     }
@@ -154,7 +161,7 @@ if (!isMainThread) {
     execFileSync('npx', ['tsc', '--build', 'libs/sim/tsconfig.lib.json'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   }
   const sim = await import(distEntry);
-  const bugNames = args.machine === 'meta' ? sim.META_BUGS : sim.BUGS;
+  const bugNames = args.machine === 'meta' ? sim.META_BUGS : args.machine === 'moves' ? sim.MOVE_BUGS : sim.BUGS;
   for (const name of [args.bug, args.profile]) {
     if (name !== undefined && !bugNames.includes(name)) usage(`unknown bug ${name}; one of ${bugNames.join(', ')}`);
   }
@@ -182,7 +189,8 @@ if (!isMainThread) {
       console.log(`  replay: ${r.replay}`);
     } else if (args.seed !== undefined || args.json) {
       console.log(
-        `ok seed ${r.seed}: trace ${r.traceHash}, ${r.events} events, ${r.simulatedSeconds} s simulated in ${(r.realMs / 1000).toFixed(2)} s`,
+        `ok seed ${r.seed}: trace ${r.traceHash}, ${r.events} events, ${r.simulatedSeconds} s simulated in ${(r.realMs / 1000).toFixed(2)} s` +
+          (r.stats ? ` (${JSON.stringify(r.stats)})` : ''),
       );
     }
   };

@@ -8,7 +8,7 @@ import { type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@gr
 import { ConfChangeType } from '@fencer/raft';
 import { FencerError, Namespace, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
-import { type Outcome, type SetMemberAddressCommand, validateCommand } from '@fencer/lock-fsm';
+import { type Outcome, type SetMemberAddressCommand, type SetNamespaceQuotasCommand, validateCommand } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 import { readSnapshotHandler } from './read-snapshot.js';
 import { MoveAdmin } from './move-admin.js';
@@ -154,8 +154,25 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
       return { changed: 'changed' in outcome && outcome.changed === true };
     }),
     dropNamespace: handle(node, (req: adminpb.DropNamespaceRequest) => dropNamespace(node, req)),
+    setNamespaceQuotas: handle(node, (req: adminpb.SetNamespaceQuotasRequest) => setNamespaceQuotas(node, req)),
     readSnapshot: readSnapshotHandler(node),
   };
+}
+
+/** Replicates a tenant's quotas (docs/decisions/0020-tenant-quotas-and-rate-limits.md); checked before anything is proposed. */
+async function setNamespaceQuotas(node: CellNode, req: adminpb.SetNamespaceQuotasRequest): Promise<adminpb.SetNamespaceQuotasResponse> {
+  requireLeader(node);
+  if (req.quotas === undefined) throw new FencerError('INVALID_ARGUMENT', 'quotas are required (0 in a field = no quota)');
+  const command: SetNamespaceQuotasCommand = {
+    kind: 'SetNamespaceQuotas',
+    namespace: Namespace(req.namespace),
+    quotas: { maxSessions: req.quotas.maxSessions, maxLocks: req.quotas.maxLocks, maxWaiters: req.quotas.maxWaiters },
+  };
+  const bad = validateCommand(command);
+  if (bad) throw new FencerError(bad.code, bad.message);
+  const outcome = (await node.propose(command)).outcome as Outcome;
+  if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
+  return { changed: 'changed' in outcome && outcome.changed === true };
 }
 
 /**

@@ -39,6 +39,7 @@ import { type Logger, serveMetrics } from '@fencer/service';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder, LaneForwarder } from './forwarder.js';
+import { CatchUpTracker, type ReplicaView } from './readiness.js';
 import { LockServiceImpl, internalHandlers, lockServiceHandlers } from './lock-service.js';
 import { adminHandlers } from './admin-service.js';
 
@@ -144,14 +145,19 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   const adminServer = new TolerantServer(grpcOptions(config));
   adminServer.addService(adminpb.CellAdminService, adminHandlers(node));
 
-  const closePeers = await servePeers(deps, node, transport);
+  // Twice the election timeout: a follower that long without its leader's word is cut off from it.
+  const catchUp = new CatchUpTracker(deps.nowMs, 2 * config.electionTicks * config.tickMs);
+  const closePeers = await servePeers(deps, node, transport, catchUp);
   // gRPC and the routers' lane share the client port: each connection is sniffed (@fencer/peer-transport listenMuxed).
   const clientPort = await listenMuxed(server, config.listen, {
     dispatch: service.lane,
     onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),
   });
   await bind(adminServer, config.adminListen);
-  const metricsServer = await serveMetrics(config.metricsListen, metrics.registry);
+  const metricsServer = await serveMetrics(config.metricsListen, metrics.registry, {
+    ready: () => catchUp.check(replicaView(node)),
+    live: () => (node.replica.stopped ? { ok: false, reason: 'the replica has stopped' } : { ok: true }),
+  });
 
   const ticker = setInterval(() => node.tick(), config.tickMs);
   logger.info(
@@ -178,6 +184,20 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     await new Promise<void>((resolve, reject) => node.replica.close((err) => (err ? reject(err) : resolve())));
   };
   return { node, close };
+}
+
+/** What the readiness probe reads from the replica (readiness.ts). */
+function replicaView(node: CellNode): ReplicaView {
+  const s = node.replica.status();
+  return {
+    stopped: node.replica.stopped,
+    leader: s.leader,
+    isLeader: s.role === 'leader',
+    term: s.term,
+    commit: s.commit,
+    applied: node.replica.applied,
+    isMember: s.voters.includes(node.id) || s.learners.includes(node.id),
+  };
 }
 
 /** How long the gRPC servers get to finish their calls on close before they are cut. */
@@ -252,9 +272,15 @@ function connectPeers(deps: CellNodeDeps, node: CellNode): RaftPeerTransport {
  * admitsSender: its members and the leader it follows) go to the replica; refusals are counted by reason. Returns how
  * to close it.
  */
-async function servePeers(deps: CellNodeDeps, node: CellNode, transport: RaftPeerTransport): Promise<() => Promise<void>> {
+async function servePeers(
+  deps: CellNodeDeps,
+  node: CellNode,
+  transport: RaftPeerTransport,
+  catchUp: CatchUpTracker,
+): Promise<() => Promise<void>> {
   const { config, logger, metrics } = deps;
   const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
+    catchUp.observe(m);
     node.replica.receive(m);
   };
   const known = (id: string): boolean => {

@@ -49,6 +49,8 @@ export interface CellNodeConfig {
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly heartbeatTicks: number;
+  /** Heartbeat interval in ticks once the cell has written and read nothing for an election timeout (RaftConfig.idleHeartbeatTicks). */
+  readonly idleHeartbeatTicks: number;
   readonly ttlMinMs: number;
   readonly ttlMaxMs: number;
   readonly ttlDefaultMs: number;
@@ -98,6 +100,15 @@ export function parsePeers(spec: string): Map<NodeId, string> {
 /** Reads flag `--name`'s environment fallback, FENCER_NAME. */
 type EnvOf = (flag: string) => string | undefined;
 
+/**
+ * An idle cell's leader heartbeats every 300 ms instead of every 100 ms
+ * (docs/decisions/0024-idle-fleets-and-follower-reads.md): at eight cells of
+ * five replicas the 100 ms heartbeats of idle cells were half of each
+ * replica's idle CPU. A working cell keeps --heartbeat-ticks; followers
+ * still hear from the leader three times in an election timeout.
+ */
+const IDLE_HEARTBEAT_TICKS_DEFAULT = 3;
+
 /** A non-negative integer option: flag, what it sets, and its default when neither flag nor environment gives one. */
 type IntOption = readonly [flag: string, description: string, defaultValue: number];
 
@@ -108,6 +119,11 @@ const INT_OPTIONS: readonly IntOption[] = [
   ['tick-ms', 'Raft tick', 100],
   ['election-ticks', 'election timeout in ticks', raftTuningDefault.electionTicks],
   ['heartbeat-ticks', 'heartbeat interval in ticks', raftTuningDefault.heartbeatTicks],
+  [
+    'idle-heartbeat-ticks',
+    'heartbeat interval in ticks once the cell wrote and read nothing for an election timeout',
+    IDLE_HEARTBEAT_TICKS_DEFAULT,
+  ],
   ['ttl-min-ms', 'smallest session TTL', 2_000],
   ['ttl-max-ms', 'largest session TTL', 3_600_000],
   ['ttl-default-ms', 'TTL when a client asks for 0', 12_000],
@@ -196,6 +212,7 @@ function configOf(o: Record<string, string | number | boolean | undefined>): Cel
     tickMs: n('tickMs'),
     electionTicks: n('electionTicks'),
     heartbeatTicks: n('heartbeatTicks'),
+    idleHeartbeatTicks: n('idleHeartbeatTicks'),
     ttlMinMs: n('ttlMinMs'),
     ttlMaxMs: n('ttlMaxMs'),
     ttlDefaultMs: n('ttlDefaultMs'),
@@ -232,6 +249,8 @@ export function validateConfig(c: CellNodeConfig): void {
     fail(`--wal-sync-on-loop "${c.walSyncOnLoop}" must be ${WAL_SYNC_ON_LOOP_MODES.join(' or ')}`);
   if (c.tickMs < 1) fail('--tick-ms must be at least 1');
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
+  if (c.idleHeartbeatTicks < c.heartbeatTicks || c.idleHeartbeatTicks >= c.electionTicks)
+    fail(`--idle-heartbeat-ticks (${c.idleHeartbeatTicks}) must be from --heartbeat-ticks (${c.heartbeatTicks}) to below --election-ticks (${c.electionTicks})`);
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs))
     fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');
   if (c.heartbeatRoundSpacingMs * 10 > c.ttlMinMs)

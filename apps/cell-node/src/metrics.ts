@@ -3,7 +3,8 @@
  * replica's tiny Metrics interface writes through. Served over plain HTTP
  * at /metrics.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '@fencer/service';
 import type { CellMetrics } from '@fencer/cell';
 
 export class NodeMetrics {
@@ -107,7 +108,7 @@ export class NodeMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry });
+    collectProcessMetrics(this.registry);
   }
 
   /**

@@ -10,7 +10,7 @@
 import { type ErrorCode, FencerError, Namespace, RequestId, SessionId } from '@fencer/base';
 import { waitKey } from '@fencer/cell';
 import type { adminpb } from '@fencer/protocol';
-import type { Command, ExportNamespaceOutcome, Outcome } from '@fencer/lock-fsm';
+import { NO_QUOTAS, type Command, type ExportNamespaceOutcome, type Outcome } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 
 /** Bytes of one export page and one import piece: far below a proposal's 1 MiB and gRPC's 4 MiB message. */
@@ -150,6 +150,8 @@ export class MoveAdmin {
       lastRevision: info?.lastRevision ?? 0,
       sessions: info?.sessions ?? 0,
       locks: info?.locks ?? 0,
+      waiters: info?.waiters ?? 0,
+      quotas: info?.quotas ?? NO_QUOTAS,
       exportBytes: req.exportSize ? (fsm.exportBytes(namespace) ?? 0) : 0,
       importBytesMax: fsm.limits.importBytesMax,
       revision: fsm.revision,
@@ -164,9 +166,14 @@ export class MoveAdmin {
     requireLeader(this.node);
     await readBarrier(this.node);
     return {
-      namespaces: this.node.cell.fsm
-        .namespaces()
-        .map((ns) => ({ namespace: ns.namespace, state: ns.state, sessions: ns.sessions, locks: ns.locks })),
+      namespaces: this.node.cell.fsm.namespaces().map((ns) => ({
+        namespace: ns.namespace,
+        state: ns.state,
+        sessions: ns.sessions,
+        locks: ns.locks,
+        waiters: ns.waiters,
+        quotas: { ...ns.quotas },
+      })),
     };
   }
 }

@@ -25,7 +25,12 @@ export function lockCellConfig(config: CellNodeConfig): LockCellConfig {
     peers: config.peers,
     join: config.join,
     replica: {
-      raft: { electionTicks: config.electionTicks, heartbeatTicks: config.heartbeatTicks, broadcastCommit: config.broadcastCommit },
+      raft: {
+        electionTicks: config.electionTicks,
+        heartbeatTicks: config.heartbeatTicks,
+        idleHeartbeatTicks: config.idleHeartbeatTicks,
+        broadcastCommit: config.broadcastCommit,
+      },
       snapshotEveryEntries: config.snapshotEveryEntries,
     },
     readsWaitingMax: config.waitingCallsMax,

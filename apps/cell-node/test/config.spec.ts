@@ -17,6 +17,7 @@ describe('cell-node configuration', () => {
     expect(c.ttlDefaultMs).toBe(12_000);
     expect(c.tickMs * c.electionTicks).toBe(1000);
     expect(c.tickMs * c.heartbeatTicks).toBe(100);
+    expect(c.tickMs * c.idleHeartbeatTicks).toBe(300);
     expect(c.heartbeatRoundSpacingMs).toBe(5);
     expect(c.peers.get('r2' as never)).toBe('127.0.0.1:7002');
   });
@@ -31,6 +32,8 @@ describe('cell-node configuration', () => {
     [['--tick-ms', 'abc'], /tick-ms must be a non-negative integer/],
     [['--ttl-min-ms', '500'], /ttl-min-ms .* must be at least twice the election timeout/],
     [['--election-ticks', '1', '--heartbeat-ticks', '1'], /election-ticks must exceed/],
+    [['--heartbeat-ticks', '4'], /idle-heartbeat-ticks \(3\) must be from --heartbeat-ticks \(4\)/],
+    [['--idle-heartbeat-ticks', '10'], /idle-heartbeat-ticks \(10\) must be from .* to below --election-ticks \(10\)/],
     [['--ttl-default-ms', '99999999'], /ttl-min-ms <= ttl-default-ms <= ttl-max-ms/],
     [['--heartbeat-round-spacing-ms', '300'], /heartbeat-round-spacing-ms \(300\) must be at most a tenth of --ttl-min-ms \(2000\)/],
   ])('refuses %j', (extra, message) => {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-/** The cell-router process: flags, routing source, the router's gRPC server, /metrics, SIGTERM. */
-import { buildRouter, RouterMetrics, routingSourceFor } from '@fencer/routing';
+/** The cell-router process: flags, routing source, the router's gRPC server, /metrics with /livez and /readyz, SIGTERM. */
+import { buildRouter, RouterMetrics, routingReadiness, routingSourceFor } from '@fencer/routing';
 import { createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
 import { parseRouterConfig, type RouterConfig } from './config.js';
 
@@ -22,7 +22,10 @@ const router = buildRouter({
   cellCallsInFlightMax: config.cellCallsInFlightMax,
   id: config.id,
 });
-const metricsServer = config.metricsListen ? await serveMetrics(config.metricsListen, metrics.registry) : undefined;
+// Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
+const metricsServer = config.metricsListen
+  ? await serveMetrics(config.metricsListen, metrics.registry, { ready: routingReadiness(router.source) })
+  : undefined;
 const at = await router.listen(config.listen);
 logger.info(
   { listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants },

@@ -45,7 +45,7 @@ contractSuite({
 
 describe('the fleet behind the router', () => {
   it('spread the test namespaces over both cells', () => {
-    const routing = JSON.parse(readFileSync(fleet.routingFile, 'utf8')) as { routes: { namespace: string; cell: string }[] };
+    const routing = JSON.parse(readFileSync(fleet.routingFile!, 'utf8')) as { routes: { namespace: string; cell: string }[] };
     const cells = new Set(routing.routes.map((r) => r.cell));
     expect(routing.routes.length).toBeGreaterThan(4);
     expect([...cells].sort()).toEqual(['cell-1', 'cell-2']);

@@ -6,7 +6,7 @@
  * mapping of what escapes a command to an exit code.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError } from './config.js';
+import { ConfigError, UsageError } from './config.js';
 import { EXIT, EXIT_CODES_HELP, exitCodeFor } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { addCellCommands } from './commands/cell.js';
@@ -61,6 +61,10 @@ function exitCodeOfFailure(e: unknown, io: CliIo): number {
   if (e instanceof ConfigError) {
     io.stderr(`fencer: ${e.message}\n`);
     return EXIT.CONFIG;
+  }
+  if (e instanceof UsageError) {
+    io.stderr(`fencer: ${e.message}\n`);
+    return EXIT.USAGE;
   }
   const code = (e as { code?: string }).code;
   io.stderr(`fencer: ${(e as Error).message}${code ? ` (${code})` : ''}\n`);

@@ -15,6 +15,11 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
+/** A command line that names something that is not there (e.g. --cell of no replica): exit 64, the message on stderr. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
 export interface EndpointSources {
   readonly endpoints?: string | undefined;
   readonly fleet?: string | undefined;

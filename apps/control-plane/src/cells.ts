@@ -6,7 +6,7 @@
 import { credentials, Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { adminpb } from '@fencer/protocol';
 import { ProblemError } from './problems.js';
-import { cellCallTimeoutMs } from './limits.js';
+import { cellCallTimeoutMs, cellLeaderSearchMsMax } from './limits.js';
 
 export interface CellReplicaPlan {
   readonly id: string;
@@ -83,6 +83,8 @@ export interface CellDirectory extends MoveCells {
   has(cell: string): boolean;
   /** Makes the cell own the namespace (idempotent). Throws ProblemError CELL_UNAVAILABLE when no leader answers. */
   claim(cell: string, namespace: string): Promise<void>;
+  /** Replaces the namespace's quotas on the cell (idempotent; docs/decisions/0020-tenant-quotas-and-rate-limits.md). Throws when the cell did not take them. */
+  setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
   close(): void;
@@ -104,11 +106,21 @@ const ROLE_OF: Record<string, ReplicaRole> = {
   'pre-candidate': 'candidate',
 };
 
+/**
+ * A cell's followers are asked once every this many poll rounds while its
+ * leader answers as leader; the leader every round. At eight cells of five,
+ * asking all 40 replicas every second was a good part of the idle fleet's
+ * CPU (README, footprint); placement needs only the leader's session count,
+ * and a leader change is seen in the round it happens.
+ */
+export const FOLLOWER_POLL_EVERY_ROUNDS = 5;
+
 /** Follows the cells' replicas over their admin gRPC API. */
 export class GrpcCellDirectory implements CellDirectory {
   private readonly cells = new Map<string, Followed[]>();
   private readonly timer: NodeJS.Timeout;
   private polling = false;
+  private round = 0;
   /** Per cell: the leader and term the last poll saw, and the monotonic ms of each change within the last hour. */
   private readonly leadership = new Map<string, { leaderTerm: string | undefined; changesMonoMs: number[] }>();
 
@@ -136,25 +148,39 @@ export class GrpcCellDirectory implements CellDirectory {
     return this.cells.has(cell);
   }
 
-  /** One Status round over every replica (skipped while the previous one runs). */
+  /**
+   * One Status round (skipped while the previous one runs): every replica on
+   * every FOLLOWER_POLL_EVERY_ROUNDS-th round, else each cell's leader alone.
+   */
   async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
+    const everyReplica = this.round++ % FOLLOWER_POLL_EVERY_ROUNDS === 0;
     try {
-      await Promise.all(
-        [...this.cells.values()].flat().map(async (f) => {
-          try {
-            f.last = await unary<adminpb.StatusRequest, adminpb.StatusResponse>(f.client, 'status', {});
-            f.lastOkMonoMs = this.monoMs();
-            f.failing = false;
-          } catch {
-            f.failing = true;
-          }
-        }),
-      );
+      await Promise.all([...this.cells.values()].map((replicas) => this.pollCell(replicas, everyReplica)));
       this.noteLeaderChanges();
     } finally {
       this.polling = false;
+    }
+  }
+
+  private async pollCell(replicas: readonly Followed[], everyReplica: boolean): Promise<void> {
+    const leader = everyReplica ? undefined : replicas.find((f) => !f.failing && f.last?.role === 'leader');
+    if (leader !== undefined) {
+      await this.ask(leader);
+      if (!leader.failing && leader.last?.role === 'leader') return;
+    }
+    // No leader known, or it stopped leading: ask the others now, so the new one is found in this round.
+    await Promise.all(replicas.filter((f) => f !== leader).map((f) => this.ask(f)));
+  }
+
+  private async ask(f: Followed): Promise<void> {
+    try {
+      f.last = await unary<adminpb.StatusRequest, adminpb.StatusResponse>(f.client, 'status', {});
+      f.lastOkMonoMs = this.monoMs();
+      f.failing = false;
+    } catch {
+      f.failing = true;
     }
   }
 
@@ -213,6 +239,12 @@ export class GrpcCellDirectory implements CellDirectory {
 
   async claim(cell: string, namespace: string): Promise<void> {
     await asUnavailable(this.onLeader(cell, (client) => unary(client, 'claimNamespace', { namespace })));
+  }
+
+  async setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void> {
+    await this.onLeader(cell, (client) =>
+      unary<adminpb.SetNamespaceQuotasRequest, adminpb.SetNamespaceQuotasResponse>(client, 'setNamespaceQuotas', { namespace, quotas }),
+    );
   }
 
   async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
@@ -299,14 +331,19 @@ export class GrpcCellDirectory implements CellDirectory {
     return r.namespaces;
   }
 
-  /** Runs `call` on the cell's leader: the last known one first, then every replica, twice at most. */
+  /**
+   * Runs `call` on the cell's leader: the last known one first, then every
+   * replica, twice at most, and none started after cellLeaderSearchMsMax.
+   */
   private async onLeader<T>(cell: string, call: (client: adminpb.CellAdminClient) => Promise<T>): Promise<T> {
     const replicas = this.cells.get(cell);
     if (replicas === undefined) throw new ProblemError('CELL_NOT_FOUND', `no cell "${cell}" in this control plane's cell list`);
     const ordered = [...replicas].sort((a, b) => Number(b.last?.role === 'leader') - Number(a.last?.role === 'leader'));
+    const startedMs = this.monoMs();
     let lastError = '';
     for (let round = 0; round < 2; round++) {
       for (const f of ordered) {
+        if (lastError !== '' && this.monoMs() - startedMs >= cellLeaderSearchMsMax) break;
         try {
           return await call(f.client);
         } catch (e) {
@@ -382,7 +419,8 @@ function unary<Req, Res>(
     | 'exportNamespace'
     | 'importNamespace'
     | 'namespaceStatus'
-    | 'listNamespaces',
+    | 'listNamespaces'
+    | 'setNamespaceQuotas',
   request: Req,
 ): Promise<Res> {
   return new Promise((resolve, reject) => {

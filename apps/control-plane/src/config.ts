@@ -31,6 +31,8 @@ export interface ControlPlaneConfig {
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly cellPollMs: number;
+  /** A pause before each cell step of a move (0: none); process tests use it to catch a move in each state. */
+  readonly moveStepPauseMs: number;
   readonly snapshotEveryEntries: number;
   /** Where cell snapshots go: s3://bucket/prefix, or file:///folder (default: <data-dir>/snapshots). */
   readonly snapshotStore: string;
@@ -92,7 +94,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
     .option(
       '--cell-poll-ms <ms>',
-      "how often each cell replica's admin Status is polled",
+      "how often each cell's leader's admin Status is polled (its followers' every 5th time)",
       int('cell-poll-ms'),
       Number(e('cell-poll-ms') ?? 1000),
     )
@@ -103,6 +105,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       Number(e('snapshot-every-entries') ?? 1000),
     );
   addSnapshotStoreOptions(program, e, int);
+  addMoveOptions(program, e, int);
   program.parse(argv, { from: 'user' });
   const o = program.opts();
   const id = NodeId(o.id);
@@ -132,12 +135,23 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     tickMs: o.tickMs,
     electionTicks: o.electionTicks,
     cellPollMs: o.cellPollMs,
+    moveStepPauseMs: o.moveStepPauseMs,
     snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
     ...snapshotStoreConfig(o),
   };
 }
 
 type IntParser = (flag: string) => (v: string) => number;
+
+/** Tenant moves: a pause before each cell step, for process tests that stop the meta leader in a given move state. */
+function addMoveOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {
+  program.option(
+    '--move-step-pause-ms <ms>',
+    'pause before each cell step of a tenant move (for tests that stop the meta leader in a given move state; 0: none)',
+    int('move-step-pause-ms'),
+    Number(e('move-step-pause-ms') ?? 0),
+  );
+}
 
 /** Cell snapshots in object storage: the store, how to reach S3, the schedule and the retention. */
 function addSnapshotStoreOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {

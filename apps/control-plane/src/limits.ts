@@ -16,6 +16,18 @@ export const writesInFlightMax = 1_000;
 export const forwardTimeoutMs = 10_000;
 /** A cell admin call (claim, drop, status) gives up after this long per replica tried. */
 export const cellCallTimeoutMs = 3_000;
+/**
+ * No replica of a cell is tried after this long looking for its leader: a
+ * cell whose replicas all hang (stopped, partitioned) answers CELL_UNAVAILABLE
+ * before a follower's forwarded request times out, not NOT_LEADER after it
+ * (six tries of 3 s would be 18 s).
+ */
+export const cellLeaderSearchMsMax = 5_000;
+
+assert(
+  forwardTimeoutMs > cellLeaderSearchMsMax + cellCallTimeoutMs + 1_000,
+  'a forwarded create outlives the cell claim it waits for: the search, its last try, and a second for the answer to travel',
+);
 /** Dashboard event streams open at once on one instance (each holds a connection and, with a tenant, a share of a watch). */
 export const dashboardStreamsMax = 200;
 /** Tenants whose locks are watched at once on one instance (one Watch stream on a cell each). */
@@ -37,5 +49,4 @@ export const dashboardRouteCheckMs = 250;
 
 assert(dashboardWatchesMax <= dashboardStreamsMax, 'a watch serves at least one stream');
 assert(dashboardReadTimeoutMs > dashboardIntervalMs, 'a read may span rounds; the feed skips a round while one is running');
-assert(forwardTimeoutMs > cellCallTimeoutMs, 'a forwarded create outlives the cell claim it waits for');
 assert(routingWaitMsMax <= 60_000, 'the contract caps waitMs at 60 s');

@@ -48,8 +48,21 @@ const taskLogger = logger.child({ part: 'leader-tasks' });
 const leaderTasks = new LeaderLoop(
   group,
   [
-    moveWorker({ meta: group, cells, logger: taskLogger, wallMs: () => Date.now(), metrics: metrics.moves }),
-    ownershipReconciler({ meta: group, cells, logger: taskLogger, claimed: (cell) => metrics.ownershipClaimed(cell) }),
+    moveWorker({
+      meta: group,
+      cells,
+      logger: taskLogger,
+      wallMs: () => Date.now(),
+      metrics: metrics.moves,
+      stepPauseMs: config.moveStepPauseMs,
+    }),
+    ownershipReconciler({
+      meta: group,
+      cells,
+      logger: taskLogger,
+      claimed: (cell) => metrics.ownershipClaimed(cell),
+      quotasSent: (cell) => metrics.ownershipQuotasSent(cell),
+    }),
     snapshots.task,
   ],
   taskLogger,

@@ -1,5 +1,6 @@
 /** Prometheus metrics (prom-client) of one control-plane instance, served at /metrics on their own listener. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '@fencer/service';
 import type { Metrics } from '@fencer/replica';
 import type { AppMetrics } from './app.js';
 import type { LeaderLoopMetrics } from './workers/leader-loop.js';
@@ -109,9 +110,15 @@ export class ControlPlaneMetrics implements AppMetrics {
     labelNames: ['cell'] as const,
     registers: [this.registry],
   });
+  private readonly quotaPushes = new Counter({
+    name: 'fencer_cp_ownership_quota_pushes_total',
+    help: 'Tenant quotas the ownership reconciler sent to a cell that reported other values, by cell',
+    labelNames: ['cell'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry });
+    collectProcessMetrics(this.registry);
   }
 
   readonly snapshots: SnapshotMetrics = {
@@ -135,6 +142,10 @@ export class ControlPlaneMetrics implements AppMetrics {
 
   ownershipClaimed(cell: string): void {
     this.ownershipClaims.inc({ cell });
+  }
+
+  ownershipQuotasSent(cell: string): void {
+    this.quotaPushes.inc({ cell });
   }
 
   /** The replica's tiny Metrics interface, written through to prom-client. */

@@ -1,15 +1,18 @@
 /** The API's view of the meta group's records: what the contract's Tenant, Move and Snapshot schemas describe. */
 import type { MetaStateMachine, Move, SnapshotRecord, Tenant } from '@fencer/meta-fsm';
+import type { TenantUsage } from './tenant-quotas.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-export function tenantJson(t: Tenant, state: MetaStateMachine): Record<string, unknown> {
+/** `usage` as the tenant's cell reported it (tenant-quotas.ts), when it answered. */
+export function tenantJson(t: Tenant, state: MetaStateMachine, usage?: TenantUsage): Record<string, unknown> {
   return {
     namespace: t.namespace,
     cell: t.cell,
     ...(t.owner !== undefined ? { owner: t.owner } : {}),
     createdAt: iso(t.createdAtMs),
     quotas: t.quotas,
+    ...(usage !== undefined ? { usage: { sessions: usage.sessions, locks: usage.locks, waiters: usage.waiters } } : {}),
     moving: state.isMoving(t.namespace),
   };
 }

@@ -75,6 +75,25 @@ describe('the move worker', () => {
     expect((await call(h.app, 'GET', '/v1/tenants/pay')).json()).toMatchObject({ cell: 'cell-2', moving: false });
   });
 
+  it('polls the target for its first write: a write seen on a later look ends the move in the same pass', async () => {
+    await tenantWithSessions('pay', 1);
+    const id = await startMove('pay', 'cell-2');
+    const realStatus = h.cells.namespaceStatus.bind(h.cells);
+    let looks = 0;
+    h.cells.namespaceStatus = async (cell, ns, exportSize) => {
+      const v = await realStatus(cell, ns, exportSize);
+      if (cell !== 'cell-2' || !v.unfrozenHere) return v;
+      // The first two looks after the unfreeze see no write yet; the third sees one 130 ms after it.
+      looks++;
+      return looks < 3 ? { ...v, firstWriteSeen: false, unfrozenAgoMs: 50 * looks } : { ...v, firstWriteAfterMs: 130 };
+    };
+    await worker(5_000).runPass(new AbortController().signal);
+    expect(looks).toBe(3);
+    const move = await moveOf(id);
+    expect(move).toMatchObject({ state: 'done' });
+    expect(move['unavailableMs']).toBeGreaterThanOrEqual(130);
+  });
+
   it('refuses a move too large for its target before freezing anything', async () => {
     await tenantWithSessions('big', 50);
     h.cells.importBytesMax = 1_000;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-/** The session-proxy process: flags, routing source, the KeepAlive-only gRPC server, /metrics, SIGTERM. */
+/** The session-proxy process: flags, routing source, the KeepAlive-only gRPC server, /metrics with /livez and /readyz, SIGTERM. */
 import { Command } from 'commander';
-import { checkRoutingChoice, limits, RouterMetrics, routingOptions, routingSourceFor } from '@fencer/routing';
+import { checkRoutingChoice, limits, RouterMetrics, routingOptions, routingReadiness, routingSourceFor } from '@fencer/routing';
 import { address, createLogger, exitOnBug, exitOnConfigError, positiveInt, serveMetrics, stopOnSignals } from '@fencer/service';
 import { buildProxy } from './proxy.js';
 
@@ -36,15 +36,19 @@ try {
 const logger = createLogger('session-proxy');
 exitOnBug(logger, 'fencer-session-proxy');
 const metrics = new RouterMetrics(undefined, true);
+const source = routingSourceFor(o, logger, metrics.registry);
 const proxy = buildProxy({
-  source: routingSourceFor(o, logger, metrics.registry),
+  source,
   logger,
   metrics,
   id: o.id,
   heartbeatIntervalMs: o.heartbeatIntervalMs,
   streamsMax: o.streamsMax,
 });
-const metricsServer = o.metricsListen ? await serveMetrics(o.metricsListen, metrics.registry) : undefined;
+// Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
+const metricsServer = o.metricsListen
+  ? await serveMetrics(o.metricsListen, metrics.registry, { ready: routingReadiness(source) })
+  : undefined;
 const at = await proxy.listen(o.listen);
 logger.info({ listen: at, metrics: o.metricsListen, intervalMs: o.heartbeatIntervalMs }, 'session proxy serving');
 stopOnSignals(logger, async (signal) => {

@@ -47,6 +47,8 @@ export class FencerError extends Error {
     message: string,
     /** Address of the current leader, when known (NOT_LEADER). */
     readonly leaderHint?: string,
+    /** How long to wait before trying again, when the server knows (TOO_MANY_REQUESTS from a rate limit). */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }

@@ -47,6 +47,8 @@ export interface LockCellTestHooks {
   readonly applied?: (entry: Entry, command: Command, applied: ApplyResult, fsm: LockStateMachine) => void;
   /** Every deadline command this leader proposes. */
   readonly dutyProposed?: (command: DutyCommand) => void;
+  /** Planted bug: ImportNamespace keeps the revision base instead of raising it above the export's revisions. */
+  readonly importWithoutRevisionRaise?: boolean;
   /** Builds the replica (replica-level planted bugs: `createReplica` from `@fencer/replica/testing`). */
   readonly makeReplica?: ReplicaFactory;
 }

@@ -31,6 +31,7 @@ import {
 } from './limits.js';
 import { type CallContext, type LeaderForwarder, leaderTarget } from './request-api.js';
 import type { HeartbeatAnswer } from './wire.js';
+import type { NamespaceMoves } from './namespace-moves.js';
 import { namespaceOfSessionId } from '@fencer/contract';
 
 /**
@@ -44,12 +45,27 @@ function movedOut(fsm: LockStateMachine, sessionId: string): boolean {
   return ns !== undefined && fsm.namespaceInfo(ns)?.state === 'moved';
 }
 
+/**
+ * The session's namespace is frozen here as a move's source: its lease is
+ * not extended (no TTL, not expired). The export may be taken already, and
+ * the target gives each imported session a full TTL from its import, so an
+ * extension acknowledged here could promise more than the target keeps (the
+ * moves simulation's early-expiry checker found this). The client retries;
+ * after the switch its heartbeats reach the target, whose frozen import
+ * does extend them.
+ */
+function sourceFrozen(fsm: LockStateMachine, moves: NamespaceMoves, sessionId: string): boolean {
+  const ns = namespaceOfSessionId(sessionId);
+  return ns !== undefined && fsm.namespaceInfo(ns)?.state === 'frozen' && !moves.frozenKeepsLeases(ns);
+}
+
 export interface HeartbeatsParts {
   readonly config: LockCellConfig;
   readonly env: CellEnv;
   readonly hooks: LockCellTestHooks;
   readonly core: GroupCore;
   readonly duties: LeaderDuties;
+  readonly moves: NamespaceMoves;
   readonly forwarder: LeaderForwarder;
   /** The lock state as applied here now. */
   readonly fsm: () => LockStateMachine;
@@ -144,10 +160,11 @@ export class Heartbeats {
    * but not applied gets no TTL and is not yet called expired.
    */
   private record(sessionIds: readonly string[]): HeartbeatAnswer[] {
-    const { env, duties, fsm } = this.parts;
+    const { env, duties, fsm, moves } = this.parts;
     const now = env.clock.monoMs();
     env.metrics.heartbeatsAnswered('leader', sessionIds.length);
     return sessionIds.map((id) => {
+      if (sourceFrozen(fsm(), moves, id)) return { sessionId: id, ttlMsRemaining: 0, expired: false };
       const remaining = duties.heartbeat(now, SessionId(id));
       if (remaining !== undefined) return { sessionId: id, ttlMsRemaining: remaining, expired: false };
       return { sessionId: id, ttlMsRemaining: 0, expired: fsm().getSession(id) === undefined && !movedOut(fsm(), id) };

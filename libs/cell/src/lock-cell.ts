@@ -92,7 +92,7 @@ export class LockCell {
     });
     const acquires = new HeldAcquires({ env, hooks, core, waits: this.waits, fsm, propose: (command) => this.propose(command, () => {}) });
     this.requests = new RequestApi({ config, env, hooks, core, forwarder, acquires, fsm });
-    this.heartbeats = new Heartbeats({ config, env, hooks, core, duties: this.duties, forwarder, fsm });
+    this.heartbeats = new Heartbeats({ config, env, hooks, core, duties: this.duties, moves: this.moves, forwarder, fsm });
     // Last, with every part built: the replica restores its snapshot and replays its log through the stream.
     this.core.open();
   }

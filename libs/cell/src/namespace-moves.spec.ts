@@ -1,8 +1,9 @@
 /**
  * Goal: what a cell does for a live tenant move
  * (docs/decisions/0019-the-move-worker.md): a freeze ends the namespace's
- * held Acquires (NAMESPACE_MOVING) and holds none again while frozen, and
- * ends its watchers after a PROGRESS at the freeze; the cell it moves to
+ * held Acquires (NAMESPACE_MOVING) and holds none again while frozen,
+ * extends no lease while frozen, and ends its watchers after a PROGRESS at
+ * the freeze; the cell it moves to
  * tracks the imported sessions (a fresh TTL) and waits (what was left of
  * them) at once, resumes a watch from the freeze revision across the move
  * with no gap even below its own history floor, and times the first write
@@ -83,6 +84,22 @@ describe('a freeze on the source', () => {
         .fsm.getLock('/ls/pay/x')
         .waiters.map((w) => w.requestId),
     ).toEqual(['b1']);
+  });
+
+  it('acknowledges no heartbeat of a frozen session (no TTL, not expired), and does again after an unfreeze', () => {
+    const { h, a } = sourceCell();
+    const beat = (): { ttlMsRemaining: number; expired: boolean } | undefined => {
+      const got = answer<{ ttlMsRemaining: number; expired: boolean }[]>();
+      h.cell('c1').heartbeat([a], { forwarded: false }, got.done);
+      h.advance(200);
+      const r = got.got[0];
+      return r?.ok ? r.value[0] : undefined;
+    };
+    expect(beat()?.ttlMsRemaining).toBeGreaterThan(0);
+    propose(h, 'c1', { kind: 'FreezeNamespace', namespace: NS });
+    expect(beat()).toEqual({ sessionId: a, ttlMsRemaining: 0, expired: false });
+    propose(h, 'c1', { kind: 'UnfreezeNamespace', namespace: NS });
+    expect(beat()?.ttlMsRemaining).toBeGreaterThan(0);
   });
 
   it('ends its watchers after a PROGRESS at the freeze, refuses new ones while frozen, and leaves other namespaces watched', () => {

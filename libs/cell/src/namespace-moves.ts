@@ -31,6 +31,30 @@ export class NamespaceMoves {
   private readonly unfreezes = new Map<string, Unfreeze>();
   /** Unfreezes still waiting for their first write: the apply stream looks at writes only while this is above 0. */
   private awaitingWrite = 0;
+  /**
+   * Namespaces imported here (frozen) and not unfrozen or dropped since, as
+   * this replica applied them: the move's target. Their leases are this
+   * cell's to extend; a namespace frozen here otherwise is a move's source,
+   * whose export may be taken already, and extends none. Bounded by the
+   * namespaces a cell holds.
+   */
+  private readonly importedFrozen = new Set<string>();
+
+  /** `namespace` was imported here, frozen. */
+  importedHere(namespace: string): void {
+    this.importedFrozen.add(namespace);
+  }
+
+  /** `namespace` was dropped here, or this replica's state was replaced by a snapshot (all = true). */
+  forgetImport(namespace: string | null): void {
+    if (namespace === null) this.importedFrozen.clear();
+    else this.importedFrozen.delete(namespace);
+  }
+
+  /** May a frozen `namespace` extend leases here? Only as a move's target, between its import and its unfreeze. */
+  frozenKeepsLeases(namespace: string): boolean {
+    return this.importedFrozen.has(namespace);
+  }
 
   /** The waits an import of `namespace` will carry: key (session, request id) → ms left on the old cell. */
   carryWaits(namespace: string, remainingMs: ReadonlyMap<string, number>): void {
@@ -47,6 +71,7 @@ export class NamespaceMoves {
   }
 
   unfrozen(namespace: string, nowMonoMs: number): void {
+    this.importedFrozen.delete(namespace);
     const old = this.unfreezes.get(namespace);
     if (old !== undefined && old.firstWriteAfterMs === undefined) this.awaitingWrite--;
     this.unfreezes.delete(namespace);

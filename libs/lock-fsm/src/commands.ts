@@ -16,6 +16,7 @@
 import { assert, AssertionError, unreachable, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import type { CancelReason, LockMode } from './types.js';
+import { readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
 
@@ -139,6 +140,16 @@ export interface SetMemberAddressCommand {
   readonly address: string;
   readonly peerAddress: string;
 }
+/**
+ * Sets a namespace's tenant quotas (quotas.ts), replacing the ones it had.
+ * Sent by the control plane on tenant creation, on a quota change, and again
+ * by its ownership reconciler whenever a cell reports other values.
+ */
+export interface SetNamespaceQuotasCommand {
+  readonly kind: 'SetNamespaceQuotas';
+  readonly namespace: Namespace;
+  readonly quotas: NamespaceQuotas;
+}
 /** Forgets a removed member's addresses. */
 export interface ForgetMemberCommand {
   readonly kind: 'ForgetMember';
@@ -163,7 +174,8 @@ export type Command =
   | SetMemberAddressCommand
   | ForgetMemberCommand
   | StageImportChunkCommand
-  | ImportStagedNamespaceCommand;
+  | ImportStagedNamespaceCommand
+  | SetNamespaceQuotasCommand;
 
 export type CommandKind = Command['kind'];
 
@@ -187,6 +199,7 @@ export const COMMAND_KIND_CODES = {
   ForgetMember: 16,
   StageImportChunk: 17,
   ImportStagedNamespace: 18,
+  SetNamespaceQuotas: 19,
 } as const satisfies Record<CommandKind, number>;
 
 const MODE_CODES = { EXCLUSIVE: 1, SHARED: 2 } as const satisfies Record<LockMode, number>;
@@ -260,6 +273,10 @@ export function encodeCommand(command: Command): Uint8Array {
       break;
     case 'ImportStagedNamespace':
       w.string(command.namespace).varuint(command.totalBytes).bool(command.activate);
+      break;
+    case 'SetNamespaceQuotas':
+      w.string(command.namespace);
+      writeQuotas(w, command.quotas);
       break;
     default:
       unreachable(command, 'command kind');
@@ -369,6 +386,8 @@ function decodeBody(kind: number, r: ByteReader): Command {
       };
     case COMMAND_KIND_CODES.ImportStagedNamespace:
       return { kind: 'ImportStagedNamespace', namespace: r.string() as Namespace, totalBytes: r.varuint(), activate: r.bool() };
+    case COMMAND_KIND_CODES.SetNamespaceQuotas:
+      return { kind: 'SetNamespaceQuotas', namespace: r.string() as Namespace, quotas: readQuotas(r) };
     default:
       throw new AssertionError(`unknown command kind ${kind}`);
   }

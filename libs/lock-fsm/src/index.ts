@@ -38,7 +38,9 @@ export {
   type UnfreezeNamespaceCommand,
   type SetMemberAddressCommand,
   type ForgetMemberCommand,
+  type SetNamespaceQuotasCommand,
 } from './commands.js';
+export { NO_QUOTAS, QUOTA_VALUE_MAX, checkQuotas, type NamespaceQuotas } from './quotas.js';
 export { validateCommand, isFailure } from './validate.js';
 export { LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 export { SNAPSHOT_FORMAT_VERSION, EXPORT_FORMAT_VERSION } from './state-codec.js';

@@ -7,6 +7,7 @@
 import { assert, type Namespace, type Revision, type SessionId } from '@fencer/base';
 import { DedupeTable } from './dedupe.js';
 import type { Holder, LockMode, NamespaceState, Waiter } from './types.js';
+import { NO_QUOTAS, type NamespaceQuotas } from './quotas.js';
 
 export const EMPTY: readonly never[] = Object.freeze([]);
 
@@ -19,6 +20,10 @@ export interface NamespaceRecord {
   readonly sessions: Map<string, SessionRecord>;
   /** Live locks (held, awaited or delayed) by full name. Empty for a moved-out namespace. */
   readonly locks: Map<string, LockRecord>;
+  /** The tenant's quotas (SetNamespaceQuotas); NO_QUOTAS until set. */
+  quotas: NamespaceQuotas;
+  /** Waiters over every lock of the namespace: what maxWaiters limits. */
+  waiterCount: number;
 }
 
 export interface SessionRecord {
@@ -93,7 +98,7 @@ export function canHold(holders: readonly Holder[], mode: LockMode, holdersMax: 
 }
 
 export function newNamespaceRecord(name: Namespace, state: NamespaceState, lastRevision: number): NamespaceRecord {
-  return { name, state, lastRevision, sessions: new Map(), locks: new Map() };
+  return { name, state, lastRevision, sessions: new Map(), locks: new Map(), quotas: NO_QUOTAS, waiterCount: 0 };
 }
 
 export function compareStrings(a: string, b: string): number {

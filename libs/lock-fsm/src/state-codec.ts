@@ -11,19 +11,21 @@
  * namespace export/import, which is how a tenant move carries sessions,
  * locks, queues and dedupe results together.
  *
- * Snapshot, format version 3:
+ * Snapshot, format version 4:
  *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
  *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
- *   and unless moved out, its section; then varuint memberCount, per member
+ *   and unless moved out, its quotas (varuint maxSessions, maxLocks,
+ *   maxWaiters; 0 = none) and its section; then varuint memberCount, per member
  *   (sorted by id): string id, string address, string peerAddress; then
  *   varuint stagedCount, per staged import (sorted by namespace): string
  *   namespace, varuint totalBytes, bytes staged so far.
- *   Version 2 (still read) is the same without the staged imports, version 1
- *   also without the members.
- * Export, format version 2:
+ *   Version 3 (still read) is the same without the quotas (none), version 2
+ *   also without the staged imports, version 1 also without the members.
+ * Export, format version 3:
  *   u8 version, string namespace, varuint highestRevision, varuint
  *   namespaceRevision (the last revision that changed the namespace: its
- *   freeze), section. Version 1 (still read, from old logs) has no
+ *   freeze), quotas (as in a snapshot), section. Version 2 (still read) has
+ *   no quotas (none); version 1 (still read, from old logs) also has no
  *   namespaceRevision; it reads as highestRevision.
  * Section:
  *   varuint sessionCount, per session (sorted by id): string id, string clientId,
@@ -40,6 +42,7 @@ import { isValidNamespace } from '@fencer/contract';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import { decodeMode, encodeMode } from './commands.js';
 import { MEMBERS_MAX, type FsmLimits } from './limits.js';
+import { checkQuotas, readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
 import {
   canHold,
   compareStrings,
@@ -65,12 +68,12 @@ import {
   checkWaitMs,
 } from './validate.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 3;
+export const SNAPSHOT_FORMAT_VERSION = 4;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
-export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3];
-export const EXPORT_FORMAT_VERSION = 2;
+export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4];
+export const EXPORT_FORMAT_VERSION = 3;
 /** Versions decodeExport reads: every one ever written (ImportNamespace entries stay in logs). */
-const EXPORT_VERSIONS_READ = [1, 2];
+const EXPORT_VERSIONS_READ = [1, 2, 3];
 
 /** An export arriving in pieces (StageImportChunk), kept until ImportStagedNamespace. */
 export interface StagedImport {
@@ -145,7 +148,10 @@ export function encodeSnapshot(
   for (const name of names) {
     const ns = namespaces.get(name) as NamespaceRecord;
     w.string(ns.name).u8(NAMESPACE_STATE_CODES[ns.state]).varuint(ns.lastRevision);
-    if (ns.state !== 'moved') writeSection(w, ns);
+    if (ns.state !== 'moved') {
+      writeQuotas(w, ns.quotas);
+      writeSection(w, ns);
+    }
   }
   const ids = sortedKeys(members);
   w.varuint(ids.length);
@@ -165,11 +171,19 @@ export function encodeSnapshot(
 export function encodeExport(ns: NamespaceRecord, highestRevision: number): Uint8Array {
   const w = new ByteWriter(4096);
   w.u8(EXPORT_FORMAT_VERSION).string(ns.name).varuint(highestRevision).varuint(ns.lastRevision);
+  writeQuotas(w, ns.quotas);
   writeSection(w, ns);
   return w.finish();
 }
 
 // ---- reading ----
+
+function quotasChecked(r: ByteReader): NamespaceQuotas {
+  const quotas = readQuotas(r);
+  const bad = checkQuotas(quotas);
+  if (bad !== undefined) invalid(bad.message);
+  return quotas;
+}
 
 function checked<T>(problem: { message: string } | undefined, value: T): T {
   if (problem !== undefined) invalid(problem.message);
@@ -327,6 +341,7 @@ class SectionReader {
       const queuedRevision = revisionIn(r, revisionMax, 'queuedRevision', false) as Revision;
       waiters.push({ sessionId: s.id, clientId: s.clientId, mode, requestId, waitMs, lockDelayMs, queuedRevision });
       s.waitingCount++;
+      this.ns.waiterCount++;
     }
     return waiters;
   }
@@ -386,6 +401,7 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     if (state === undefined) invalid(`unknown namespace state ${stateCode}`);
     const lastRevision = revisionIn(r, revisionMax, 'lastRevision', true);
     const ns = newNamespaceRecord(name, state, lastRevision);
+    if (state !== 'moved' && version >= 4) ns.quotas = quotasChecked(r);
     if (state !== 'moved') sessionCount += readSection(r, ns, limits, revisionMax);
     namespaces.set(name, ns);
   }
@@ -451,6 +467,7 @@ export function decodeExport(bytes: Uint8Array, limits: FsmLimits): DecodedExpor
   const namespaceRevision = version >= 2 ? r.varuint() : highestRevision;
   if (namespaceRevision > highestRevision) invalid(`namespace revision ${namespaceRevision} above the export's ${highestRevision}`);
   const record = newNamespaceRecord(namespace, 'active', highestRevision);
+  if (version >= 3) record.quotas = quotasChecked(r);
   const sessionCount = readSection(r, record, limits, highestRevision);
   r.end();
   return { namespace, highestRevision, namespaceRevision, record, sessionCount };

@@ -37,6 +37,7 @@ import {
   type OpenSessionCommand,
   type ReleaseCommand,
   type SetMemberAddressCommand,
+  type SetNamespaceQuotasCommand,
 } from './commands.js';
 import { checkLimits, LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 import {
@@ -54,6 +55,7 @@ import {
   type NamespaceRecord,
   type SessionRecord,
 } from './records.js';
+import { checkQuotas, lockQuotaRefusal, normalQuotas, sameQuotas, sessionQuotaRefusal, waiterQuotaRefusal } from './quotas.js';
 import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot, stagedBytes, type StagedImport } from './state-codec.js';
 import type {
   AcquireOutcome,
@@ -117,6 +119,12 @@ export interface LockStateMachineOptions {
   readonly revisionBase?: number;
   /** Overrides of LIMITS; the same on every replica of a cell. */
   readonly limits?: Partial<FsmLimits>;
+  /**
+   * Test-only planted bug (the simulator's and chaos's negative control):
+   * ImportNamespace keeps the cell's revision base instead of raising it
+   * above the export's revisions. Unset in production.
+   */
+  readonly plantedBug?: 'importWithoutRevisionRaise';
 }
 
 /** The outcome type of each command kind. */
@@ -139,6 +147,7 @@ export interface OutcomeOf {
   ForgetMember: MemberChangeOutcome | Failure;
   StageImportChunk: StageImportOutcome | Failure;
   ImportStagedNamespace: ImportNamespaceOutcome | Failure;
+  SetNamespaceQuotas: NamespaceChangeOutcome | Failure;
 }
 export type Outcome = OutcomeOf[CommandKind];
 
@@ -232,6 +241,7 @@ export class LockStateMachine {
   private readonly staging = new Map<string, StagedImport>();
   private appliedIndexValue = 0;
   private revisionBaseValue: number;
+  private readonly plantedBug: LockStateMachineOptions['plantedBug'];
   /** Revision of the entry being applied (index + base). */
   private rev = 0;
   /**
@@ -246,6 +256,7 @@ export class LockStateMachine {
 
   constructor(options: LockStateMachineOptions) {
     this.autoClaim = options.autoClaim;
+    this.plantedBug = options.plantedBug;
     this.limits = { ...LIMITS, ...options.limits };
     checkLimits(this.limits);
     this.revisionBaseValue = options.revisionBase ?? 0;
@@ -345,6 +356,8 @@ export class LockStateMachine {
         return this.setMemberAddress(command);
       case 'ForgetMember':
         return this.forgetMember(command.id);
+      case 'SetNamespaceQuotas':
+        return this.setQuotas(command);
       default:
         return unreachable(command, 'command kind');
     }
@@ -436,6 +449,8 @@ export class LockStateMachine {
     if (ns.sessions.size >= this.limits.sessionsPerNamespaceMax) {
       return fail('QUOTA_EXCEEDED', `namespace "${c.namespace}" holds its maximum of ${this.limits.sessionsPerNamespaceMax} sessions`);
     }
+    const overQuota = sessionQuotaRefusal(ns.name, ns.quotas, ns.sessions.size);
+    if (overQuota !== undefined) return overQuota;
     const s = newSessionRecord(c.sessionId, ns, c.clientId, c.ttlMs, this.rev as Revision, this.limits.dedupePerSessionMax);
     ns.sessions.set(s.id, s);
     this.sessionsById.set(s.id, s);
@@ -476,6 +491,7 @@ export class LockStateMachine {
         const w = lock.waiters[at] as Waiter;
         lock.waiters = without(lock.waiters, at);
         s.waitingCount--;
+        ns.waiterCount--;
         this.emit('EXPIRED', lock, s.id, 0, w.requestId);
       }
       this.promote(ns, lock);
@@ -604,6 +620,9 @@ export class LockStateMachine {
     if (s.heldCount + s.waitingCount >= this.limits.locksPerSessionMax) {
       return fail('QUOTA_EXCEEDED', `session holds or awaits its maximum of ${this.limits.locksPerSessionMax} locks`);
     }
+    // Only a new name adds a lock to the namespace; a busy one adds a waiter (enqueue checks that quota).
+    const overQuota = lock === undefined ? lockQuotaRefusal(ns.name, ns.quotas, ns.locks.size) : undefined;
+    if (overQuota !== undefined) return overQuota;
     if (grantable) return this.grantNew(s, c, requestHash, lock);
     assert(lock !== undefined, 'only an existing lock can be busy');
     return this.enqueue(s, c, requestHash, lock);
@@ -632,6 +651,8 @@ export class LockStateMachine {
     if (lock.waiters.length >= this.limits.waitersPerLockMax) {
       return fail('QUOTA_EXCEEDED', `lock ${c.name} has its maximum of ${this.limits.waitersPerLockMax} waiters`);
     }
+    const overQuota = waiterQuotaRefusal(s.ns.name, s.ns.quotas, s.ns.waiterCount);
+    if (overQuota !== undefined) return overQuota;
     const rev = this.rev as Revision;
     const w: Waiter = {
       sessionId: s.id,
@@ -644,6 +665,7 @@ export class LockStateMachine {
     };
     lock.waiters = lock.waiters.length === 0 ? [w] : appended(lock.waiters, w);
     s.waitingCount++;
+    s.ns.waiterCount++;
     addSessionLock(s, lock);
     this.remember(s, c.requestId, requestHash, STATUS_QUEUED, lock.name, 0, rev, REASON_NONE);
     this.emit('QUEUED', lock, s.id, 0, c.requestId);
@@ -675,6 +697,7 @@ export class LockStateMachine {
     const rev = this.rev as Revision;
     const holders = lock.holders.slice();
     lock.waiters = k === waiters.length ? EMPTY : waiters.slice(k);
+    ns.waiterCount -= k;
     for (let i = 0; i < k; i++) {
       const w = waiters[i] as Waiter;
       const s = ns.sessions.get(w.sessionId);
@@ -745,6 +768,7 @@ export class LockStateMachine {
     if (w.requestId !== c.requestId) return NOT_CANCELLED;
     lock.waiters = without(lock.waiters, at);
     s.waitingCount--;
+    ns.waiterCount--;
     removeSessionLock(s, lock);
     const d = s.dedupe.find(c.requestId, dedupeHash(c.requestId));
     if (d >= 0 && s.dedupe.nameAt(d) === lock.name) {
@@ -788,6 +812,23 @@ export class LockStateMachine {
       return fail('QUOTA_EXCEEDED', `this cell holds its maximum of ${this.limits.namespacesMax} namespaces`);
     }
     this.namespaceRecords.set(namespace, newNamespaceRecord(namespace, 'active', this.rev));
+    return { ok: true, changed: true };
+  }
+
+  /**
+   * A frozen namespace refuses new quotas: its export may already be on its
+   * way, and a change after it would be lost in the move. The control plane's
+   * reconciler sends them again to wherever the namespace lands.
+   */
+  private setQuotas(c: SetNamespaceQuotasCommand): NamespaceChangeOutcome | Failure {
+    const bad = checkQuotas(c.quotas);
+    if (bad !== undefined) return bad;
+    const ns = this.ownedNamespace(c.namespace);
+    if (isFailure(ns)) return ns;
+    if (ns.state === 'frozen') return moving(ns.name);
+    if (sameQuotas(ns.quotas, c.quotas)) return { ok: true, changed: false };
+    ns.quotas = normalQuotas(c.quotas);
+    ns.lastRevision = this.rev;
     return { ok: true, changed: true };
   }
 
@@ -924,11 +965,12 @@ export class LockStateMachine {
     // every revision the namespace saw in its old cell
     // (docs/decisions/0003-revisions-are-log-index-plus-base.md).
     const index = this.appliedIndexValue;
-    const base = Math.max(this.revisionBaseValue, decoded.highestRevision - index + 1);
+    const raise = this.plantedBug !== 'importWithoutRevisionRaise';
+    const base = raise ? Math.max(this.revisionBaseValue, decoded.highestRevision - index + 1) : this.revisionBaseValue;
     this.revisionBaseValue = base;
     this.rev = index + base;
     assert(
-      this.rev > decoded.highestRevision && Number.isSafeInteger(this.rev),
+      (this.rev > decoded.highestRevision || !raise) && Number.isSafeInteger(this.rev),
       'imported namespace continues above its exported revisions',
     );
     const record = decoded.record;
@@ -1189,12 +1231,7 @@ export class LockStateMachine {
         if (head !== undefined && lock.delayRevision === 0)
           assert(!canHold(lock.holders, head.mode, holdersMax), `${lockName}: head waiter is blocked`);
       }
-      for (const [id, s] of ns.sessions) {
-        assert(
-          s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0),
-          `session ${id}: held and waiting counts match the locks`,
-        );
-      }
+      checkNamespaceCounts(ns, held, waiting);
     }
     assert(sessions === this.sessionCount && sessions <= this.limits.sessionsMax, 'session count matches');
     assert(this.sessionsById.size === sessions, 'every live session is indexed by id');
@@ -1214,6 +1251,20 @@ export class LockStateMachine {
   }
 }
 
+/** Each session's held and waiting counts against the locks that list it, the namespace's waiter count, its quotas. */
+function checkNamespaceCounts(ns: NamespaceRecord, held: ReadonlyMap<string, number>, waiting: ReadonlyMap<string, number>): void {
+  let waiters = 0;
+  for (const [id, s] of ns.sessions) {
+    assert(
+      s.heldCount === (held.get(id) ?? 0) && s.waitingCount === (waiting.get(id) ?? 0),
+      `session ${id}: held and waiting counts match the locks`,
+    );
+    waiters += s.waitingCount;
+  }
+  assert(ns.waiterCount === waiters, `${ns.name}: the waiter count matches the queues`);
+  assert(checkQuotas(ns.quotas) === undefined, `${ns.name}: quotas are well-formed`);
+}
+
 function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
   return {
     namespace: ns.name,
@@ -1221,6 +1272,8 @@ function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
     lastRevision: ns.lastRevision as Revision,
     sessions: ns.sessions.size,
     locks: ns.locks.size,
+    waiters: ns.waiterCount,
+    quotas: ns.quotas,
   };
 }
 

@@ -4,6 +4,7 @@
  * same ones, and the server maps them onto the contract's messages.
  */
 import type { ErrorCode, Namespace, RequestId, Revision, SessionId } from '@fencer/base';
+import type { NamespaceQuotas } from './quotas.js';
 
 export type LockMode = 'EXCLUSIVE' | 'SHARED';
 
@@ -247,6 +248,10 @@ export interface NamespaceInfo {
   readonly lastRevision: Revision;
   readonly sessions: number;
   readonly locks: number;
+  /** Waiters over every lock of the namespace. */
+  readonly waiters: number;
+  /** The tenant's quotas as replicated here (0 = none). */
+  readonly quotas: NamespaceQuotas;
 }
 
 export interface CheckTokenAnswer {

@@ -22,6 +22,7 @@ import {
   validateLockName,
 } from '@fencer/contract';
 import type { Command } from './commands.js';
+import { checkQuotas } from './quotas.js';
 import type { Failure, FsmErrorCode, LockMode } from './types.js';
 
 export function fail(code: FsmErrorCode, message: string): Failure {
@@ -168,6 +169,8 @@ export function validateCommand(command: Command): Failure | undefined {
       return checkMemberId(command.id) ?? checkHostPort(command.address, 'address') ?? checkHostPort(command.peerAddress, 'peer address');
     case 'ForgetMember':
       return checkMemberId(command.id);
+    case 'SetNamespaceQuotas':
+      return checkNamespaceName(command.namespace) ?? checkQuotas(command.quotas);
     default:
       return unreachable(command, 'command kind');
   }

@@ -118,6 +118,11 @@ export function randomLog(seed: number, length: number, limits: Partial<FsmLimit
       const delayed = [...driver.delayedLocks()];
       const d = delayed.length > 0 ? rnd.pick(delayed) : undefined;
       command = d ? { kind: 'LiftLockDelay', name: d.name, delayRevision: d.delayRevision } : { kind: 'Noop' };
+    } else if (roll < 93) {
+      // Tenant quotas small enough to bite (0 = none), so refusals and the export of quotas are exercised.
+      const quota = () => rnd.pick([0, 0, 1, 2, 3]);
+      const quotas = { maxSessions: quota(), maxLocks: quota(), maxWaiters: quota() };
+      command = { kind: 'SetNamespaceQuotas', namespace: Namespace(rnd.pick(namespaces())), quotas };
     } else if (roll < 96) {
       command = { kind: 'Noop' };
     } else if (!tenantHere() && roll < 97) {

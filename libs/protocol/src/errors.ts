@@ -9,6 +9,8 @@ import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 
 export const LOCK_REASON_KEY = 'lock-reason';
 export const LEADER_HINT_KEY = 'leader-hint';
+/** Trailing metadata of a rate-limited call (TOO_MANY_REQUESTS): milliseconds to wait before trying again, as a decimal integer. */
+export const RETRY_AFTER_MS_KEY = 'retry-after-ms';
 /**
  * Request metadata set by a replica forwarding a call to its leader, and by a
  * router that already follows leaders: a follower answers such a call with
@@ -62,6 +64,7 @@ export function toServiceError(error: FencerError): Partial<ServiceError> & { co
   const metadata = new Metadata();
   metadata.set(LOCK_REASON_KEY, error.code);
   if (error.leaderHint) metadata.set(LEADER_HINT_KEY, error.leaderHint);
+  if (error.retryAfterMs !== undefined) metadata.set(RETRY_AFTER_MS_KEY, String(Math.max(0, Math.ceil(error.retryAfterMs))));
   return { code: spec.grpc, details: error.message, message: error.message, metadata, name: 'FencerError' };
 }
 
@@ -99,7 +102,13 @@ export function fromServiceError(error: Pick<ServiceError, 'code' | 'details' | 
   const reason = error.metadata?.get(LOCK_REASON_KEY)[0];
   const hint = error.metadata?.get(LEADER_HINT_KEY)[0];
   const code: ErrorCode = typeof reason === 'string' && CODES.has(reason) ? (reason as ErrorCode) : codeForStatus(error.code);
-  return new FencerError(code, error.details || ErrorCode[code], typeof hint === 'string' && hint !== '' ? hint : undefined);
+  const after = Number(error.metadata?.get(RETRY_AFTER_MS_KEY)[0]);
+  return new FencerError(
+    code,
+    error.details || ErrorCode[code],
+    typeof hint === 'string' && hint !== '' ? hint : undefined,
+    Number.isSafeInteger(after) && after >= 0 ? after : undefined,
+  );
 }
 
 export function isRetryable(code: ErrorCode): boolean {

@@ -6,6 +6,7 @@ export {
   ERROR_TABLE,
   FORWARDED_KEY,
   LEADER_HINT_KEY,
+  RETRY_AFTER_MS_KEY,
   LOCK_REASON_KEY,
   fromServiceError,
   isRetryable,

@@ -99,6 +99,16 @@ export interface RaftConfig {
   readonly electionTicks: number;
   /** Heartbeat interval in ticks. */
   readonly heartbeatTicks: number;
+  /**
+   * Heartbeat interval in ticks while the group is idle: the leader has
+   * appended no entry and begun no read round for an election timeout.
+   * Absent: heartbeatTicks always. Idle cells then cost their followers
+   * fewer messages, while a working cell keeps heartbeatTicks (a commit
+   * reaches followers within it); must be at least heartbeatTicks and below
+   * electionTicks, so followers still hear from the leader in every
+   * election timeout.
+   */
+  readonly idleHeartbeatTicks?: number;
   readonly storage: RaftStorage;
   readonly random: Random;
   /** Applied index at restart (entries up to it are already in the state machine). */
@@ -134,6 +144,7 @@ export type RaftTuning = Pick<
   RaftConfig,
   | 'electionTicks'
   | 'heartbeatTicks'
+  | 'idleHeartbeatTicks'
   | 'preVote'
   | 'checkQuorum'
   | 'broadcastCommit'

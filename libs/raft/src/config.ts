@@ -53,6 +53,11 @@ export function validateRaftConfig(config: RaftConfig): void {
     Number.isSafeInteger(config.electionTicks) && config.electionTicks > config.heartbeatTicks,
     `electionTicks (${config.electionTicks}) must be an integer above heartbeatTicks (${config.heartbeatTicks})`,
   );
+  const idle = config.idleHeartbeatTicks;
+  assert(
+    idle === undefined || (Number.isSafeInteger(idle) && idle >= config.heartbeatTicks && idle < config.electionTicks),
+    `idleHeartbeatTicks (${idle}) must be an integer from heartbeatTicks (${config.heartbeatTicks}) to below electionTicks (${config.electionTicks})`,
+  );
   assert(
     Number.isSafeInteger(config.maxEntriesPerMsg) && config.maxEntriesPerMsg > 0 && config.maxEntriesPerMsg <= entriesPerMsgMax,
     `maxEntriesPerMsg must be in [1, ${entriesPerMsgMax}]`,

@@ -88,6 +88,9 @@ export class Raft {
 
   private readonly electionTimeout: number;
   private readonly heartbeatTimeout: number;
+  private readonly idleHeartbeatTimeout: number;
+  /** Leader ticks since it last appended an entry or began a read round; idle from an election timeout on. */
+  private ticksSinceWork = 0;
   private readonly random: Random;
   private readonly bugs: Partial<Record<RaftBug, boolean>>;
 
@@ -96,6 +99,7 @@ export class Raft {
     this.id = config.id;
     this.electionTimeout = config.electionTicks;
     this.heartbeatTimeout = config.heartbeatTicks;
+    this.idleHeartbeatTimeout = config.idleHeartbeatTicks ?? config.heartbeatTicks;
     this.random = config.random;
     this.bugs = config.bugs ?? {};
 
@@ -396,6 +400,7 @@ export class Raft {
     this.lead = null;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
+    this.ticksSinceWork = 0;
     this.randomizedElectionTimeout = this.electionTimeout + this.random.int(this.electionTimeout);
     this.leadTransferee = null;
     this.votes.clear();
@@ -692,6 +697,7 @@ export class Raft {
   private tickHeartbeat(): void {
     this.heartbeatElapsed++;
     this.electionElapsed++;
+    this.ticksSinceWork++;
     if (this.electionElapsed >= this.electionTimeout) {
       this.electionElapsed = 0;
       if (this.config.checkQuorum) {
@@ -710,10 +716,15 @@ export class Raft {
       pr.transfer.stallTicks++;
       if (pr.transfer.stallTicks >= this.electionTimeout) this.sendSnapshotChunk(id, pr);
     }
-    if (this.heartbeatElapsed >= this.heartbeatTimeout) {
+    if (this.heartbeatElapsed >= this.heartbeatInterval()) {
       this.heartbeatElapsed = 0;
       this.bcastHeartbeat(undefined);
     }
+  }
+
+  /** heartbeatTicks while the group works; idleHeartbeatTicks once nothing was appended or read for an election timeout. */
+  private heartbeatInterval(): number {
+    return this.ticksSinceWork >= this.electionTimeout ? this.idleHeartbeatTimeout : this.heartbeatTimeout;
   }
 
   private quorumActive(): boolean {
@@ -922,6 +933,7 @@ export class Raft {
     const index = this.log.lastIndex() + 1;
     this.log.append([{ term: Term(this.term), index: LogIndex(index), type, data }]);
     this.needBcast = true;
+    this.ticksSinceWork = 0;
     return index;
   }
 
@@ -976,6 +988,7 @@ export class Raft {
   }
 
   private joinRead(requestCtx: string): void {
+    this.ticksSinceWork = 0;
     if (this.voters.size === 1 && this.voters.has(this.id)) {
       // A single voter is its own majority: no round trip confirms anything more.
       this.readStates.push({ index: LogIndex(this.log.committed), requestCtx });

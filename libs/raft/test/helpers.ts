@@ -38,6 +38,7 @@ export interface NodeSpec {
   broadcastCommit?: boolean;
   electionTicks?: number;
   heartbeatTicks?: number;
+  idleHeartbeatTicks?: number;
   maxEntriesPerMsg?: number;
   maxBytesPerMsg?: number;
   maxInflightMsgs?: number;
@@ -77,6 +78,7 @@ export function newNode(spec: NodeSpec): Handle {
     checkQuorum: spec.checkQuorum ?? false,
     electionTicks: spec.electionTicks ?? 10,
     heartbeatTicks: spec.heartbeatTicks ?? 1,
+    ...(spec.idleHeartbeatTicks !== undefined ? { idleHeartbeatTicks: spec.idleHeartbeatTicks } : {}),
     ...(spec.broadcastCommit !== undefined ? { broadcastCommit: spec.broadcastCommit } : {}),
     ...(spec.maxEntriesPerMsg !== undefined ? { maxEntriesPerMsg: spec.maxEntriesPerMsg } : {}),
     ...(spec.maxBytesPerMsg !== undefined ? { maxBytesPerMsg: spec.maxBytesPerMsg } : {}),

@@ -42,6 +42,12 @@ const LONG_POLL_WAIT_MS_DEFAULT = 30_000;
 /** A failed long poll is tried again after a pause that doubles from min to max. */
 const LONG_POLL_BACKOFF_MS_MIN = 250;
 const LONG_POLL_BACKOFF_MS_MAX = 5_000;
+/**
+ * How often the tenants' rate limits are read (GET /v1/tenants): a quota
+ * change does not bump the routing version, so the long poll never carries
+ * one (docs/decisions/0020-tenant-quotas-and-rate-limits.md).
+ */
+export const TENANT_RATES_POLL_MS = 5_000;
 /** After a tenant creation, how many refreshes wait for its route (pauses growing from 20 to 200 ms: about 9 s in all). */
 const CREATED_ROUTE_POLLS_MAX = 50;
 
@@ -49,6 +55,7 @@ export class ControlPlaneRoutingSource extends AdoptingSource implements Routing
   private closed = false;
   private readonly abort = new AbortController();
   private cells = EMPTY_TABLE.cells;
+  private rates: ReadonlyMap<string, number> = new Map();
   private readonly waitMs: number;
   private readonly livenessProbeMs: number;
   private readonly instances: FollowedInstance;
@@ -152,6 +159,25 @@ export class ControlPlaneRoutingSource extends AdoptingSource implements Routing
       );
     }
     void this.loop();
+    void this.ratesLoop();
+  }
+
+  acquireRates(): ReadonlyMap<string, number> {
+    return this.rates;
+  }
+
+  /** Reads the tenants' acquiresPerSecond from the instance followed, every TENANT_RATES_POLL_MS; a failed read keeps the last. */
+  private async ratesLoop(): Promise<void> {
+    while (!this.closed) {
+      try {
+        const answer = (await this.get('/v1/tenants', CONTROL_PLANE_CALL_TIMEOUT_MS, this.instances.index)) as { tenants?: unknown };
+        this.rates = parseRates(answer?.tenants);
+      } catch (e) {
+        if (this.closed) return;
+        this.opts.logger.debug({ err: (e as Error).message }, 'tenant rate limits not read; keeping the last');
+      }
+      await sleep(TENANT_RATES_POLL_MS);
+    }
   }
 
   private async loop(): Promise<void> {
@@ -244,4 +270,15 @@ export class ControlPlaneRoutingSource extends AdoptingSource implements Routing
     this.closed = true;
     this.abort.abort();
   }
+}
+
+/** acquiresPerSecond of each tenant that has one, from GET /v1/tenants's list; anything malformed is skipped. */
+export function parseRates(tenants: unknown): Map<string, number> {
+  const rates = new Map<string, number>();
+  if (!Array.isArray(tenants)) return rates;
+  for (const t of tenants as { namespace?: unknown; quotas?: { acquiresPerSecond?: unknown } }[]) {
+    const rate = t?.quotas?.acquiresPerSecond;
+    if (typeof t?.namespace === 'string' && typeof rate === 'number' && Number.isFinite(rate) && rate >= 0) rates.set(t.namespace, rate);
+  }
+  return rates;
 }

@@ -19,9 +19,10 @@ export { HeartbeatBatcher, type HeartbeatAnswer, type HeartbeatBatcherDeps, type
 export { KeepAliveStreams } from './keepalive-stream.js';
 export { RouterMetrics } from './metrics.js';
 export * as limits from './limits.js';
-export { StaticRoutingSource, type RoutingSource } from './routing-source.js';
+export { StaticRoutingSource, routingReadiness, type RoutingSource } from './routing-source.js';
 export { FileRoutingSource } from './file-routing-source.js';
-export { ControlPlaneRoutingSource, type ControlPlaneOptions } from './control-plane-routing-source.js';
+export { ControlPlaneRoutingSource, TENANT_RATES_POLL_MS, parseRates, type ControlPlaneOptions } from './control-plane-routing-source.js';
+export { AcquireRateLimiter, BURST_MS, RATE_LIMITED_NAMESPACES_MAX } from './rate-limiter.js';
 export { parseControlPlaneUrls } from './control-plane-instances.js';
 export { checkRoutingChoice, routingOptions, routingSourceFor, type RoutingChoice } from './routing-options.js';
 export { startLockServer, type LockServer } from './lock-server.js';

@@ -1,5 +1,6 @@
 /** Prometheus metrics of a router or proxy, per cell and per method, on one registry. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '@fencer/service';
 
 export class RouterMetrics {
   readonly registry: Registry;
@@ -22,7 +23,7 @@ export class RouterMetrics {
 
   constructor(registry = new Registry(), defaults = false) {
     this.registry = registry;
-    if (defaults) collectDefaultMetrics({ register: registry });
+    if (defaults) collectProcessMetrics(registry);
     const r = [registry];
     this.calls = new Counter({
       name: 'fencer_router_calls_total',

@@ -29,7 +29,8 @@ export const backoffMs = (attempt: number): number =>
 
 /** A FencerError as the router's client sees it: no leader-hint (the cell's replicas are not the client's endpoints). */
 export function toClientError(e: unknown, logger: Logger, method: string): Partial<ServiceError> {
-  if (e instanceof FencerError) return toServiceError(new FencerError(e.code, e.message));
+  // Without the cell-internal leader-hint; a retry hint is the client's to use.
+  if (e instanceof FencerError) return toServiceError(new FencerError(e.code, e.message, undefined, e.retryAfterMs));
   logger.error({ method, err: (e as Error)?.stack ?? String(e) }, 'unexpected error in a router handler');
   return toServiceError(new FencerError('INTERNAL', `internal error in the router: ${(e as Error)?.message ?? e}`));
 }

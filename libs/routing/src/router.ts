@@ -27,6 +27,7 @@ import type { RoutingSource } from './routing-source.js';
 import { unaryHandler, type UnaryDeps } from './unary-call.js';
 import { upstreamAttempt } from './upstream.js';
 import { WatchProxies } from './watch-proxy.js';
+import { AcquireRateLimiter } from './rate-limiter.js';
 
 export interface RouterDeps {
   readonly source: RoutingSource;
@@ -61,7 +62,16 @@ export function buildRouter(deps: RouterDeps): Router {
   metrics.inFlightSource = () => pool.all();
   const inFlightMax = deps.cellCallsInFlightMax ?? CELL_CALLS_IN_FLIGHT_MAX;
   const cellOf = cellOfNamespace({ source, pool, metrics, autoTenants: deps.autoTenants ?? false });
-  const unary: UnaryDeps = { source, logger, metrics, cellOf, attempt: upstreamAttempt(pool, metrics, routerId), inFlightMax };
+  const acquireLimiter = new AcquireRateLimiter(() => source.acquireRates?.());
+  const unary: UnaryDeps = {
+    source,
+    logger,
+    metrics,
+    cellOf,
+    attempt: upstreamAttempt(pool, metrics, routerId),
+    inFlightMax,
+    acquireLimiter,
+  };
   const watches = new WatchProxies({ source, pool, logger, metrics, cellOf, inFlightMax });
   const handlers: lockservice.LockServiceServer = {
     openSession: unaryHandler(unary, 'openSession'),

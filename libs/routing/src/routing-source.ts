@@ -17,6 +17,7 @@
  */
 import { FencerError } from '@fencer/base';
 import { EMPTY_TABLE, type RoutingTable } from '@fencer/contract';
+import type { ProbeResult } from '@fencer/service';
 
 export interface RoutingSource {
   /** The newest table known. */
@@ -29,6 +30,11 @@ export interface RoutingSource {
   createTenant(namespace: string): Promise<RoutingTable>;
   /** Called with every newer table adopted. */
   onChange(listener: (t: RoutingTable) => void): void;
+  /**
+   * Tenants' Acquire rate limits (acquiresPerSecond) by namespace, as last
+   * learned; absent on a source that has none (a routing file).
+   */
+  acquireRates?(): ReadonlyMap<string, number>;
   close(): void;
 }
 
@@ -74,4 +80,16 @@ export class StaticRoutingSource extends AdoptingSource implements RoutingSource
     return Promise.reject(new FencerError('NAMESPACE_NOT_FOUND', `namespace "${namespace}" has no tenant`));
   }
   close(): void {}
+}
+
+/**
+ * The readiness probe of a router or proxy (@fencer/service serveMetrics): ready once it holds a routing table
+ * (version above 0), whichever source gave it; a source it can no longer read keeps the last table, and serving it.
+ */
+export function routingReadiness(source: Pick<RoutingSource, 'table'>): () => ProbeResult {
+  return () => {
+    const t = source.table();
+    if (t.version > 0) return { ok: true };
+    return { ok: false, reason: 'no routing table yet: the control plane (or the routing file) has not answered' };
+  };
 }

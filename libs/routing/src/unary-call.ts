@@ -17,6 +17,7 @@ import { fail, namespaceOfCall, type UnaryMethod } from './namespace-of-call.js'
 import { RETRY_CODES, backoffMs, deadlineOf, sleep, toClientError } from './retry-policy.js';
 import type { RoutingSource } from './routing-source.js';
 import type { Attempt } from './upstream.js';
+import type { AcquireRateLimiter } from './rate-limiter.js';
 
 export interface UnaryDeps {
   readonly source: RoutingSource;
@@ -25,6 +26,8 @@ export interface UnaryDeps {
   readonly cellOf: CellOf;
   readonly attempt: Attempt;
   readonly inFlightMax: number;
+  /** Per-tenant Acquire rate limits (rate-limiter.ts); none: no limit. */
+  readonly acquireLimiter?: AcquireRateLimiter;
 }
 
 /** NAMESPACE_NOT_HERE refreshes the table at most this often per call: a table that stays wrong is the client's answer. */
@@ -76,6 +79,8 @@ async function callWithRetries<Res>(
 ): Promise<Res> {
   const req = call.request as Record<string, unknown>;
   const { namespace, bySession } = namespaceOfCall(method, req);
+  // Once per call, before any attempt: retries inside the router are not the tenant's acquires.
+  if (method === 'acquire') deps.acquireLimiter?.take(namespace);
   const waitMs = method === 'acquire' && typeof req.waitMs === 'number' ? req.waitMs : 0;
   const deadlineMs = deadlineOf(call, waitMs);
   let refreshes = 0;

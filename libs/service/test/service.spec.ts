@@ -1,7 +1,9 @@
 /**
  * Goal: the parts of @fencer/service that need no process of their own:
  * the option parsers refuse what a process cannot run with, in words a
- * person can act on; the metrics endpoint serves the registry at /metrics
+ * person can act on; the metrics endpoint serves the registry at /metrics,
+ * the liveness and readiness probes at /livez and /readyz (200 "ok", or 503
+ * with the check's reason, as the check answers at the time of the request),
  * and nothing else; the logger takes its level from the option, then
  * FENCER_LOG_LEVEL; writeBeforeExit gets its text through a non-blocking
  * pipe that is full (EAGAIN), and gives up on a reader that never reads.
@@ -16,7 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Counter, Registry } from 'prom-client';
-import { address, createLogger, positiveInt, serveMetrics, writeBeforeExit } from '../src/index.js';
+import { address, createLogger, notReady, PROBE_OK, type ProbeResult, positiveInt, serveMetrics, writeBeforeExit } from '../src/index.js';
 
 describe('option parsers', () => {
   it('address takes host:port and names the flag when it refuses', () => {
@@ -52,6 +54,39 @@ describe('serveMetrics', () => {
     const elsewhere = await fetch(`${base}/`);
     expect(elsewhere.status).toBe(404);
     expect(await elsewhere.text()).toMatch(/try \/metrics/);
+  });
+
+  it('answers /livez and /readyz from the checks it was given, as they answer now', async () => {
+    let readiness: ProbeResult = notReady('no routing table yet');
+    const server = await serveMetrics('127.0.0.1:0', new Registry(), { ready: () => readiness });
+    close = () => server.close();
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const live = await fetch(`${base}/livez`);
+    expect([live.status, await live.text()]).toEqual([200, 'ok\n']);
+    const notYet = await fetch(`${base}/readyz`);
+    expect([notYet.status, await notYet.text()]).toEqual([503, 'no routing table yet\n']);
+    readiness = PROBE_OK;
+    const ready = await fetch(`${base}/readyz?verbose`);
+    expect([ready.status, await ready.text()]).toEqual([200, 'ok\n']);
+  });
+
+  it('is ready and live without checks, and a check that throws is a 503 naming the error', async () => {
+    const plain = await serveMetrics('127.0.0.1:0', new Registry());
+    const failing = await serveMetrics('127.0.0.1:0', new Registry(), {
+      live: () => {
+        throw new Error('replica gone');
+      },
+    });
+    close = () => {
+      plain.close();
+      failing.close();
+    };
+    const at = (s: typeof plain, p: string) => fetch(`http://127.0.0.1:${(s.address() as AddressInfo).port}${p}`);
+    expect((await at(plain, '/readyz')).status).toBe(200);
+    expect((await at(plain, '/livez')).status).toBe(200);
+    const res = await at(failing, '/livez');
+    expect([res.status, await res.text()]).toEqual([503, 'probe failed: replica gone\n']);
+    expect((await at(failing, '/readyz')).status).toBe(200);
   });
 
   it('rejects when the address is taken', async () => {

@@ -45,3 +45,15 @@ export {
   metaReplayCommand,
   runMetaSimulation,
 } from './meta-sim.js';
+export {
+  MOVE_BUGS,
+  MOVES_GRANTS_MIN,
+  MOVES_HEAL_MS,
+  MOVES_RUN_MS_DEFAULT,
+  type MoveBug,
+  type MovesRunReport,
+  type MovesSimOptions,
+  movesReplayCommand,
+  runMovesSimulation,
+} from './moves-sim.js';
+export { MOVE_CHECKERS, type MoveCheckerName, type MoveViolation } from './moves-checkers.js';

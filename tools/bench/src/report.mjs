@@ -31,6 +31,7 @@ export const SUMMARY_ORDER = [
   'snapshots-size',
   'snapshots-upload',
   'snapshots-restore',
+  'moves-unavailable',
 ];
 
 const loadavg = () =>

@@ -13,6 +13,9 @@ export const PROXY_DELAY_MS_MAX = 5_000;
 
 /** A process pause (SIGSTOP) never lasts longer than this. */
 export const PAUSE_MS_MAX = 20_000;
+
+/** How long past its time a scheduled fault waits for the cell to be ready for it (a leader and a follower up). */
+export const SCHEDULED_START_PATIENCE_MS = 30_000;
 /** Faults the nemesis records in one run (a 30-minute soak makes about a thousand). */
 export const FAULTS_PER_RUN_MAX = 100_000;
 

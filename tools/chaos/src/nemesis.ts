@@ -25,7 +25,7 @@ import { appendFileSync } from 'node:fs';
 import { assert, type Random } from '@fencer/base';
 import type { ChaosCell } from './cell.js';
 import { type DiskFault, faketimeAvailable, fiuAvailable } from './cell.js';
-import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX } from './limits.js';
+import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX, SCHEDULED_START_PATIENCE_MS } from './limits.js';
 import { type FaultContext, laggingFollower, slowLeaderIsolated, type Started } from './one-sided.js';
 import { bridge, isolate, majorityMinority, oneWay, ring, type Partition } from './partitions.js';
 import type { LinkProxy } from './proxy.js';
@@ -238,10 +238,16 @@ export class Nemesis {
       await this.healDue();
       const next = due[0];
       if (next !== undefined && this.now() >= this.o.t0Ms + next.atMs) {
-        due.shift();
         const why = missingTool(next.kind);
-        if (why === undefined) await this.start(next.kind);
-        else this.record({ phase: 'skip', kind: next.kind, detail: `scheduled, but ${why}` });
+        if (why !== undefined) {
+          due.shift();
+          this.record({ phase: 'skip', kind: next.kind, detail: `scheduled, but ${why}` });
+        } else {
+          // A cell not ready for the fault yet (no leader elected on a slow machine) delays it, up to
+          // SCHEDULED_START_PATIENCE_MS past its time: the author scheduled the fault, not the moment.
+          const patient = this.now() < this.o.t0Ms + next.atMs + SCHEDULED_START_PATIENCE_MS;
+          if ((await this.start(next.kind, patient)) || !patient) due.shift();
+        }
       }
       await sleep(100);
     }
@@ -300,15 +306,17 @@ export class Nemesis {
     return free[free.length - 1];
   }
 
-  private async start(kind: FaultKind): Promise<void> {
+  /** Starts a fault now; false when it could not (recorded as a skip unless `quietSkip`: to be tried again). */
+  private async start(kind: FaultKind, quietSkip = false): Promise<boolean> {
     const r = await this.begin(kind);
     if (typeof r === 'string') {
-      this.record({ phase: 'skip', kind, detail: r });
-      return;
+      if (!quietSkip) this.record({ phase: 'skip', kind, detail: r });
+      return false;
     }
     this.started[kind] = (this.started[kind] ?? 0) + 1;
     this.record({ phase: 'start', kind, detail: r.detail, durationMs: r.durationMs });
     if (r.heal) this.active.push({ slot: SLOT[kind], kind, healAtMs: this.now() + r.durationMs, heal: r.heal });
+    return true;
   }
 
   private upIds(): string[] {

@@ -16,6 +16,7 @@ import { routeConfig } from '../http/route-config.js';
 import { ref, requestBodySchema, responseSchema } from '../openapi.js';
 import { ProblemError } from '../problems.js';
 import { tenantJson } from '../resource-json.js';
+import { hasCellQuotas, pushQuotas, usageOf } from '../tenant-quotas.js';
 import { cellMustExist, type RouteContext } from './route-context.js';
 
 /** Where a new tenant goes when its creator names no cell: the contract's one placement rule over the cells' live sessions. */
@@ -54,6 +55,8 @@ async function createTenant(ctx: RouteContext, request: FastifyRequest, reply: F
     ctx.wake('ownership');
     throw e;
   });
+  // Then its quotas (a fresh claim has none): a cell that does not take them now gets them from the reconciler.
+  if (hasCellQuotas(tenant.quotas) && !(await pushQuotas(ctx.cells, tenant, request.log))) ctx.wake('ownership');
   reply.code(201);
   return { ...tenantJson(tenant, ctx.meta.state), ...(token !== undefined && !applied.replayed ? { token } : {}) };
 }
@@ -63,14 +66,18 @@ async function getTenant(ctx: RouteContext, request: FastifyRequest): Promise<Re
   const state = await ctx.meta.read();
   const tenant = state.tenant(namespace);
   if (tenant === undefined) throw new ProblemError('TENANT_NOT_FOUND', `no tenant "${namespace}"`);
-  return tenantJson(tenant, state);
+  const usage = await usageOf(ctx.cells, [tenant]);
+  return tenantJson(tenant, state, usage.get(namespace));
 }
 
 async function updateTenant(ctx: RouteContext, request: FastifyRequest): Promise<Record<string, unknown>> {
   const { namespace } = request.params as { namespace: string };
   const body = request.body as { quotas?: Record<string, number> };
   const applied = await ctx.write(request, { kind: 'UpdateTenant', namespace, quotas: body.quotas ?? {} });
-  return tenantJson((applied.outcome as { tenant: Tenant }).tenant, ctx.meta.state);
+  const tenant = (applied.outcome as { tenant: Tenant }).tenant;
+  // Applies on the cell at once, with no restart; while it moves (frozen) the reconciler sends them to where it lands.
+  if (!(await pushQuotas(ctx.cells, tenant, request.log))) ctx.wake('ownership');
+  return tenantJson(tenant, ctx.meta.state);
 }
 
 /** Drops the namespace on its cell before the record goes: a cell never serves a namespace the table no longer has. */
@@ -124,7 +131,9 @@ export const tenantRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) =
   const list = { response: { 200: responseSchema('/v1/tenants', 'get', '200') } };
   app.get('/v1/tenants', { config: routeConfig('admin'), schema: list }, async () => {
     const state = await ctx.meta.read();
-    return { tenants: state.tenants().map((t) => tenantJson(t, state)) };
+    const tenants = state.tenants();
+    const usage = await usageOf(ctx.cells, tenants);
+    return { tenants: tenants.map((t) => tenantJson(t, state, usage.get(t.namespace))) };
   });
   const create = {
     headers: IDEMPOTENCY_HEADERS,

@@ -44,12 +44,21 @@ export interface MoveWorkerDeps {
   readonly intervalMs?: number;
   /** Time one pass may pause for one move (default PAUSES_PER_PASS_MS_MAX). */
   readonly pauseBudgetMs?: number;
+  /**
+   * A pause before each cell step (default 0). Process tests set it so a
+   * move stays in each state long enough to stop the meta leader there; it
+   * does not count against the pause budget.
+   */
+  readonly stepPauseMs?: number;
 }
 
 /** Steps one pass takes for one move at most (a whole move is about a dozen). */
 const STEPS_PER_PASS_MAX = 64;
 /** Time one pass may spend pausing for one move (a first write, a retry) before it leaves the move for the next pass. */
 const PAUSES_PER_PASS_MS_MAX = 10_000;
+
+/** Steps stepPauseMs does not delay: journal writes, and the first-write poll (its pauses are MOVE_TIMING's). */
+const UNPAUSED_STEPS: ReadonlySet<MoveStep['kind']> = new Set(['journal', 'journal-rollback', 'first-write']);
 
 export const MOVES_TASK = 'moves';
 
@@ -96,7 +105,13 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, signal: AbortSignal)
       pausedMs += step.ms;
       await pause(step.ms, signal);
       delete facts.transient;
+      // A wait for the target's first write polls: the next step looks again (a stale view would wait the pass out).
+      delete facts.firstWrite;
       continue;
+    }
+    if (deps.stepPauseMs && !UNPAUSED_STEPS.has(step.kind)) {
+      await pause(deps.stepPauseMs, signal);
+      if (signal.aborted) return;
     }
     try {
       move = await perform(deps, move, step, facts);

@@ -13,19 +13,31 @@
  * move to the cell imports before its route switches. So the claim can only
  * give the cell what the table says, never revive a namespace that moved on.
  * Namespaces with a tombstone, or being moved, are the move worker's.
+ *
+ * The same pass keeps each tenant's quotas on its cell
+ * (docs/decisions/0020-tenant-quotas-and-rate-limits.md): where the cell
+ * reports other quotas than the meta group's (a push that failed, a move, a
+ * fresh claim), it sends them again. Quotas go to a cell only for a
+ * namespace it holds and that is not moving, so they land after the claim or
+ * the import, never on a frozen copy.
  */
 import type { Logger } from 'pino';
+import type { Quotas } from '@fencer/meta-fsm';
 import type { MetaStore } from '../meta-group.js';
 import type { CellDirectory } from '../cells.js';
 import type { LeaderTask } from './leader-loop.js';
+import { cellQuotas, sameCellQuotas } from '../tenant-quotas.js';
+import type { adminpb } from '@fencer/protocol';
 
 export interface OwnershipDeps {
   readonly meta: MetaStore;
-  readonly cells: Pick<CellDirectory, 'cellIds' | 'claim' | 'listNamespaces'>;
+  readonly cells: Pick<CellDirectory, 'cellIds' | 'claim' | 'listNamespaces' | 'setQuotas'>;
   readonly logger: Logger;
   readonly intervalMs?: number;
   /** Counts claims made by the reconciler. */
   readonly claimed?: (cell: string) => void;
+  /** Counts quota pushes made by the reconciler. */
+  readonly quotasSent?: (cell: string) => void;
 }
 
 export const OWNERSHIP_TASK = 'ownership';
@@ -36,11 +48,11 @@ export function ownershipReconciler(deps: OwnershipDeps): LeaderTask {
     intervalMs: deps.intervalMs ?? 2_000,
     async runPass(signal) {
       // First what each cell holds (a cell without a leader is skipped this pass)...
-      const held = new Map<string, Set<string>>();
+      const held = new Map<string, Map<string, adminpb.NamespaceEntry>>();
       await Promise.all(
         deps.cells.cellIds().map(async (cell) => {
           try {
-            held.set(cell, new Set((await deps.cells.listNamespaces(cell)).map((n) => n.namespace)));
+            held.set(cell, new Map((await deps.cells.listNamespaces(cell)).map((n) => [n.namespace, n])));
           } catch (e) {
             deps.logger.debug({ cell, err: (e as Error).message }, 'ownership: cell did not answer; next pass');
           }
@@ -51,15 +63,47 @@ export function ownershipReconciler(deps: OwnershipDeps): LeaderTask {
       for (const route of state.routes()) {
         if (signal.aborted) return;
         const names = held.get(route.cell);
-        if (names === undefined || names.has(route.namespace) || state.isMoving(route.namespace)) continue;
-        try {
-          await deps.cells.claim(route.cell, route.namespace);
-          deps.claimed?.(route.cell);
-          deps.logger.info({ cell: route.cell, namespace: route.namespace }, 'ownership: claimed a namespace its cell lacked');
-        } catch (e) {
-          deps.logger.warn({ cell: route.cell, namespace: route.namespace, err: (e as Error).message }, 'ownership: claim failed');
+        if (names === undefined || state.isMoving(route.namespace)) continue;
+        const entry = names.get(route.namespace);
+        if (entry === undefined) {
+          if (await claim(deps, route.cell, route.namespace))
+            await sendQuotas(deps, route.cell, route.namespace, undefined, state.tenant(route.namespace)?.quotas);
+        } else if (entry.state === 'active') {
+          await sendQuotas(deps, route.cell, route.namespace, entry.quotas, state.tenant(route.namespace)?.quotas);
         }
       }
     },
   };
+}
+
+async function claim(deps: OwnershipDeps, cell: string, namespace: string): Promise<boolean> {
+  try {
+    await deps.cells.claim(cell, namespace);
+    deps.claimed?.(cell);
+    deps.logger.info({ cell, namespace }, 'ownership: claimed a namespace its cell lacked');
+    return true;
+  } catch (e) {
+    deps.logger.warn({ cell, namespace, err: (e as Error).message }, 'ownership: claim failed');
+    return false;
+  }
+}
+
+/** Sends the meta group's quotas when the cell reported others (`has`; undefined: none, as after a claim). */
+async function sendQuotas(
+  deps: OwnershipDeps,
+  cell: string,
+  namespace: string,
+  has: adminpb.NamespaceQuotas | undefined,
+  recorded: Quotas | undefined,
+): Promise<void> {
+  if (recorded === undefined) return;
+  const wanted = cellQuotas(recorded);
+  if (sameCellQuotas(has, wanted)) return;
+  try {
+    await deps.cells.setQuotas(cell, namespace, wanted);
+    deps.quotasSent?.(cell);
+    deps.logger.info({ cell, namespace, quotas: wanted }, 'ownership: sent a tenant its quotas');
+  } catch (e) {
+    deps.logger.warn({ cell, namespace, err: (e as Error).message }, 'ownership: quotas not taken; next pass');
+  }
 }

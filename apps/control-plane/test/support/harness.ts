@@ -44,6 +44,8 @@ export class FakeCells implements CellDirectory {
   /** What the target imports at most (NamespaceStatus's importBytesMax); exports weigh 100 bytes a session. */
   importBytesMax = 1_000_000;
   readonly calls: string[] = [];
+  /** Quotas each namespace's cell holds, as `cell/namespace`; none until setQuotas. */
+  readonly quotas = new Map<string, adminpb.NamespaceQuotas>();
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.owned.set(id, new Map());
@@ -69,6 +71,7 @@ export class FakeCells implements CellDirectory {
     if (live > 0 && !force) return 'not-empty';
     owned.delete(namespace);
     this.frozen.delete(`${cell}/${namespace}`);
+    this.quotas.delete(`${cell}/${namespace}`);
     return 'dropped';
   }
   private answering(cell: string): Map<string, number> {
@@ -79,6 +82,15 @@ export class FakeCells implements CellDirectory {
     const live = this.answering(cell).get(namespace);
     if (live === undefined) throw new CellRefusal(cell, 'NAMESPACE_NOT_HERE', `cell ${cell} does not own ${namespace}`);
     return live;
+  }
+  async setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void> {
+    this.calls.push(`quotas ${cell} ${namespace} ${quotas.maxSessions}/${quotas.maxLocks}/${quotas.maxWaiters}`);
+    this.holding(cell, namespace);
+    if (this.frozen.has(`${cell}/${namespace}`)) throw new ProblemError('CELL_UNAVAILABLE', `${namespace} is frozen for a move`);
+    this.quotas.set(`${cell}/${namespace}`, { ...quotas });
+  }
+  private quotasOf(cell: string, namespace: string): adminpb.NamespaceQuotas {
+    return this.quotas.get(`${cell}/${namespace}`) ?? { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
   }
   async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
     this.calls.push(`freeze ${cell} ${namespace}`);
@@ -114,6 +126,8 @@ export class FakeCells implements CellDirectory {
       lastRevision: 42,
       sessions: live ?? 0,
       locks: 0,
+      waiters: 0,
+      quotas: this.quotasOf(cell, namespace),
       exportBytes: exportSize ? 100 * (live ?? 0) : 0,
       importBytesMax: this.importBytesMax,
       revision: 60,
@@ -124,7 +138,14 @@ export class FakeCells implements CellDirectory {
     };
   }
   async listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]> {
-    return [...this.answering(cell)].map(([namespace, sessions]) => ({ namespace, state: 'active', sessions, locks: 0 }));
+    return [...this.answering(cell)].map(([namespace, sessions]) => ({
+      namespace,
+      state: 'active',
+      sessions,
+      locks: 2 * sessions,
+      waiters: sessions,
+      quotas: this.quotasOf(cell, namespace),
+    }));
   }
   status(): readonly CellView[] {
     return this.cellIds().map((id, i) => ({

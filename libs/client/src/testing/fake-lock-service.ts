@@ -362,6 +362,7 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       importNamespace: unimplemented,
       namespaceStatus: unimplemented,
       listNamespaces: unimplemented,
+      setNamespaceQuotas: unimplemented,
     };
   }
 }

@@ -304,9 +304,38 @@ export interface NamespaceStatusResponse {
   firstWriteSeen: boolean;
   /** from the unfreeze to the first write served */
   firstWriteAfterMs: number;
+  /** waiters over every lock of the namespace */
+  waiters: number;
+  /** the tenant quotas replicated here */
+  quotas: NamespaceQuotas | undefined;
 }
 
 export interface ListNamespacesRequest {
+}
+
+/**
+ * A tenant's quotas as a cell enforces them (docs/decisions/0020-tenant-quotas-and-rate-limits.md):
+ * live sessions, live locks and waiters of one namespace. 0 = no tenant quota (the cell's own limits apply).
+ */
+export interface NamespaceQuotas {
+  maxSessions: number;
+  maxLocks: number;
+  maxWaiters: number;
+}
+
+/**
+ * Replaces the namespace's quotas (replicated: every replica enforces them). Refused with
+ * UNAVAILABLE NAMESPACE_MOVING while the namespace is frozen for a move, FAILED_PRECONDITION
+ * NAMESPACE_NOT_HERE when this cell does not own it.
+ */
+export interface SetNamespaceQuotasRequest {
+  namespace: string;
+  quotas: NamespaceQuotas | undefined;
+}
+
+export interface SetNamespaceQuotasResponse {
+  /** false when the namespace already had these quotas */
+  changed: boolean;
 }
 
 export interface NamespaceEntry {
@@ -315,6 +344,8 @@ export interface NamespaceEntry {
   state: string;
   sessions: number;
   locks: number;
+  waiters: number;
+  quotas: NamespaceQuotas | undefined;
 }
 
 export interface ListNamespacesResponse {
@@ -3399,6 +3430,8 @@ function createBaseNamespaceStatusResponse(): NamespaceStatusResponse {
     unfrozenAgoMs: 0,
     firstWriteSeen: false,
     firstWriteAfterMs: 0,
+    waiters: 0,
+    quotas: undefined,
   };
 }
 
@@ -3436,6 +3469,12 @@ export const NamespaceStatusResponse: MessageFns<NamespaceStatusResponse> = {
     }
     if (message.firstWriteAfterMs !== 0) {
       writer.uint32(88).uint64(message.firstWriteAfterMs);
+    }
+    if (message.waiters !== 0) {
+      writer.uint32(96).uint64(message.waiters);
+    }
+    if (message.quotas !== undefined) {
+      NamespaceQuotas.encode(message.quotas, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -3541,6 +3580,22 @@ export const NamespaceStatusResponse: MessageFns<NamespaceStatusResponse> = {
             message.firstWriteAfterMs = longToNumber(reader.uint64());
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.waiters = longToNumber(reader.uint64());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.quotas = NamespaceQuotas.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3594,6 +3649,8 @@ export const NamespaceStatusResponse: MessageFns<NamespaceStatusResponse> = {
         : isSet(object.first_write_after_ms)
         ? globalThis.Number(object.first_write_after_ms)
         : 0,
+      waiters: isSet(object.waiters) ? globalThis.Number(object.waiters) : 0,
+      quotas: isSet(object.quotas) ? NamespaceQuotas.fromJSON(object.quotas) : undefined,
     };
   },
 
@@ -3632,6 +3689,12 @@ export const NamespaceStatusResponse: MessageFns<NamespaceStatusResponse> = {
     if (message.firstWriteAfterMs !== 0) {
       obj.firstWriteAfterMs = Math.round(message.firstWriteAfterMs);
     }
+    if (message.waiters !== 0) {
+      obj.waiters = Math.round(message.waiters);
+    }
+    if (message.quotas !== undefined) {
+      obj.quotas = NamespaceQuotas.toJSON(message.quotas);
+    }
     return obj;
   },
 
@@ -3651,6 +3714,10 @@ export const NamespaceStatusResponse: MessageFns<NamespaceStatusResponse> = {
     message.unfrozenAgoMs = object.unfrozenAgoMs ?? 0;
     message.firstWriteSeen = object.firstWriteSeen ?? false;
     message.firstWriteAfterMs = object.firstWriteAfterMs ?? 0;
+    message.waiters = object.waiters ?? 0;
+    message.quotas = (object.quotas !== undefined && object.quotas !== null)
+      ? NamespaceQuotas.fromPartial(object.quotas)
+      : undefined;
     return message;
   },
 };
@@ -3707,8 +3774,275 @@ export const ListNamespacesRequest: MessageFns<ListNamespacesRequest> = {
   },
 };
 
+function createBaseNamespaceQuotas(): NamespaceQuotas {
+  return { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
+}
+
+export const NamespaceQuotas: MessageFns<NamespaceQuotas> = {
+  encode(message: NamespaceQuotas, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.maxSessions !== 0) {
+      writer.uint32(8).uint64(message.maxSessions);
+    }
+    if (message.maxLocks !== 0) {
+      writer.uint32(16).uint64(message.maxLocks);
+    }
+    if (message.maxWaiters !== 0) {
+      writer.uint32(24).uint64(message.maxWaiters);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NamespaceQuotas {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespaceQuotas();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.maxSessions = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxLocks = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxWaiters = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NamespaceQuotas {
+    return {
+      maxSessions: isSet(object.maxSessions)
+        ? globalThis.Number(object.maxSessions)
+        : isSet(object.max_sessions)
+        ? globalThis.Number(object.max_sessions)
+        : 0,
+      maxLocks: isSet(object.maxLocks)
+        ? globalThis.Number(object.maxLocks)
+        : isSet(object.max_locks)
+        ? globalThis.Number(object.max_locks)
+        : 0,
+      maxWaiters: isSet(object.maxWaiters)
+        ? globalThis.Number(object.maxWaiters)
+        : isSet(object.max_waiters)
+        ? globalThis.Number(object.max_waiters)
+        : 0,
+    };
+  },
+
+  toJSON(message: NamespaceQuotas): unknown {
+    const obj: any = {};
+    if (message.maxSessions !== 0) {
+      obj.maxSessions = Math.round(message.maxSessions);
+    }
+    if (message.maxLocks !== 0) {
+      obj.maxLocks = Math.round(message.maxLocks);
+    }
+    if (message.maxWaiters !== 0) {
+      obj.maxWaiters = Math.round(message.maxWaiters);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NamespaceQuotas>, I>>(base?: I): NamespaceQuotas {
+    return NamespaceQuotas.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NamespaceQuotas>, I>>(object: I): NamespaceQuotas {
+    const message = createBaseNamespaceQuotas();
+    message.maxSessions = object.maxSessions ?? 0;
+    message.maxLocks = object.maxLocks ?? 0;
+    message.maxWaiters = object.maxWaiters ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetNamespaceQuotasRequest(): SetNamespaceQuotasRequest {
+  return { namespace: "", quotas: undefined };
+}
+
+export const SetNamespaceQuotasRequest: MessageFns<SetNamespaceQuotasRequest> = {
+  encode(message: SetNamespaceQuotasRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.quotas !== undefined) {
+      NamespaceQuotas.encode(message.quotas, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetNamespaceQuotasRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetNamespaceQuotasRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.quotas = NamespaceQuotas.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetNamespaceQuotasRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      quotas: isSet(object.quotas) ? NamespaceQuotas.fromJSON(object.quotas) : undefined,
+    };
+  },
+
+  toJSON(message: SetNamespaceQuotasRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.quotas !== undefined) {
+      obj.quotas = NamespaceQuotas.toJSON(message.quotas);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetNamespaceQuotasRequest>, I>>(base?: I): SetNamespaceQuotasRequest {
+    return SetNamespaceQuotasRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetNamespaceQuotasRequest>, I>>(object: I): SetNamespaceQuotasRequest {
+    const message = createBaseSetNamespaceQuotasRequest();
+    message.namespace = object.namespace ?? "";
+    message.quotas = (object.quotas !== undefined && object.quotas !== null)
+      ? NamespaceQuotas.fromPartial(object.quotas)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSetNamespaceQuotasResponse(): SetNamespaceQuotasResponse {
+  return { changed: false };
+}
+
+export const SetNamespaceQuotasResponse: MessageFns<SetNamespaceQuotasResponse> = {
+  encode(message: SetNamespaceQuotasResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== false) {
+      writer.uint32(8).bool(message.changed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetNamespaceQuotasResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetNamespaceQuotasResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetNamespaceQuotasResponse {
+    return { changed: isSet(object.changed) ? globalThis.Boolean(object.changed) : false };
+  },
+
+  toJSON(message: SetNamespaceQuotasResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== false) {
+      obj.changed = message.changed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetNamespaceQuotasResponse>, I>>(base?: I): SetNamespaceQuotasResponse {
+    return SetNamespaceQuotasResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetNamespaceQuotasResponse>, I>>(object: I): SetNamespaceQuotasResponse {
+    const message = createBaseSetNamespaceQuotasResponse();
+    message.changed = object.changed ?? false;
+    return message;
+  },
+};
+
 function createBaseNamespaceEntry(): NamespaceEntry {
-  return { namespace: "", state: "", sessions: 0, locks: 0 };
+  return { namespace: "", state: "", sessions: 0, locks: 0, waiters: 0, quotas: undefined };
 }
 
 export const NamespaceEntry: MessageFns<NamespaceEntry> = {
@@ -3724,6 +4058,12 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     }
     if (message.locks !== 0) {
       writer.uint32(32).uint64(message.locks);
+    }
+    if (message.waiters !== 0) {
+      writer.uint32(40).uint64(message.waiters);
+    }
+    if (message.quotas !== undefined) {
+      NamespaceQuotas.encode(message.quotas, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -3773,6 +4113,22 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
             message.locks = longToNumber(reader.uint64());
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.waiters = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.quotas = NamespaceQuotas.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3791,6 +4147,8 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
       state: isSet(object.state) ? globalThis.String(object.state) : "",
       sessions: isSet(object.sessions) ? globalThis.Number(object.sessions) : 0,
       locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
+      waiters: isSet(object.waiters) ? globalThis.Number(object.waiters) : 0,
+      quotas: isSet(object.quotas) ? NamespaceQuotas.fromJSON(object.quotas) : undefined,
     };
   },
 
@@ -3808,6 +4166,12 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     if (message.locks !== 0) {
       obj.locks = Math.round(message.locks);
     }
+    if (message.waiters !== 0) {
+      obj.waiters = Math.round(message.waiters);
+    }
+    if (message.quotas !== undefined) {
+      obj.quotas = NamespaceQuotas.toJSON(message.quotas);
+    }
     return obj;
   },
 
@@ -3820,6 +4184,10 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     message.state = object.state ?? "";
     message.sessions = object.sessions ?? 0;
     message.locks = object.locks ?? 0;
+    message.waiters = object.waiters ?? 0;
+    message.quotas = (object.quotas !== undefined && object.quotas !== null)
+      ? NamespaceQuotas.fromPartial(object.quotas)
+      : undefined;
     return message;
   },
 };
@@ -4053,6 +4421,17 @@ export const CellAdminService = {
       Buffer.from(ListNamespacesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListNamespacesResponse => ListNamespacesResponse.decode(value),
   },
+  setNamespaceQuotas: {
+    path: "/fencer.admin.v1.CellAdmin/SetNamespaceQuotas" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetNamespaceQuotasRequest): Buffer =>
+      Buffer.from(SetNamespaceQuotasRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetNamespaceQuotasRequest => SetNamespaceQuotasRequest.decode(value),
+    responseSerialize: (value: SetNamespaceQuotasResponse): Buffer =>
+      Buffer.from(SetNamespaceQuotasResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetNamespaceQuotasResponse => SetNamespaceQuotasResponse.decode(value),
+  },
 } as const;
 
 export interface CellAdminServer extends UntypedServiceImplementation {
@@ -4071,6 +4450,7 @@ export interface CellAdminServer extends UntypedServiceImplementation {
   importNamespace: handleUnaryCall<ImportNamespaceRequest, ImportNamespaceResponse>;
   namespaceStatus: handleUnaryCall<NamespaceStatusRequest, NamespaceStatusResponse>;
   listNamespaces: handleUnaryCall<ListNamespacesRequest, ListNamespacesResponse>;
+  setNamespaceQuotas: handleUnaryCall<SetNamespaceQuotasRequest, SetNamespaceQuotasResponse>;
 }
 
 export interface CellAdminClient extends Client {
@@ -4289,6 +4669,21 @@ export interface CellAdminClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListNamespacesResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceQuotas(
+    request: SetNamespaceQuotasRequest,
+    callback: (error: ServiceError | null, response: SetNamespaceQuotasResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceQuotas(
+    request: SetNamespaceQuotasRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetNamespaceQuotasResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceQuotas(
+    request: SetNamespaceQuotasRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetNamespaceQuotasResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,3 @@
+import { fencerVitestConfig } from '../../tools/vitest/preset.mjs';
+
+export default fencerVitestConfig('infra');
