@@ -207,6 +207,7 @@ describe('the fleet dashboard in a browser (needs Debian chromium)', () => {
       'a new leader of cell-1 on the page',
     );
     const shownMs = Date.now() - killedAt;
+    await page.locator('[data-cell="cell-1"]').getByText('1 leader changes in the last hour').waitFor({ timeout: 5_000 });
     await shot(page, '02-new-cell-leader');
     console.log(`dashboard: cell-1 leader ${old} killed, ${next} shown after ${shownMs} ms`);
     expect(shownMs).toBeLessThan(newLeaderShownMs);

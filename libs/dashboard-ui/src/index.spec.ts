@@ -17,7 +17,7 @@ function importMap(page: string): Record<string, string> {
 describe('dashboard assets', () => {
   it('resolve every import of every module to a served file', () => {
     const assets = dashboardAssets();
-    const map = importMap(dashboardPage());
+    const map = importMap(dashboardPage({ auth: false }));
     const unresolved: string[] = [];
     for (const [url, asset] of assets) {
       for (const m of asset.body.toString('utf8').matchAll(IMPORT)) {
@@ -31,11 +31,13 @@ describe('dashboard assets', () => {
   });
 
   it('has a page whose scripts and import map point at this server only', () => {
-    const page = dashboardPage();
+    const page = dashboardPage({ auth: false });
     const map = importMap(page);
     expect(Object.keys(map).sort()).toEqual(['preact', 'preact/hooks', 'preact/jsx-runtime']);
     for (const target of Object.values(map)) expect(target.startsWith(ASSET_PREFIX)).toBe(true);
     expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);
     expect(page).toContain(`<script type="module" src="${ASSET_PREFIX}main.js">`);
+    expect(page).toContain('<meta name="fencer-auth" content="off">');
+    expect(dashboardPage({ auth: true })).toContain('<meta name="fencer-auth" content="required">');
   });
 });

@@ -12,6 +12,8 @@ import { follow } from './stream.js';
 import { FleetView, LocksView, MovesView, SnapshotsView, TenantsView } from './views.js';
 
 const TOKEN_KEY = 'fencer-dashboard-token';
+/** The server says whether it wants a token (a meta tag in the page). */
+const AUTH_REQUIRED = document.querySelector('meta[name="fencer-auth"]')?.getAttribute('content') === 'required';
 const STREAM_URL = '/v1/dashboard/events';
 
 interface Connection {
@@ -26,6 +28,10 @@ interface Connection {
 function useStream(token: string | null, namespace: string | null, onRefused: () => void): Connection {
   const [conn, setConn] = useState<Connection>({ fleet: null, locks: null, problem: '', refused: null });
   useEffect(() => {
+    if (AUTH_REQUIRED && token === null) {
+      setConn((c) => ({ ...c, refused: '' }));
+      return undefined;
+    }
     const abort = new AbortController();
     const url = namespace === null ? STREAM_URL : `${STREAM_URL}?namespace=${encodeURIComponent(namespace)}`;
     void follow(

@@ -97,7 +97,7 @@ function openStream(reply: FastifyReply, onEnd: () => void): Stream {
 export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app, leaderCtx) => {
   const ctx: DashboardContext = { ...leaderCtx, meta: readableAnywhere(leaderCtx.meta) };
   const assets = dashboardAssets();
-  const page = dashboardPage();
+  const page = dashboardPage({ auth: ctx.adminToken !== undefined });
   const feed = new FleetFeed({ meta: ctx.meta, cells: ctx.cells, instanceId: ctx.instanceId, wallMs: ctx.wallMs, intervalMs: dashboardIntervalMs });
   const locks = new TenantLocksHub({
     meta: ctx.meta,
