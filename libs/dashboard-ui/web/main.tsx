@@ -39,7 +39,8 @@ function useStream(token: string | null, namespace: string | null, onRefused: ()
       token,
       {
         onEvent: (name, data) => {
-          if (name === ('fleet' satisfies StreamEventName)) setConn((c) => ({ ...c, fleet: data as FleetEvent, problem: '', refused: null }));
+          if (name === ('fleet' satisfies StreamEventName))
+            setConn((c) => ({ ...c, fleet: data as FleetEvent, problem: '', refused: null }));
           else if (name === ('locks' satisfies StreamEventName)) setConn((c) => ({ ...c, locks: data as LocksEvent }));
           else if (name === ('problem' satisfies StreamEventName)) setConn((c) => ({ ...c, problem: (data as StreamProblem).detail }));
         },
@@ -58,7 +59,8 @@ function useStream(token: string | null, namespace: string | null, onRefused: ()
 
 function Header({ fleet, problem }: { fleet: FleetEvent | null; problem: string }) {
   const who = fleet === null ? '' : fleet.scope.admin ? 'admin view' : `tenant ${fleet.scope.namespace}`;
-  const instance = fleet === null ? 'Connecting…' : `served by ${fleet.instance.id} (${fleet.instance.leader ? 'meta leader' : 'follower'})`;
+  const instance =
+    fleet === null ? 'Connecting…' : `served by ${fleet.instance.id} (${fleet.instance.leader ? 'meta leader' : 'follower'})`;
   return (
     <header>
       <h1>Fencer fleet</h1>
