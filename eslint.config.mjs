@@ -18,6 +18,7 @@ const UPPER_FLOORS = [
   'libs/peer-transport/**/*.ts',
   'libs/routing/**/*.ts',
   'libs/service/**/*.ts',
+  'libs/dashboard-ui/**/*.{ts,tsx}',
 ];
 
 export default tseslint.config(
@@ -37,7 +38,7 @@ export default tseslint.config(
   },
   js.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     extends: [tseslint.configs.recommended],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
@@ -58,7 +59,7 @@ export default tseslint.config(
   },
   {
     // Functions of at most a screen in product code (tests are exempt: a table of cases is long and flat).
-    files: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts'],
+    files: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts', 'libs/dashboard-ui/web/**/*.{ts,tsx}'],
     ignores: ['**/*.spec.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },

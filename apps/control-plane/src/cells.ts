@@ -199,8 +199,7 @@ export class GrpcCellDirectory implements CellDirectory {
       if (leader === undefined) continue;
       const leaderTerm = `${leader.plan.id}@${leader.last!.term}`;
       // The first leader seen after start is where counting begins, not a change.
-      if (seen.leaderTerm !== undefined && seen.leaderTerm !== leaderTerm && changes.length < LEADER_CHANGES_KEPT_MAX)
-        changes.push(now);
+      if (seen.leaderTerm !== undefined && seen.leaderTerm !== leaderTerm && changes.length < LEADER_CHANGES_KEPT_MAX) changes.push(now);
       seen.leaderTerm = leaderTerm;
     }
   }

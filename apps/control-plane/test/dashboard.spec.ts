@@ -138,7 +138,8 @@ describe('the dashboard page', () => {
     }
     // The entry's own imports are relative (./x.js) or the import map's names.
     const main = await (await fetch(`${url}${entry}`)).text();
-    for (const m of main.matchAll(/^import .* from ['"]([^'"]+)['"]/gm)) expect(m[1]!.startsWith('./') || m[1]! in map.imports, m[1]).toBe(true);
+    for (const m of main.matchAll(/^import .* from ['"]([^'"]+)['"]/gm))
+      expect(m[1]!.startsWith('./') || m[1]! in map.imports, m[1]).toBe(true);
   });
 });
 

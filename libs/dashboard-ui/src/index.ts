@@ -67,14 +67,18 @@ export function dashboardAssets(): ReadonlyMap<string, Asset> {
   return assets;
 }
 
-/** The page: its shell paints before any script runs (a heading and an empty state), then the app takes over. */
-export function dashboardPage(): string {
+/**
+ * The page: its shell paints before any script runs (a heading and an empty state), then the app takes over.
+ * With `auth`, the page asks for a token before it opens the stream (a request bound to fail would log an error).
+ */
+export function dashboardPage(options: { auth: boolean }): string {
   const imports = Object.fromEntries(Object.keys(VENDOR).map((s) => [s, vendorUrl(s)]));
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="fencer-auth" content="${options.auth ? 'required' : 'off'}">
 <title>Fencer fleet</title>
 <link rel="icon" href="data:,">
 <style>${PAGE_STYLES}</style>

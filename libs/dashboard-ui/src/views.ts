@@ -36,8 +36,7 @@ export interface CellRow {
 export interface Usage {
   readonly sessions: number;
   readonly locks: number;
-  /** Absent: the cell does not report waiters per namespace. */
-  readonly waiters?: number;
+  readonly waiters: number;
 }
 
 export interface TenantRow {

@@ -52,6 +52,8 @@ export function MoveForm({ tenants, cells, token }: { tenants: readonly TenantRo
     setConfirming(false);
     try {
       setMessage(await postMove(token, namespace, toCell));
+      setNamespace('');
+      setToCell('');
     } catch (e) {
       setMessage((e as Error).message);
     }

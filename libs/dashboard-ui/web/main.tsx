@@ -12,6 +12,8 @@ import { follow } from './stream.js';
 import { FleetView, LocksView, MovesView, SnapshotsView, TenantsView } from './views.js';
 
 const TOKEN_KEY = 'fencer-dashboard-token';
+/** The server says whether it wants a token (a meta tag in the page). */
+const AUTH_REQUIRED = document.querySelector('meta[name="fencer-auth"]')?.getAttribute('content') === 'required';
 const STREAM_URL = '/v1/dashboard/events';
 
 interface Connection {
@@ -26,6 +28,10 @@ interface Connection {
 function useStream(token: string | null, namespace: string | null, onRefused: () => void): Connection {
   const [conn, setConn] = useState<Connection>({ fleet: null, locks: null, problem: '', refused: null });
   useEffect(() => {
+    if (AUTH_REQUIRED && token === null) {
+      setConn((c) => ({ ...c, refused: '' }));
+      return undefined;
+    }
     const abort = new AbortController();
     const url = namespace === null ? STREAM_URL : `${STREAM_URL}?namespace=${encodeURIComponent(namespace)}`;
     void follow(
@@ -33,7 +39,8 @@ function useStream(token: string | null, namespace: string | null, onRefused: ()
       token,
       {
         onEvent: (name, data) => {
-          if (name === ('fleet' satisfies StreamEventName)) setConn((c) => ({ ...c, fleet: data as FleetEvent, problem: '', refused: null }));
+          if (name === ('fleet' satisfies StreamEventName))
+            setConn((c) => ({ ...c, fleet: data as FleetEvent, problem: '', refused: null }));
           else if (name === ('locks' satisfies StreamEventName)) setConn((c) => ({ ...c, locks: data as LocksEvent }));
           else if (name === ('problem' satisfies StreamEventName)) setConn((c) => ({ ...c, problem: (data as StreamProblem).detail }));
         },
@@ -52,7 +59,8 @@ function useStream(token: string | null, namespace: string | null, onRefused: ()
 
 function Header({ fleet, problem }: { fleet: FleetEvent | null; problem: string }) {
   const who = fleet === null ? '' : fleet.scope.admin ? 'admin view' : `tenant ${fleet.scope.namespace}`;
-  const instance = fleet === null ? 'Connecting…' : `served by ${fleet.instance.id} (${fleet.instance.leader ? 'meta leader' : 'follower'})`;
+  const instance =
+    fleet === null ? 'Connecting…' : `served by ${fleet.instance.id} (${fleet.instance.leader ? 'meta leader' : 'follower'})`;
   return (
     <header>
       <h1>Fencer fleet</h1>

@@ -17,8 +17,8 @@ function CellCard({ cell }: { cell: CellRow }) {
         {cell.id}
         <span class="muted">
           {' '}
-          leader <strong data-leader>{cell.leader ?? 'none'}</strong> · term {num(cell.term)} · {cell.leaderChangesLastHour} leader changes in
-          the last hour · {cell.namespaces.length} tenants
+          leader <strong data-leader>{cell.leader ?? 'none'}</strong> · term {num(cell.term)} · {cell.leaderChangesLastHour} leader changes
+          in the last hour · {cell.namespaces.length} tenants
         </span>
       </h3>
       <table>
@@ -129,7 +129,9 @@ export function LocksView({ namespace, locks }: { namespace: string; locks: Lock
     <section aria-labelledby="locks-h" data-locks-of={namespace}>
       <h2 id="locks-h">Live locks of {namespace}</h2>
       <p class="muted">
-        {current === null ? 'Watching…' : `on cell ${current.cell ?? 'unknown'} · revision ${current.revision} · ${current.locks.length} locks`}
+        {current === null
+          ? 'Watching…'
+          : `on cell ${current.cell ?? 'unknown'} · revision ${current.revision} · ${current.locks.length} locks`}
       </p>
       {current?.problem ? <p class="problem">{current.problem}</p> : null}
       {current !== null && current.locks.length > 0 ? (

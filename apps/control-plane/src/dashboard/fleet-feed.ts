@@ -102,7 +102,9 @@ export class FleetFeed {
       this.deps.cells.cellIds().map(async (cell) => {
         const entries = await this.deps.cells.listNamespaces(cell);
         for (const key of [...this.usage.keys()]) if (key.startsWith(`${cell}/`)) this.usage.delete(key);
-        for (const e of entries) this.usage.set(`${cell}/${e.namespace}`, { sessions: e.sessions, locks: e.locks });
+        // A namespace moved away leaves a tombstone on its old cell: its counts are the new cell's to report.
+        for (const e of entries)
+          if (e.state !== 'moved') this.usage.set(`${cell}/${e.namespace}`, { sessions: e.sessions, locks: e.locks, waiters: e.waiters });
       }),
     ).finally(() => {
       this.usageRound = false;

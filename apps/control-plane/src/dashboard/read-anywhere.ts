@@ -20,7 +20,8 @@ const APPLIED_CHECK_MS = 10;
 
 async function leaderReadIndex(meta: MetaStore, signal: AbortSignal): Promise<number> {
   const url = meta.leaderAddress();
-  if (meta.leader === null || url === undefined) throw new ProblemError('NOT_LEADER', 'this instance knows no leader of the meta group; retry');
+  if (meta.leader === null || url === undefined)
+    throw new ProblemError('NOT_LEADER', 'this instance knows no leader of the meta group; retry');
   const res = await fetch(`${url}${READ_INDEX_PATH}`, { signal });
   const body = (await res.json().catch(() => ({}))) as { index?: unknown; detail?: string };
   if (!res.ok || typeof body.index !== 'number')

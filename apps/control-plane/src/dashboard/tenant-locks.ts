@@ -102,7 +102,12 @@ export class TenantLocks {
   }
 
   private endpointsOf(cell: string): string[] {
-    return this.deps.cells.status().find((c) => c.id === cell)?.replicas.map((r) => r.grpc) ?? [];
+    return (
+      this.deps.cells
+        .status()
+        .find((c) => c.id === cell)
+        ?.replicas.map((r) => r.grpc) ?? []
+    );
   }
 
   /** Watches until aborted; a watch that fails (the client gave up its retries) is started again after a pause. */

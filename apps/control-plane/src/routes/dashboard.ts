@@ -97,8 +97,14 @@ function openStream(reply: FastifyReply, onEnd: () => void): Stream {
 export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app, leaderCtx) => {
   const ctx: DashboardContext = { ...leaderCtx, meta: readableAnywhere(leaderCtx.meta) };
   const assets = dashboardAssets();
-  const page = dashboardPage();
-  const feed = new FleetFeed({ meta: ctx.meta, cells: ctx.cells, instanceId: ctx.instanceId, wallMs: ctx.wallMs, intervalMs: dashboardIntervalMs });
+  const page = dashboardPage({ auth: ctx.adminToken !== undefined });
+  const feed = new FleetFeed({
+    meta: ctx.meta,
+    cells: ctx.cells,
+    instanceId: ctx.instanceId,
+    wallMs: ctx.wallMs,
+    intervalMs: dashboardIntervalMs,
+  });
   const locks = new TenantLocksHub({
     meta: ctx.meta,
     cells: ctx.cells,
@@ -126,7 +132,10 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app,
   app.get('/v1/dashboard/events', { ...local, schema: streamSchema }, async (request, reply) => {
     const { scope, namespace } = await scopeFor(ctx, request);
     if (streams.size >= dashboardStreamsMax)
-      throw new ProblemError('RESOURCE_EXHAUSTED', `this instance serves ${dashboardStreamsMax} dashboard streams at most; try another instance`);
+      throw new ProblemError(
+        'RESOURCE_EXHAUSTED',
+        `this instance serves ${dashboardStreamsMax} dashboard streams at most; try another instance`,
+      );
     if (namespace !== undefined && locks.size >= dashboardWatchesMax)
       throw new ProblemError('RESOURCE_EXHAUSTED', `this instance watches ${dashboardWatchesMax} tenants at most; try another instance`);
     const unsubscribe: (() => void)[] = [];
