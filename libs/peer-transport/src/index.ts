@@ -15,7 +15,7 @@ export { LengthPrefixDecoder, type Decoded, type Framing } from './length-prefix
 export { messageFromWire, messageToWire } from './peer-codec.js';
 export { type PeerIntake, StreamRefusal, admitsSender, takeBatch } from './intake.js';
 export { RefusalLog } from './refusal-log.js';
-export { BatchingLink, LinkedPeerTransport, type PeerTransportOptions, type RaftPeerTransport } from './batching-link.js';
+export { BatchingLink, LinkedPeerTransport, closedByPeer, type PeerTransportOptions, type RaftPeerTransport } from './batching-link.js';
 export { TcpPeerServer, TcpPeerTransport, encodePeerFrame, peerFrameDecoder, peerFrameHeaderBytes } from './tcp-peer-transport.js';
 export { GrpcPeerTransport, raftTransportHandlers, raftTransportService } from './grpc-peer-transport.js';
 
