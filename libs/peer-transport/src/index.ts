@@ -21,4 +21,4 @@ export { GrpcPeerTransport, raftTransportHandlers, raftTransportService } from '
 
 export { LANE_MAGIC, LANE_METHODS, type LaneMethod } from './lane-frames.js';
 export { type LaneDispatch, type LaneOutcome, type MuxOptions, type MuxedPort, listenMuxed } from './lane-server.js';
-export { LaneClient, type LaneResult } from './lane-client.js';
+export { LaneClient, LaneConnectionLost, type LaneResult } from './lane-client.js';

@@ -28,6 +28,17 @@ import { laneConnectTimeoutMs, laneProbeTimeoutMs, laneUnsupportedRetryMs, timer
 
 const { LockServiceService } = lockservice;
 
+/**
+ * A call whose connection was lost before its answer came: the node closed
+ * it or its process died (NO_LEADER, outcome unknown). A caller that sent it
+ * to a leader looks for the new one at once (libs/routing leader-search.ts).
+ */
+export class LaneConnectionLost extends FencerError {
+  constructor(message: string) {
+    super('NO_LEADER', message);
+  }
+}
+
 export type LaneResult = { ok: true; value: unknown } | { ok: false; error: FencerError } | { ok: false; unsupported: true };
 
 interface Pending {
@@ -165,7 +176,7 @@ export class LaneClient {
       (p) =>
         ({
           ok: false,
-          error: new FencerError('NO_LEADER', `${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
+          error: new LaneConnectionLost(`${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
         }) as const,
     );
   }
