@@ -9,9 +9,10 @@ import * as lockFsm from './suites/lock-fsm.mjs';
 import * as duties from './suites/duties.mjs';
 import * as profile from './suites/profile.mjs';
 import * as snapshots from './suites/snapshots.mjs';
+import * as failover from './suites/failover.mjs';
 
 /** Every suite, in the order --help lists them. */
-const SUITES = [cell, fleet, wal, lockFsm, duties, snapshots, profile];
+const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, profile];
 
 export function buildProgram() {
   const program = new Command('run.mjs')
