@@ -176,7 +176,7 @@ function markdown(meta, results, o) {
   const lines = [
     '## Failover',
     '',
-    `Measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC on ${meta.cpu}, load average ${meta.loadStart} at the start and ${meta.loadEnd} at the end (the machine is shared: provisional figures). ` +
+    `Measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC on ${meta.cpu}, load average ${meta.loadStart} at the start and ${meta.loadEnd} at the end of the last system measured (the machine is shared: provisional figures). ` +
       `${o.clients} clients cycle acquire/release on their own locks; the time is from the kill -9 (or SIGSTOP) of the leader to the end of the first acquire sent after it that succeeds. ` +
       'A SIGSTOP freezes the leader with every socket open, as a partition or a machine stopped dead would: only the election timer notices it. ' +
       'Fencer is one cell of five behind the router (its followers pre-vote as soon as their connection to a killed leader resets, decision 0021; the router asks the replicas who leads as soon as its lane to the leader closes). ' +
@@ -212,13 +212,18 @@ export async function runFailover(o) {
       const r = await measureSystem(system, o).catch((e) => ({ error: e?.stack ?? String(e) }));
       results.push({ key: system.key, label: system.label, version: system.version, ...r });
       await system.stop();
+      // After every system, so a run cut short keeps what it measured.
+      report(meta, results, o);
     }
   } finally {
-    meta.end();
     await stopAll();
   }
+}
+
+function report(meta, results, o) {
+  meta.end();
   console.log(`\n${textTable(HEAD, tableRows(results))}`);
-  console.log(`load average at start ${meta.loadStart}, at end ${meta.loadEnd}`);
+  console.log(`load average at start ${meta.loadStart}, now ${meta.loadEnd}`);
   if (o.json) writeJson(o.json, { meta, results });
   writeDocs({ name: 'failover', body: markdown(meta, results, o), write: o.write });
 }
