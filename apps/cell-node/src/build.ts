@@ -246,6 +246,7 @@ function connectPeers(deps: CellNodeDeps, node: CellNode): RaftPeerTransport {
     reconnectDelayMs: 100,
     logger,
     onUnreachable: (peer) => node.replica.reportUnreachable(peer),
+    onConnectionLost: (peer) => node.replica.reportConnectionLost(peer),
     onQueueDepth: (peer, depth) => metrics.peerQueueDepth.set({ peer }, depth),
     onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
     // The peer address the cell lists for this node, else --peer-listen unless it is a wildcard no peer can dial.

@@ -49,6 +49,7 @@ export async function startMetaMember(config: ControlPlaneConfig, env: MetaMembe
     reconnectDelayMs: PEER_RECONNECT_DELAY_MS,
     logger,
     onUnreachable: (peer) => group.replica.reportUnreachable(peer),
+    onConnectionLost: (peer) => group.replica.reportConnectionLost(peer),
   });
   const group = new MetaGroup(
     {

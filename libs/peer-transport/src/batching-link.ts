@@ -24,6 +24,12 @@ export interface PeerTransportOptions {
   readonly reconnectDelayMs: number;
   readonly logger: PeerLogger;
   readonly onUnreachable: (peer: NodeId) => void;
+  /**
+   * The connection to `peer` was closed or reset by its side (not timed
+   * out): its process most likely died. The replica's reportConnectionLost
+   * (docs/decisions/0021-crash-detection-by-the-transport.md).
+   */
+  readonly onConnectionLost?: (peer: NodeId) => void;
   readonly onQueueDepth?: (peer: NodeId, depth: number) => void;
   readonly onDropped?: (peer: NodeId, count: number) => void;
   /** This node's peer address as its cell lists it, sent in the first batch of each connection (RaftBatch.sender_address). */
@@ -38,6 +44,22 @@ export interface RaftPeerTransport {
   removePeer(id: NodeId): void;
   send(messages: readonly Message[]): void;
   close(): void;
+}
+
+/**
+ * Error codes of a connection that the other side closed or reset, or whose
+ * port nobody listens on any more: what a dead process leaves. A timeout
+ * (ETIMEDOUT, a keepalive that went unanswered) or an unreachable host is
+ * not among them: it may be a partition, which only the election timer may
+ * judge.
+ */
+const closedByPeerCodes: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ECONNABORTED']);
+
+/** Whether a connection that ended with `err` (undefined: a clean close) was closed by the peer's side. */
+export function closedByPeer(err: Error | undefined): boolean {
+  if (err === undefined) return true;
+  const code = (err as NodeJS.ErrnoException).code;
+  return typeof code === 'string' && closedByPeerCodes.has(code);
 }
 
 /**
@@ -67,6 +89,10 @@ export abstract class BatchingLink<C> {
   /** Writes one batch; false when the connection wants no more until `drained`. */
   protected abstract write(connection: C, batch: raftpb.RaftBatch): boolean;
   protected abstract destroy(connection: C): void;
+  /** Whether the connection's end was the peer's doing (a close or reset), not a timeout. */
+  protected endedByPeer(err: Error | undefined): boolean {
+    return closedByPeer(err);
+  }
 
   enqueue(message: Message): void {
     if (this.closed) return;
@@ -102,6 +128,8 @@ export abstract class BatchingLink<C> {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
     }, this.opts.reconnectDelayMs);
+    // Last, with the link in its reconnect wait: what the replica sends in answer is dropped (Raft retransmits).
+    if (this.endedByPeer(err)) this.opts.onConnectionLost?.(this.peer);
   }
 
   private flush(): void {

@@ -46,6 +46,18 @@ class GrpcPeerLink extends BatchingLink<RaftStream> {
     return stream;
   }
 
+  /**
+   * A stream that ended cleanly, or failed UNAVAILABLE for a dropped or
+   * refused connection, was ended by the peer; a keepalive or deadline
+   * timeout was not.
+   */
+  protected override endedByPeer(err: Error | undefined): boolean {
+    if (err === undefined) return true;
+    const e = err as Partial<ServiceError>;
+    if (e.code !== status.UNAVAILABLE) return false;
+    return !/timeout|timed out|keepalive|deadline/i.test(e.details ?? err.message);
+  }
+
   protected write(stream: RaftStream, batch: raftpb.RaftBatch): boolean {
     return stream.write(batch);
   }

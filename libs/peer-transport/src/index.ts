@@ -15,10 +15,10 @@ export { LengthPrefixDecoder, type Decoded, type Framing } from './length-prefix
 export { messageFromWire, messageToWire } from './peer-codec.js';
 export { type PeerIntake, StreamRefusal, admitsSender, takeBatch } from './intake.js';
 export { RefusalLog } from './refusal-log.js';
-export { BatchingLink, LinkedPeerTransport, type PeerTransportOptions, type RaftPeerTransport } from './batching-link.js';
+export { BatchingLink, LinkedPeerTransport, closedByPeer, type PeerTransportOptions, type RaftPeerTransport } from './batching-link.js';
 export { TcpPeerServer, TcpPeerTransport, encodePeerFrame, peerFrameDecoder, peerFrameHeaderBytes } from './tcp-peer-transport.js';
 export { GrpcPeerTransport, raftTransportHandlers, raftTransportService } from './grpc-peer-transport.js';
 
 export { LANE_MAGIC, LANE_METHODS, type LaneMethod } from './lane-frames.js';
 export { type LaneDispatch, type LaneOutcome, type MuxOptions, type MuxedPort, listenMuxed } from './lane-server.js';
-export { LaneClient, type LaneResult } from './lane-client.js';
+export { LaneClient, LaneConnectionLost, type LaneResult } from './lane-client.js';

@@ -24,9 +24,20 @@ import {
   errorOfPayload,
   writeCoalesced,
 } from './lane-frames.js';
-import { laneConnectTimeoutMs, laneProbeTimeoutMs, laneUnsupportedRetryMs, timerDelayMsMax } from './limits.js';
+import { laneConnectTimeoutMs, laneProbeTimeoutMs, laneSilenceProbeMs, laneUnsupportedRetryMs, timerDelayMsMax } from './limits.js';
 
 const { LockServiceService } = lockservice;
+
+/**
+ * A call whose connection was lost before its answer came: the node closed
+ * it or its process died (NO_LEADER, outcome unknown). A caller that sent it
+ * to a leader looks for the new one at once (libs/routing leader-search.ts).
+ */
+export class LaneConnectionLost extends FencerError {
+  constructor(message: string) {
+    super('NO_LEADER', message);
+  }
+}
 
 export type LaneResult = { ok: true; value: unknown } | { ok: false; error: FencerError } | { ok: false; unsupported: true };
 
@@ -52,6 +63,8 @@ export class LaneClient {
   /** performance.now() when the connection last brought anything. */
   private lastReceivedAt = 0;
   private probeTimer: NodeJS.Timeout | undefined;
+  /** Runs while calls are pending: a connection silent for laneSilenceProbeMs is asked PING. */
+  private silenceTimer: NodeJS.Timeout | undefined;
   /** PINGs the node answered (a silent spell that was only a slow call). */
   probesAnswered = 0;
   private unsupportedUntil = 0;
@@ -87,6 +100,7 @@ export class LaneClient {
     );
     this.pending.set(id, { method, done, timer, sentAt });
     this.send(frame);
+    this.watchSilence();
     return () => {
       const p = this.pending.get(id);
       if (!p) return;
@@ -99,6 +113,8 @@ export class LaneClient {
   close(): void {
     this.closed = true;
     clearTimeout(this.probeTimer);
+    clearInterval(this.silenceTimer);
+    this.silenceTimer = undefined;
     this.socket?.destroy();
     this.failAll(() => ({ ok: false, error: new FencerError('CANCELLED', 'the router is shutting down') }));
   }
@@ -165,14 +181,35 @@ export class LaneClient {
       (p) =>
         ({
           ok: false,
-          error: new FencerError('NO_LEADER', `${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
+          error: new LaneConnectionLost(`${p.method} at ${this.address}: the connection was lost; its outcome is unknown`),
         }) as const,
     );
   }
 
   /**
-   * A call reached its deadline and the node sent nothing since it was sent:
-   * ask it (PING). Nothing back within laneProbeTimeoutMs and the
+   * While calls are pending, every laneSilenceProbeMs: if the connection
+   * brought nothing for that long and a call has waited that long, PING.
+   */
+  private watchSilence(): void {
+    if (this.silenceTimer !== undefined) return;
+    this.silenceTimer = setInterval(() => {
+      if (this.pending.size === 0) {
+        clearInterval(this.silenceTimer);
+        this.silenceTimer = undefined;
+        return;
+      }
+      const quietSince = performance.now() - laneSilenceProbeMs;
+      if (this.lastReceivedAt > quietSince) return;
+      for (const p of this.pending.values()) {
+        if (p.sentAt <= quietSince) return this.probe();
+      }
+    }, laneSilenceProbeMs);
+    this.silenceTimer.unref();
+  }
+
+  /**
+   * A call reached its deadline, or waited laneSilenceProbeMs on a silent
+   * connection, and the node sent nothing since it was sent: ask it (PING). Nothing back within laneProbeTimeoutMs and the
    * connection is dropped (its calls fail NO_LEADER; the next call dials).
    */
   private probe(): void {

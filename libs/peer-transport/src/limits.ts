@@ -48,6 +48,15 @@ export const laneCallsMax = 10_000;
 
 /** How long a caller waits for PONG before it drops a connection that went silent. */
 export const laneProbeTimeoutMs = 1_000;
+/**
+ * A connection with calls waiting and nothing received for this long is
+ * asked PING as well, not only at a call's deadline: a node frozen with its
+ * sockets open (a partition, a machine stopped dead) is dropped within this
+ * plus laneProbeTimeoutMs, and its callers look for the new leader
+ * (docs/decisions/0021-crash-detection-by-the-transport.md). Held Acquires
+ * keep a healthy connection silent too; they cost one PING per this period.
+ */
+export const laneSilenceProbeMs = 300;
 
 /** How long a new connection on a muxed port may take to show which protocol it speaks. */
 export const laneSniffTimeoutMs = 10_000;
@@ -66,5 +75,6 @@ assert(peerBatchBytesMax >= raftLimits.bytesPerMsgMax, 'a TCP peer frame can car
 assert(peerSocketBufferBytesMax < peerBatchBytesMax, 'a blocked link is noticed before a whole batch limit of bytes waits unsent');
 assert(grpcPeerReconnectBackoffMs <= grpcPeerReconnectBackoffMsMax, 'the reconnect backoff starts at or below its longest');
 assert(grpcPeerKeepaliveTimeoutMs < peerKeepaliveMs, 'a keepalive answer is awaited for less than the keepalive period');
+assert(laneSilenceProbeMs < laneProbeTimeoutMs, 'silence is checked more often than a PING is waited for');
 assert(laneProbeTimeoutMs < laneUnsupportedRetryMs, 'a silent node is dropped long before a node without the lane is tried again');
 assert(laneConnectTimeoutMs < laneSniffTimeoutMs, 'a caller gives up on the handshake before the node gives up sniffing');

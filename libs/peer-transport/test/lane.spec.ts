@@ -19,6 +19,7 @@ import { ERROR_CODES, FencerError } from '@fencer/base';
 import { TolerantServer, lockservice } from '@fencer/protocol';
 import {
   LANE_MAGIC,
+  LaneConnectionLost,
   LaneClient,
   type LaneDispatch,
   type LaneMethod,
@@ -185,6 +186,25 @@ describe('lane', () => {
     const next = call(c, 'getLock', { name: '/ls/ns/x' }, Date.now() + 200);
     await expect.poll(() => sockets.length, { timeout: 5_000 }).toBe(2);
     expect((await next).ok).toBe(false);
+  });
+
+  it('drops a connection silent while a call waits (a node frozen with its sockets open), long before the deadline', async () => {
+    // Answers the handshake, then nothing: a process stopped with SIGSTOP, or a partition.
+    const sockets: net.Socket[] = [];
+    const frozen = net.createServer((s) => {
+      sockets.push(s);
+      s.once('data', () => s.write(LANE_MAGIC));
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => frozen.listen(0, '127.0.0.1', () => r()));
+    cleanup.push(() => {
+      for (const s of sockets) s.destroy();
+      frozen.close();
+    });
+    const c = lane(`127.0.0.1:${(frozen.address() as net.AddressInfo).port}`);
+    const r = await call(c, 'acquire', { ...acquire, waitMs: 60_000 }, Date.now() + 60_000);
+    // Well before the call's deadline, as a lost connection, so that a router looks for the new leader.
+    expect((r as { error: FencerError }).error).toBeInstanceOf(LaneConnectionLost);
   });
 
   it('keeps a connection whose node answers the PING after a call outlived its deadline', async () => {

@@ -24,6 +24,7 @@ import {
   peerFrameDecoder,
   peerFrameHeaderBytes,
   splitAddress,
+  closedByPeer,
 } from '../src/index.js';
 
 /** The payload (a RaftBatch's bytes) of a whole frame. */
@@ -72,7 +73,11 @@ async function startServer(
   return { server, address: `127.0.0.1:${server.port}`, logger };
 }
 
-function transport(cellId: string, onUnreachable: (p: NodeId) => void = () => {}): TcpPeerTransport {
+function transport(
+  cellId: string,
+  onUnreachable: (p: NodeId) => void = () => {},
+  onConnectionLost: (p: NodeId) => void = () => {},
+): TcpPeerTransport {
   const t = new TcpPeerTransport({
     selfId: a,
     cellId,
@@ -80,6 +85,7 @@ function transport(cellId: string, onUnreachable: (p: NodeId) => void = () => {}
     reconnectDelayMs: 20,
     logger: recordingLogger(),
     onUnreachable,
+    onConnectionLost,
   });
   cleanups.push(() => t.close());
   return t;
@@ -223,6 +229,34 @@ describe('TCP peer transport', () => {
       return got.length > 0;
     }, 'delivery after the peer came up');
     expect(got[0]!.type).toBe('AppendEntries');
+  });
+});
+
+describe('connection lost (docs/decisions/0021-crash-detection-by-the-transport.md)', () => {
+  it('reports the connection lost when the peer closes it, as the kernel does for a dead process', async () => {
+    const got: Message[] = [];
+    const lost: NodeId[] = [];
+    const { server, address } = await startServer('cell-1', got);
+    const t = transport(
+      'cell-1',
+      () => {},
+      (p) => lost.push(p),
+    );
+    t.setPeer(b, address);
+    t.send([append(1)]);
+    await until(() => got.length === 1, 'the first delivery');
+    expect(lost).toEqual([]);
+    await server.close();
+    await until(() => lost.length > 0, 'a connection-lost report');
+    expect(lost[0]).toBe(b);
+  });
+
+  it("counts a close or reset as the peer's doing, and a timeout or an unreachable host not", () => {
+    const withCode = (code: string): Error => Object.assign(new Error(code), { code });
+    expect(closedByPeer(undefined)).toBe(true);
+    for (const code of ['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ECONNABORTED']) expect(closedByPeer(withCode(code))).toBe(true);
+    for (const code of ['ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']) expect(closedByPeer(withCode(code))).toBe(false);
+    expect(closedByPeer(new Error('no code'))).toBe(false);
   });
 });
 

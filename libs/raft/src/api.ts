@@ -164,7 +164,9 @@ export type RaftBug =
   /** Start a second membership change before the first commits. */
   | 'concurrentConfChange'
   /** Accept messages from a stale term as if current. */
-  | 'acceptStaleTerm';
+  | 'acceptStaleTerm'
+  /** On losing the connection to the leader, start a real election (term + 1) at once, without a pre-vote. */
+  | 'campaignWithoutPreVoteOnConnectionLoss';
 
 export interface Status {
   readonly id: NodeId;
@@ -220,6 +222,13 @@ export interface RaftNode {
   advance(): void;
   /** The transport could not reach a peer (the leader falls back to probing it). */
   reportUnreachable(id: NodeId): void;
+  /**
+   * The transport saw its connection to a peer close or reset (not time
+   * out). Reported like a tick: for every peer, whether it leads or not;
+   * a follower whose leader it is starts a pre-vote at once (see
+   * docs/decisions/0021-crash-detection-by-the-transport.md).
+   */
+  reportConnectionLost(id: NodeId): void;
   status(): Status;
   /**
    * The membership in force at log position `index` (from the snapshot's

@@ -45,6 +45,20 @@ function isLeaderRequest(type: MessageType): boolean {
 
 type CampaignKind = 'pre-vote' | 'election' | 'transfer';
 
+/** A candidate's claim to lead: its last log entry, then its id (lower first) to break ties. */
+interface Claim {
+  readonly id: NodeId;
+  readonly lastTerm: number;
+  readonly lastIndex: number;
+}
+
+/** Whether claim `a` ranks ahead of claim `b`: a more up-to-date log (§5.4.1), or as up to date and a lower id. */
+function ranksAhead(a: Claim, b: Claim): boolean {
+  if (a.lastTerm !== b.lastTerm) return a.lastTerm > b.lastTerm;
+  if (a.lastIndex !== b.lastIndex) return a.lastIndex > b.lastIndex;
+  return a.id < b.id;
+}
+
 /** A snapshot being assembled from InstallSnapshot chunks. */
 interface SnapshotReceive {
   readonly from: NodeId;
@@ -82,6 +96,15 @@ export class Raft {
   private needBcast = false;
   /** Bug 'voteBeforePersist': the term whose granted vote is left out of the hard state to persist. */
   private hiddenVoteTerm = -1;
+  /**
+   * A pre-campaign started because the connection to the leader was lost
+   * (reportConnectionLost): it ranks pre-votes against its own claim so
+   * that, when every follower of a dead leader starts one at once, one of
+   * them wins and the others stand aside (see handleFastPreVote).
+   */
+  private fastPreVote = false;
+  /** The claim this follower stood aside for in the pre-vote round at `term + 1`; it grants no pre-vote ranked behind it. */
+  private preVoteYield: Claim | null = null;
 
   msgs: Message[] = [];
   readStates: ReadState[] = [];
@@ -288,6 +311,31 @@ export class Raft {
     this.startCampaign(this.config.preVote ? 'pre-vote' : 'election');
   }
 
+  /**
+   * The transport saw its connection to `id` close or reset, not time out:
+   * when `id` is the leader we follow, its process most likely died (the
+   * kernel closes a dead process's sockets at once). The follower then
+   * starts a pre-vote at once rather than waiting out its election timer.
+   * This is safe and cannot depose a live leader (docs/decisions/0021):
+   * a pre-vote changes no term and no vote, and the leader's other
+   * followers, still hearing from it, ignore the pre-vote (the lease check
+   * in step()), so it wins only if a majority has lost the leader too.
+   * Without PreVote and CheckQuorum that argument does not hold, and the
+   * timer alone decides.
+   */
+  reportConnectionLost(id: NodeId): void {
+    if (this.role !== 'follower' || this.lead !== id || id === this.id || !this.promotable()) return;
+    if (this.bug('campaignWithoutPreVoteOnConnectionLoss')) {
+      this.startCampaign('election');
+      return;
+    }
+    if (!this.config.preVote || !this.config.checkQuorum) return;
+    // electionElapsed is left as it is: should this round fail, the timer still fires when it would have.
+    this.startCampaign('pre-vote');
+    // A single voter has already won and leads; otherwise the round is on.
+    this.fastPreVote = (this.role as Role) === 'pre-candidate';
+  }
+
   reportUnreachable(id: NodeId): void {
     if (this.role !== 'leader') return;
     const pr = this.progress.get(id);
@@ -360,6 +408,8 @@ export class Raft {
     this.votes.clear();
     this.lead = null;
     this.role = 'pre-candidate';
+    this.fastPreVote = false;
+    this.preVoteYield = null;
   }
 
   private becomeCandidate(): void {
@@ -409,6 +459,8 @@ export class Raft {
     this.reads.clear();
     this.needBcast = false;
     this.snapshotReceive = null;
+    this.fastPreVote = false;
+    this.preVoteYield = null;
   }
 
   private promotable(): boolean {
@@ -496,6 +548,7 @@ export class Raft {
   }
 
   private handleVoteRequest(m: Message): void {
+    if (m.type === MessageType.PreVote && m.term === this.term + 1 && this.handleFastPreVote(m)) return;
     const isPreVote = m.type === MessageType.PreVote;
     const responseType = isPreVote ? MessageType.PreVoteResponse : MessageType.RequestVoteResponse;
     // §5.2: "each server will vote for at most one candidate in a given term,
@@ -513,6 +566,48 @@ export class Raft {
     } else {
       this.send({ type: responseType, to: m.from, reject: true });
     }
+  }
+
+  /**
+   * Pre-votes for the round this node takes part in after losing its
+   * leader's connection. Every follower of a crashed leader loses the
+   * connection within a millisecond and starts a pre-vote; if each granted
+   * every other's, each would win its pre-vote, turn candidate, vote for
+   * itself and split the real vote, and the timer would decide after all.
+   * So the round is ranked (ranksAhead): a fast pre-candidate grants a
+   * claim ahead of its own and stands aside, remembering that claim; it
+   * refuses one behind and sends that sender its own pre-vote (the sender
+   * is campaigning, so it no longer holds a lease and will answer it; our
+   * first pre-vote may have reached it while it still did). A node that
+   * stood aside grants only claims at least as far ahead. Returns false
+   * when the ordinary rules apply. A pre-vote changes no term and no vote,
+   * so none of this bears on safety; it only decides who campaigns.
+   */
+  private handleFastPreVote(m: Message): boolean {
+    const theirs: Claim = { id: m.from, lastTerm: m.logTerm ?? 0, lastIndex: m.index ?? 0 };
+    const yielded = this.preVoteYield;
+    if (this.role === 'follower' && yielded !== null) {
+      const grant = !ranksAhead(yielded, theirs) && this.log.isUpToDate(theirs.lastIndex, theirs.lastTerm);
+      this.send({ type: MessageType.PreVoteResponse, to: m.from, ...(grant ? { term: m.term, reject: false } : { reject: true }) });
+      return true;
+    }
+    if (this.role !== 'pre-candidate' || !this.fastPreVote) return false;
+    const ours: Claim = { id: this.id, lastTerm: this.log.lastTerm(), lastIndex: this.log.lastIndex() };
+    if (ranksAhead(theirs, ours)) {
+      this.send({ type: MessageType.PreVoteResponse, to: m.from, term: m.term, reject: false });
+      this.becomeFollower(this.term, null);
+      this.preVoteYield = theirs;
+      return true;
+    }
+    this.send({ type: MessageType.PreVoteResponse, to: m.from, reject: true });
+    this.send({
+      type: MessageType.PreVote,
+      to: m.from,
+      term: Term(this.term + 1),
+      index: LogIndex(ours.lastIndex),
+      logTerm: Term(ours.lastTerm),
+    });
+    return true;
   }
 
   // ------------------------------------------------------------ followers

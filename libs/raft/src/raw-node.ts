@@ -137,6 +137,10 @@ class RawNode implements RaftNode {
     this.raft.reportUnreachable(id);
   }
 
+  reportConnectionLost(id: NodeId): void {
+    this.raft.reportConnectionLost(id);
+  }
+
   status(): Status {
     const r = this.raft;
     const conf = r.conf.current();

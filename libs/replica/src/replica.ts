@@ -357,6 +357,17 @@ export class Replica {
   }
 
   /**
+   * The transport saw its connection to `peer` closed or reset by the other
+   * side (not a timeout): if `peer` is the leader, this follower starts a
+   * pre-vote at once (docs/decisions/0021-crash-detection-by-the-transport.md).
+   */
+  reportConnectionLost(peer: NodeId): void {
+    if (this.stoppedFlag) return;
+    this.raft.reportConnectionLost(peer);
+    this.handleReady();
+  }
+
+  /**
    * Stops the replica: pending proposals fail with OUTCOME_UNKNOWN and reads
    * with SHUTTING_DOWN, and later store callbacks are ignored. The store
    * stays open (see close) so a simulator may crash it instead.

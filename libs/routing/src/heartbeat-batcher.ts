@@ -12,7 +12,10 @@
  * Per cell, at most one batch is in flight. Heartbeats arriving meanwhile
  * wait for the next tick. A NOT_LEADER answer with a leader-hint re-sends
  * the same batch to the new leader at once; any other failure keeps the
- * batch pending for the next tick, sent to the next replica. The interval is
+ * batch pending for the next tick, sent to the next replica, except a lost
+ * connection (UNAVAILABLE from grpc-js itself, no reason of ours): then the
+ * cell's replicas are asked who leads (leader-search.ts) and the pending
+ * heartbeats go there as soon as one answers. The interval is
  * the configured one, but never more than a quarter of the shortest TTL
  * answered lately, so every session hears from the leader several times per
  * TTL.
@@ -20,13 +23,15 @@
 import { FencerError } from '@fencer/base';
 import { SESSION_ID_SEPARATOR, namespaceOfSessionId } from '@fencer/contract';
 import type { RoutingTable } from '@fencer/contract';
-import { Metadata, type ServiceError } from '@grpc/grpc-js';
-import { fromServiceError, type internalpb } from '@fencer/protocol';
+import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import { LOCK_REASON_KEY, fromServiceError, type internalpb } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import type { CellPool, CellState } from './cell-pool.js';
 import { BATCH_SESSIONS_MAX, BATCH_TIMEOUT_MS, BATCHER_SESSIONS_MAX, HEARTBEAT_INTERVAL_MS_MIN } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
 import type { RoutingSource } from './routing-source.js';
+import { searchLeader } from './leader-search.js';
+import { type Attempt, upstreamAttempt } from './upstream.js';
 
 export interface HeartbeatAnswer {
   readonly sessionId: string;
@@ -78,6 +83,11 @@ const TTL_WINDOW_MS = 10_000;
 
 const expired = (sessionId: string): HeartbeatAnswer => ({ sessionId, ttlMsRemaining: 0, expired: true });
 
+/** A batch that failed in grpc-js itself (no reason of ours) with UNAVAILABLE: the connection to the node was lost. */
+function connectionLost(err: ServiceError | null): boolean {
+  return err !== null && err.code === status.UNAVAILABLE && (err.metadata?.get(LOCK_REASON_KEY).length ?? 0) === 0;
+}
+
 /** Adds the waiters of `from` to `into` (the same session met twice: after a failed batch, or a partial answer). */
 function merge(into: Entry, from: Entry): void {
   const more = (into.more ??= []);
@@ -105,7 +115,12 @@ export class HeartbeatBatcher {
   private readonly cellOfNamespace = new Map<string, string>();
   private routesOf: RoutingTable | undefined;
 
-  constructor(private readonly deps: HeartbeatBatcherDeps) {}
+  /** Unary calls for the leader search after a lost connection. */
+  private readonly attempt: Attempt;
+
+  constructor(private readonly deps: HeartbeatBatcherDeps) {
+    this.attempt = upstreamAttempt(deps.pool, deps.metrics, deps.proxyId);
+  }
 
   /** The interval in force: the configured one, capped at a quarter of the shortest TTL seen lately. */
   get intervalMs(): number {
@@ -300,6 +315,7 @@ export class HeartbeatBatcher {
       return this.send(cellId, q, batch);
     }
     if (fe.code === 'NOT_LEADER') cell.noteLeader(fe.leaderHint);
+    else if (connectionLost(err)) this.followAfterLoss(cellId, cell, target, batch);
     else cell.advance(target);
     this.deps.logger.debug({ cell: cellId, target, code: fe.code, err: fe.message }, 'heartbeat batch failed; pending for the next tick');
     // Back in front of the pending heartbeats, merging waiters of sessions that heartbeated again meanwhile.
@@ -312,6 +328,22 @@ export class HeartbeatBatcher {
     }
     q.pending = batch;
     q.inFlight = undefined;
+  }
+
+  /**
+   * The connection to the cell's leader was lost: find the new leader by
+   * asking the replicas, and send what is pending there as soon as one
+   * answers, rather than at the next tick to the next replica in turn.
+   */
+  private followAfterLoss(cellId: string, cell: CellState, target: string, batch: Map<string, Entry>): void {
+    const first = batch.keys().next();
+    const namespace = first.done === true ? undefined : namespaceOfSessionId(first.value);
+    if (namespace === undefined) return cell.advance(target);
+    void searchLeader(this.attempt, cell, target, namespace, Date.now() + BATCH_TIMEOUT_MS).then((found) => {
+      const q = this.queues.get(cellId);
+      if (found === undefined || this.closed || q === undefined || q.inFlight !== undefined || q.pending.size === 0) return;
+      this.send(cellId, q, undefined);
+    });
   }
 
   /**

@@ -31,6 +31,14 @@ export const ROUTING_FILE_BYTES_MAX = 16 * 1024 * 1024;
 /** Retry backoff after UNAVAILABLE: doubles from min to max. */
 export const RETRY_BACKOFF_MS_MIN = 10;
 export const RETRY_BACKOFF_MS_MAX = 250;
+/**
+ * After a lost connection to a leader, the router asks the cell's replicas
+ * who leads every LEADER_SEARCH_PAUSE_MS (a dead leader's followers elect
+ * within a few round trips), for at most LEADER_SEARCH_MS_MAX: past two
+ * election timeouts and an election, the ordinary backoff takes over.
+ */
+export const LEADER_SEARCH_PAUSE_MS = 10;
+export const LEADER_SEARCH_MS_MAX = 3_000;
 /** A call arriving without a deadline gets this budget (an Acquire adds its wait_ms). */
 export const CALL_BUDGET_MS_DEFAULT = 30_000;
 /** Heartbeat interval bounds: the proxy sends one batch per cell leader per interval. */

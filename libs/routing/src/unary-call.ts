@@ -3,10 +3,14 @@
  * last known leader, and tried again inside the caller's deadline while
  * the answer says the attempt did not run (RETRY_CODES, following the
  * leader-hint within the cell) or that the table is stale
- * (NAMESPACE_NOT_HERE: refresh, then retry). A client that cancels cancels
+ * (NAMESPACE_NOT_HERE: refresh, then retry). When the connection to the
+ * leader is lost, the replicas are asked who leads now and the call is
+ * resent as soon as one answers (leader-search.ts); an Acquire is resent
+ * with its request_id, so a held one resumes. A client that cancels cancels
  * the attempt in flight. Calls in flight per cell are bounded.
  */
 import { FencerError } from '@fencer/base';
+import { LaneConnectionLost } from '@fencer/peer-transport';
 import { type sendUnaryData, type ServerUnaryCall, type ServiceError, status } from '@grpc/grpc-js';
 import { fromServiceError } from '@fencer/protocol';
 import type { Logger } from 'pino';
@@ -18,6 +22,7 @@ import { RETRY_CODES, backoffMs, deadlineOf, sleep, toClientError } from './retr
 import type { RoutingSource } from './routing-source.js';
 import type { Attempt } from './upstream.js';
 import type { AcquireRateLimiter } from './rate-limiter.js';
+import { searchLeader } from './leader-search.js';
 
 export interface UnaryDeps {
   readonly source: RoutingSource;
@@ -99,7 +104,13 @@ async function callWithRetries<Res>(
       const fe = e instanceof FencerError ? e : fromServiceError(e as ServiceError);
       let retry = false;
       let followHint = false;
-      if (RETRY_CODES.has(fe.code)) {
+      let leaderFound = false;
+      if (e instanceof LaneConnectionLost) {
+        // The leader's connection closed: its process most likely died. Ask the replicas who leads now, and resend at once.
+        leaderFound = (await searchLeader(deps.attempt, cell, target, namespace, deadlineMs)) !== undefined;
+        if (state.cancelled) fail('CANCELLED', 'the client cancelled the call');
+        retry = true;
+      } else if (RETRY_CODES.has(fe.code)) {
         followHint = moveToNextTarget(cell, fe, target);
         retry = true;
       } else if (fe.code === 'NAMESPACE_NOT_HERE' && refreshes < NAMESPACE_REFRESHES_MAX) {
@@ -107,8 +118,8 @@ async function callWithRetries<Res>(
         await deps.source.refresh();
         retry = true;
       }
-      // A fresh leader-hint is followed at once; anything else waits, growing.
-      const pauseMs = followHint && n < HINTS_FOLLOWED_AT_ONCE_MAX ? 0 : backoffMs(n);
+      // A fresh leader-hint (or a leader found after a lost connection) is followed at once; anything else waits, growing.
+      const pauseMs = leaderFound || (followHint && n < HINTS_FOLLOWED_AT_ONCE_MAX) ? 0 : backoffMs(n);
       if (!retry || Date.now() + pauseMs >= deadlineMs) throw fe;
       deps.metrics.retries.inc({ cell: cell.id, method, reason: fe.code });
       if (pauseMs > 0) await sleep(pauseMs);

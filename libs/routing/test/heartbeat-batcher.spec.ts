@@ -9,7 +9,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencerError } from '@fencer/base';
-import type { ServiceError } from '@grpc/grpc-js';
+import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import type { LaneClient, LaneResult } from '@fencer/peer-transport';
 import { toServiceError, type internalpb } from '@fencer/protocol';
 import { pino } from 'pino';
 import { CellPool, HeartbeatBatcher, RouterMetrics, StaticRoutingSource, type HeartbeatAnswer, type InternalStub } from '../src/index.js';
@@ -22,9 +23,19 @@ interface SentBatch {
   readonly answer: Answer;
 }
 
-/** A pool whose every replica is a fake leader recording the batches it is sent. */
+/** A pool whose every replica is a fake leader recording the batches it is sent (and the lane calls, the leader search's probes). */
 class FakeLeaders extends CellPool {
   readonly sent: SentBatch[] = [];
+  readonly probes: { target: string; method: string; done: (r: LaneResult) => void }[] = [];
+  override lane(address: string): LaneClient {
+    return {
+      available: true,
+      call: (method: string, _req: unknown, _deadline: number, done: (r: LaneResult) => void) => {
+        this.probes.push({ target: address, method, done });
+        return () => {};
+      },
+    } as unknown as LaneClient;
+  }
   override internalStub(address: string): InternalStub {
     return {
       heartbeatBatch: (req: internalpb.HeartbeatBatchRequest, _md: unknown, _opts: unknown, answer: Answer) => {
@@ -109,6 +120,33 @@ describe('HeartbeatBatcher', () => {
     pool.sent[1]!.answer(null, { sessions: [alive('a:1', 700), alive('a:2', 800)] });
     expect(answers.map((a) => (a as HeartbeatAnswer).ttlMsRemaining)).toEqual([700, 700, 800]);
     expect(batcher.pendingSessions).toBe(0);
+  });
+
+  it('after a lost connection, asks the replicas who leads and sends the pending heartbeats there at once, not at the next tick', async () => {
+    const source = new StaticRoutingSource({
+      version: 1,
+      cells: new Map([['cell-1', { id: 'cell-1', replicas: ['10.0.0.1:1', '10.0.0.1:2', '10.0.0.1:3'] }]]),
+      routes: new Map([['a', { namespace: 'a', cell: 'cell-1', state: 'active' as const }]]),
+    });
+    const pool = new FakeLeaders();
+    pool.update(source.table());
+    const batcher = new HeartbeatBatcher({
+      pool,
+      source,
+      logger: pino({ level: 'silent' }),
+      metrics: new RouterMetrics(),
+      proxyId: 'p',
+      intervalMs: 250,
+    });
+    batcher.heartbeat('a:1', () => {});
+    batcher.tick();
+    expect(pool.sent[0]!.target).toBe('10.0.0.1:1');
+    // grpc-js's own UNAVAILABLE, no reason of ours: the connection to the leader is gone.
+    pool.sent[0]!.answer({ code: status.UNAVAILABLE, details: 'Connection dropped', metadata: new Metadata() } as ServiceError);
+    expect(pool.probes.map((p) => p.target).sort()).toEqual(['10.0.0.1:1', '10.0.0.1:2', '10.0.0.1:3']);
+    pool.probes.find((p) => p.target === '10.0.0.1:3')!.done({ ok: true, value: { revision: 4 } });
+    await expect.poll(() => pool.sent.length, { timeout: 2_000 }).toBe(2);
+    expect(pool.sent[1]).toMatchObject({ target: '10.0.0.1:3', sessionIds: ['a:1'] });
   });
 
   it('sends a namespace to its new cell once the routing table moves it', () => {

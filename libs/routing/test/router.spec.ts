@@ -4,7 +4,10 @@
  * caller's deadline reaches the cell and a cancelled caller cancels the
  * cell's call, NAMESPACE_MOVING is retried and NAMESPACE_NOT_HERE refreshes
  * the table first, UNAVAILABLE NOT_LEADER is followed to the hinted replica
- * of the same cell, and the cell's leader-hint never reaches the client.
+ * of the same cell, the cell's leader-hint never reaches the client, and
+ * after a lost lane connection to the leader the replicas are asked who
+ * leads and the call (a held Acquire with its request_id) is resent to the
+ * one that answers (decision 0021).
  * Method: an in-process router (buildRouter) on 127.0.0.1:0 with a static
  * routing table in front of the client library's fake LockService
  * (@fencer/client/testing), which holds waiting Acquires open and can play
@@ -129,6 +132,7 @@ describe('cell router', () => {
 
 interface HeldCall {
   readonly method: LaneMethod;
+  readonly request: unknown;
   readonly answer: (o: LaneOutcome) => void;
   cancelled: boolean;
 }
@@ -139,8 +143,8 @@ async function laneNode(): Promise<{ address: string; held: HeldCall[]; close():
   const server = new TolerantServer();
   server.addService(lockservice.LockServiceService, {} as lockservice.LockServiceServer);
   const port: MuxedPort = await listenMuxed(server, '127.0.0.1:0', {
-    dispatch: (method, _request, answer) => {
-      const h: HeldCall = { method, answer, cancelled: false };
+    dispatch: (method, request, answer) => {
+      const h: HeldCall = { method, request, answer, cancelled: false };
       held.push(h);
       return () => (h.cancelled = true);
     },
@@ -222,13 +226,68 @@ describe('cell router over the lane', () => {
       const pending = client!.call('getLock', { name: '/ls/ns/z' });
       await eventually(() => first.held[0], 5_000, 'the call at the first replica');
       first.close();
-      await eventually(() => second.held[0], 10_000, 'the retry at the second replica');
-      second.held[0]!.answer({ ok: true, value: { lock: undefined, revision: 3 } });
+      // The router first asks who leads now (leader-search.ts): the second replica serves that probe.
+      const probe = await eventually(() => second.held[0], 10_000, 'the leader probe at the second replica');
+      expect(probe.request).toEqual({ name: '/ls/ns/fencer.leader-probe' });
+      probe.answer({ ok: true, value: { lock: undefined, revision: 3 } });
+      const retry = await eventually(() => second.held[1], 10_000, 'the retry at the second replica');
+      expect(retry.request).toMatchObject({ name: '/ls/ns/z' });
+      retry.answer({ ok: true, value: { lock: undefined, revision: 3 } });
       expect(await pending).toMatchObject({ revision: 3 });
       expect(client!.retries, 'the router retried, not the client').toBe(0);
     } finally {
       first.close();
       second.close();
+    }
+  });
+});
+
+describe('cell router after a lost connection to the leader (decision 0021)', () => {
+  /** Answers each probe (a GetLock of the probe name) held at a node with `answer`, as it arrives. */
+  function answerProbes(node: { held: HeldCall[] }, answer: (nth: number) => LaneOutcome): () => void {
+    let answered = 0;
+    const timer = setInterval(() => {
+      for (const h of node.held) {
+        if (h.method !== 'getLock' || (h as { done?: boolean }).done) continue;
+        (h as { done?: boolean }).done = true;
+        h.answer(answer(answered++));
+      }
+    }, 2);
+    return () => clearInterval(timer);
+  }
+
+  it('asks the replicas who leads and resends a held Acquire, with its request_id, to the one that answers', async () => {
+    const [leader, next, elected] = [await laneNode(), await laneNode(), await laneNode()];
+    const stops: (() => void)[] = [];
+    try {
+      await start([leader.address, next.address, elected.address]);
+      const acquire = { sessionId: 'ns:1', name: '/ls/ns/held', mode: 1, waitMs: 20_000, requestId: 'req-7', lockDelayMs: 0 };
+      const pending = client!.call('acquire', acquire);
+      await eventually(() => leader.held[0], 5_000, 'the Acquire held at the leader');
+      // `next` (the next replica in turn) knows no leader at first, then names the elected one;
+      // `elected` refuses until its election is over, then serves the probe.
+      stops.push(
+        answerProbes(next, (n) => ({ ok: false, error: new FencerError('NOT_LEADER', 'electing', n < 3 ? undefined : elected.address) })),
+      );
+      stops.push(
+        answerProbes(elected, (n) =>
+          n < 2 ? { ok: false, error: new FencerError('NO_LEADER', 'electing') } : { ok: true, value: { lock: undefined, revision: 9 } },
+        ),
+      );
+      leader.close();
+      const resent = await eventually(() => elected.held.find((h) => h.method === 'acquire'), 10_000, 'the Acquire at the elected leader');
+      expect(resent.request).toMatchObject({ requestId: 'req-7', name: '/ls/ns/held' });
+      // Not the next replica in turn: the search sent it where the answer pointed.
+      expect(next.held.filter((h) => h.method === 'acquire')).toEqual([]);
+      expect(next.held.length + elected.held.length).toBeGreaterThan(1);
+      resent.answer({ ok: true, value: { status: 1, token: 12, holders: [], queuePosition: 0, revision: 12 } });
+      expect(await pending).toMatchObject({ token: 12 });
+      expect(router!.pool.cell('cell-1')!.knownLeader).toBe(elected.address);
+    } finally {
+      for (const stop of stops) stop();
+      leader.close();
+      next.close();
+      elected.close();
     }
   });
 });

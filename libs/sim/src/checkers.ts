@@ -37,6 +37,8 @@ export type CheckerName =
   | 'lock-exclusion'
   /** No session expires before the TTL of a heartbeat it was told was acknowledged (lock-checkers.ts). */
   | 'early-expiry'
+  /** A spurious connection reset in a calm cell was followed by a real election (connection-resets.ts). */
+  | 'leader-disrupted'
   | 'no-leader-after-faults'
   | 'no-convergence'
   | 'no-progress-after-faults'
@@ -60,6 +62,12 @@ export const SAFETY_CHECKERS: readonly CheckerName[] = [
   'lock-exclusion',
   'early-expiry',
 ];
+
+/**
+ * Checkers of promises about availability rather than safety: a bug that
+ * only disrupts (a needless election) is caught by these.
+ */
+export const DISRUPTION_CHECKERS: readonly CheckerName[] = ['leader-disrupted'];
 
 export interface Violation {
   readonly checker: CheckerName;

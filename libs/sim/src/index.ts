@@ -10,7 +10,15 @@ export {
   sweepOptions,
   sweepReplicas,
 } from './options.js';
-export { type AckedWrite, type CheckerName, type ReadBarrier, type Violation, Checkers, SAFETY_CHECKERS } from './checkers.js';
+export {
+  type AckedWrite,
+  type CheckerName,
+  type ReadBarrier,
+  type Violation,
+  Checkers,
+  DISRUPTION_CHECKERS,
+  SAFETY_CHECKERS,
+} from './checkers.js';
 export { Scheduler } from './scheduler.js';
 export { Network, type NetworkProfile, faultyNetwork, quietNetwork } from './network.js';
 export { type Partition, type PartitionShape, PARTITION_SHAPES, cutBetween, makePartition } from './partitions.js';

@@ -2,7 +2,8 @@
  * The nemesis: the faults a run injects, chosen by weight from the fault mix
  * at random intervals until the quiet tail: partitions (rolling, one-way by
  * shape), crashes and fsync errors, pauses, clock drift, leadership
- * transfers, membership changes, lossy links, slow disks, and the scripted
+ * transfers, membership changes, lossy links, slow disks, spurious
+ * connection resets (connection-resets.ts), and the scripted
  * schedules (amnesia after a vote, leaders killed in infancy, Figure 8).
  * It acts on the simulation's nodes and network; its randomness is its own
  * stream of the run's seed.
@@ -177,6 +178,7 @@ export class Nemesis {
     const kind = this.pickFault();
     if (kind === null) return;
     this.sim.note(kind);
+    if (kind !== 'connectionReset') this.sim.resets.otherFault();
     const r = this.random;
     switch (kind) {
       case 'partition':
@@ -211,6 +213,8 @@ export class Nemesis {
         return this.figure8();
       case 'slowDisk':
         return this.slowDisk();
+      case 'connectionReset':
+        return this.sim.resets.spurious();
     }
   }
 

@@ -32,6 +32,11 @@ export interface FaultMix {
    * them, dies, and the divergent one returns. (Five or more nodes.)
    */
   readonly figure8: number;
+  /**
+   * A follower's connection to the live leader resets (a middlebox, a
+   * refused batch): it must not depose the leader (connection-resets.ts).
+   */
+  readonly connectionReset: number;
 }
 
 export interface SimOptions {
@@ -62,6 +67,12 @@ export interface SimOptions {
   readonly fsyncMs: number;
   /** Most nodes down (crashed) at once. */
   readonly crashedMax: number;
+  /**
+   * Share of crashes that are a process dying, whose sockets the kernel
+   * closes: its peers see their connections to it reset at once. The rest
+   * are machines stopping dead, which only the election timer notices.
+   */
+  readonly crashResetShare: number;
   /** Share of crashes followed by a quick restart (20-300 ms) rather than a long one (0.3-6 s). */
   readonly restartFastShare: number;
   /** Chance that any new leader is killed young (as by leaderInfancy), all run long: the course's Figure 8 test. */
@@ -105,7 +116,11 @@ export const allFaults: FaultMix = {
   amnesia: 1,
   leaderInfancy: 1,
   figure8: 1,
+  connectionReset: 1,
 };
+
+/** Every weight 0: a profile names the faults it wants. */
+const noFaults: FaultMix = Object.fromEntries(Object.keys(allFaults).map((k) => [k, 0])) as unknown as FaultMix;
 
 export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}): SimOptions {
   const replicas = overrides.replicas ?? 5;
@@ -132,6 +147,7 @@ export function defaultOptions(seed: number, overrides: Partial<SimOptions> = {}
     fsyncMs: 2,
     crashedMax: Math.floor(replicas / 2) + 1,
     restartFastShare: 0.3,
+    crashResetShare: 0.5,
     maxEntriesPerMsg: 64,
     leaderLifetimeMs: [1, 10],
     leaderChurnP: 0,
@@ -164,6 +180,7 @@ export const BUGS: readonly ReplicaBug[] = [
   'readIndexBeforeBlankCommit',
   'concurrentConfChange',
   'acceptStaleTerm',
+  'campaignWithoutPreVoteOnConnectionLoss',
 ];
 
 /**
@@ -213,6 +230,9 @@ export function bugOptions(bug: ReplicaBug, seed: number, overrides: Partial<Sim
         faults: { ...allFaults, pause: 10, membership: 0, figure8: 0 },
         ...overrides,
       });
+    case 'campaignWithoutPreVoteOnConnectionLoss':
+      // Spurious resets of a follower's connection to a live leader, and nothing else to blame an election on.
+      return defaultOptions(seed, { ...base, faults: { ...noFaults, connectionReset: 1 }, ...overrides });
     case 'readIndexBeforeBlankCommit':
       // Leadership moves often (transfers), clients read a lot and retry at once, and slow fsyncs keep
       // a new leader's blank entry uncommitted for a while: reads land in that window.

@@ -23,6 +23,7 @@ import { Scheduler } from './scheduler.js';
 import { SimNode } from './sim-node.js';
 import { createSimDisk, openSimStore } from './store.js';
 import { Tag } from './tags.js';
+import { ConnectionResets } from './connection-resets.js';
 import { US_PER_MS, US_PER_SECOND } from './time.js';
 
 /** Most nodes a run ever creates (joiners included): a guard on membership churn. */
@@ -62,6 +63,8 @@ export interface RunStats {
   /** Heartbeats acknowledged as alive (leases the early-expiry checker holds the cell to). */
   heartbeatsAcked: number;
   crashes: number;
+  /** Connection resets reported to replicas: by crashed processes, and spurious ones (connection-resets.ts). */
+  connectionResets: number;
   restarts: number;
   pauses: number;
   partitions: number;
@@ -83,6 +86,7 @@ export class Simulation {
   readonly nemesis: Nemesis;
   private readonly clients: SimClients;
   private readonly spawnRandom: Random;
+  readonly resets: ConnectionResets;
   readonly nodes = new Map<string, SimNode>();
   readonly bootstrap: NodeId[] = [];
   readonly endUs: number;
@@ -109,6 +113,7 @@ export class Simulation {
     clientDeaths: 0,
     heartbeatsAcked: 0,
     crashes: 0,
+    connectionResets: 0,
     restarts: 0,
     pauses: 0,
     partitions: 0,
@@ -135,6 +140,8 @@ export class Simulation {
     this.nemesisRandom = rootRandom.fork();
     const clientRandom = rootRandom.fork();
     this.spawnRandom = rootRandom.fork();
+    // Forked last, so the streams above stay what they were before resets were simulated.
+    this.resets = new ConnectionResets(this, rootRandom.fork());
     this.endUs = options.seconds * US_PER_SECOND;
     this.quietUs = (options.seconds - options.quietSeconds) * US_PER_SECOND;
     this.network = new Network(
@@ -285,6 +292,7 @@ export class Simulation {
     const was = node.role;
     node.role = role;
     if (role !== was && this.log) this.log(`${(this.scheduler.now / US_PER_SECOND).toFixed(6)} ${node.id} ${role} term ${term}`);
+    if (role !== was) this.resets.roleChanged(node, role, term);
     if (role === 'leader' && was !== 'leader') {
       node.leaderSinceUs = this.scheduler.now;
       this.nemesis.leaderElected(node);
@@ -368,6 +376,7 @@ export class Simulation {
     this.note(`crash ${node.id} ${why}`);
     node.endLife('down');
     node.disk.crash(node.random);
+    this.resets.crashed(node);
     const life = node.life;
     // In the quiet tail (an fsync fault injected before it can still fire) a node comes back quickly.
     this.scheduler.after(this.quiet ? Math.min(restartUs, US_PER_SECOND) : restartUs, Tag.restart | (node.num << 8), () => {

@@ -1,19 +1,24 @@
 /**
  * Shared by the bug-switch test files: run seeds 1..200 of a bug's profile
- * until a safety checker fires, then rerun that seed with the bug off.
+ * until a safety checker fires (a disruption checker for a bug that only
+ * disrupts), then rerun that seed with the bug off.
  */
 import { expect } from 'vitest';
 import { expectClean } from './sweep.js';
 import type { ReplicaBug } from '@fencer/replica';
-import { SAFETY_CHECKERS, bugOptions, replayCommand, runSimulation } from '../src/index.js';
+import { DISRUPTION_CHECKERS, SAFETY_CHECKERS, bugOptions, replayCommand, runSimulation } from '../src/index.js';
 
 export const seedsMax = 200;
 
+/** A bug that only disrupts (an election a live leader did not need) is caught by a disruption checker. */
+const disruptionBugs: ReadonlySet<ReplicaBug> = new Set(['campaignWithoutPreVoteOnConnectionLoss']);
+
 export function expectCaught(bug: ReplicaBug): void {
+  const checkers = disruptionBugs.has(bug) ? DISRUPTION_CHECKERS : SAFETY_CHECKERS;
   for (let seed = 1; seed <= seedsMax; seed++) {
     const options = bugOptions(bug, seed);
     const report = runSimulation(options);
-    const safety = report.violations.find((v) => SAFETY_CHECKERS.includes(v.checker));
+    const safety = report.violations.find((v) => checkers.includes(v.checker));
     if (safety) {
       console.log(
         `${bug}: caught at seed ${seed} by ${safety.checker}: ${safety.detail.split(' | ')[0]}\n  replay: ${replayCommand(options, bug)}`,
@@ -23,7 +28,7 @@ export function expectCaught(bug: ReplicaBug): void {
       return;
     }
   }
-  expect.fail(`${bug}: no safety checker fired in ${seedsMax} seeds`);
+  expect.fail(`${bug}: no ${checkers === SAFETY_CHECKERS ? 'safety' : 'disruption'} checker fired in ${seedsMax} seeds`);
 }
 
 /** The same profile with the bug off stays clean: what fires is the bug, not the profile. */

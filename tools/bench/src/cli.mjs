@@ -10,9 +10,10 @@ import * as duties from './suites/duties.mjs';
 import * as profile from './suites/profile.mjs';
 import * as snapshots from './suites/snapshots.mjs';
 import * as moves from './suites/moves.mjs';
+import * as failover from './suites/failover.mjs';
 
 /** Every suite, in the order --help lists them. */
-const SUITES = [cell, fleet, wal, lockFsm, duties, snapshots, moves, profile];
+const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
 
 export function buildProgram() {
   const program = new Command('run.mjs')

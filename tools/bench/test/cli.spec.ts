@@ -9,7 +9,7 @@ import { buildProgram } from '../src/cli.mjs';
 import { resolve } from '../src/options.mjs';
 import { selectScenarios } from '../src/suites/cell.mjs';
 
-const SUITES = ['cell', 'fleet', 'wal', 'lock-fsm', 'duties', 'profile'];
+const SUITES = ['cell', 'fleet', 'failover', 'wal', 'lock-fsm', 'duties', 'profile'];
 
 /** Parses `args` as `node run.mjs ...args`; resolves with the suite run and its resolved options. */
 async function parse(args: string[]): Promise<{ suite: string; opts: Record<string, unknown> }> {
@@ -43,6 +43,11 @@ describe('the benchmark entry', () => {
     expect((await parse(['--quick'])).opts).toMatchObject({ seconds: 3, warmup: 0.5, systemWarmup: 3 });
     expect((await parse(['cell', '--quick', '--seconds', '5'])).opts).toMatchObject({ seconds: 5, warmup: 0.5 });
     expect((await parse(['fleet', '--quick'])).opts).toMatchObject({ replicas: 3, sessions: 2000, streams: 8, rounds: 1 });
+  });
+
+  it('runs the failover suite with 20 kills of the leader on Fencer, etcd-5 and ZooKeeper-3 by default', async () => {
+    expect((await parse(['failover'])).opts).toMatchObject({ kills: 20, freezes: 10, clients: 4, systems: ['fencer', 'etcd5', 'zk3'] });
+    expect((await parse(['failover', '--quick', '--systems', 'fencer'])).opts).toMatchObject({ kills: 3, freezes: 2, systems: ['fencer'] });
   });
 
   it('takes --baseline, --json and --no-write alike in every measuring suite', async () => {
