@@ -12,6 +12,7 @@
 import type { NodeId } from '@fencer/base';
 import type { Message } from '@fencer/raft';
 import type { raftpb } from '@fencer/protocol';
+import type { TlsFiles } from '@fencer/service';
 import { messageToWire } from './peer-codec.js';
 import type { PeerLogger } from './logger.js';
 
@@ -28,6 +29,8 @@ export interface PeerTransportOptions {
   readonly onDropped?: (peer: NodeId, count: number) => void;
   /** This node's peer address as its cell lists it, sent in the first batch of each connection (RaftBatch.sender_address). */
   readonly selfAddress?: string;
+  /** Mutual TLS: each link dials with this node's certificate and takes a server naming a replica of its cell only. */
+  readonly tls?: TlsFiles;
 }
 
 /** What a node needs of a peer transport (TCP frames in tcp-peer-transport.ts, gRPC streams in grpc-peer-transport.ts). */

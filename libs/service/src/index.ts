@@ -9,3 +9,16 @@ export { serveMetrics } from './metrics-endpoint.js';
 export { stopOnSignals } from './signals.js';
 export { exitOnBug, exitOnConfigError, fatalExit, writeBeforeExit, type Die } from './exits.js';
 export { address, positiveInt } from './cli-options.js';
+export {
+  TlsFiles,
+  type TlsMaterial,
+  type TlsPaths,
+  type PeerIdentity,
+  describeIdentity,
+  identitiesOf,
+  identityOf,
+  parseIdentityUri,
+  readTlsMaterial,
+  tlsFilePollMs,
+  tlsPathsOf,
+} from './tls.js';
