@@ -22,6 +22,7 @@ import {
   waitForLeader,
   waitForPort,
   writeRoutingFile,
+  useFleetTls,
 } from './fleet.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -272,6 +273,8 @@ export async function startTestFleet(options = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-fleet-'));
   const logDir = path.join(dataDir, 'logs');
   const env = { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' };
+  // Mutual TLS (decision 0016): this process's admin and test clients present the fleet operator's certificate.
+  useFleetTls(options.tls ? path.join(dataDir, 'tls') : undefined);
   const plan = planFleet({ cells: cellCount, replicas: replicaCount, portBase, dataDir, extraArgs: options.extraArgs ?? [], env });
   const routingFile = writeRoutingFile(path.join(dataDir, 'routing.json'), routingFor(plan, options.routes ?? {}));
   const front = { portBase, routingFile, env, autoTenants: options.autoTenants ?? false, heartbeatIntervalMs: options.heartbeatIntervalMs };

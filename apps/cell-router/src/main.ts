@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The cell-router process: flags, routing source, the router's gRPC server, /metrics, SIGTERM. */
-import { buildRouter, RouterMetrics, routingSourceFor } from '@fencer/routing';
+import { buildRouter, RouterMetrics, routingSourceFor, tlsFilesFor } from '@fencer/routing';
 import { createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
 import { parseRouterConfig, type RouterConfig } from './config.js';
 
@@ -21,11 +21,18 @@ const router = buildRouter({
   heartbeatIntervalMs: config.heartbeatIntervalMs,
   cellCallsInFlightMax: config.cellCallsInFlightMax,
   id: config.id,
+  tls: tlsFilesFor(config.tls, logger),
 });
 const metricsServer = config.metricsListen ? await serveMetrics(config.metricsListen, metrics.registry) : undefined;
 const at = await router.listen(config.listen);
 logger.info(
-  { listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants },
+  {
+    listen: at,
+    tls: config.tls !== undefined,
+    metrics: config.metricsListen,
+    routingVersion: router.source.table().version,
+    autoTenants: config.autoTenants,
+  },
   'cell router serving',
 );
 stopOnSignals(logger, async (signal) => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** The session-proxy process: flags, routing source, the KeepAlive-only gRPC server, /metrics, SIGTERM. */
 import { Command } from 'commander';
-import { checkRoutingChoice, limits, RouterMetrics, routingOptions, routingSourceFor } from '@fencer/routing';
+import { checkRoutingChoice, checkTlsChoice, limits, RouterMetrics, routingOptions, routingSourceFor, tlsFilesFor } from '@fencer/routing';
 import { address, createLogger, exitOnBug, exitOnConfigError, positiveInt, serveMetrics, stopOnSignals } from '@fencer/service';
 import { buildProxy } from './proxy.js';
 
@@ -13,6 +13,9 @@ interface ProxyOptions {
   readonly heartbeatIntervalMs: number;
   readonly routing: string | undefined;
   readonly controlPlane: string | undefined;
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
+  readonly tlsCa?: string;
 }
 
 const cmd = routingOptions(
@@ -26,10 +29,12 @@ const cmd = routingOptions(
   .exitOverride()
   .allowExcessArguments(false);
 let o: ProxyOptions;
+let tlsPaths: ReturnType<typeof checkTlsChoice>;
 try {
   cmd.parse(process.argv.slice(2), { from: 'user' });
   o = cmd.opts<ProxyOptions>();
   checkRoutingChoice(o);
+  tlsPaths = checkTlsChoice(o);
 } catch (e) {
   exitOnConfigError('fencer-session-proxy', e);
 }
@@ -43,10 +48,14 @@ const proxy = buildProxy({
   id: o.id,
   heartbeatIntervalMs: o.heartbeatIntervalMs,
   streamsMax: o.streamsMax,
+  tls: tlsFilesFor(tlsPaths, logger),
 });
 const metricsServer = o.metricsListen ? await serveMetrics(o.metricsListen, metrics.registry) : undefined;
 const at = await proxy.listen(o.listen);
-logger.info({ listen: at, metrics: o.metricsListen, intervalMs: o.heartbeatIntervalMs }, 'session proxy serving');
+logger.info(
+  { listen: at, metrics: o.metricsListen, intervalMs: o.heartbeatIntervalMs, tls: tlsPaths !== undefined },
+  'session proxy serving',
+);
 stopOnSignals(logger, async (signal) => {
   logger.info({ signal }, 'stopping');
   metricsServer?.close();

@@ -185,7 +185,7 @@ export interface MuxOptions {
 function muxListener(
   options: MuxOptions,
   sniff: (socket: net.Socket) => void,
-  toGrpc: (socket: net.Socket, identity: PeerIdentity) => void,
+  toGrpc: (socket: net.Socket, identity: PeerIdentity | undefined) => void,
 ): { listener: net.Server; stopFollowing: () => void } {
   if (options.tls === undefined) return { listener: net.createServer({ noDelay: true }, sniff), stopFollowing: () => {} };
   const { server, stopFollowing } = createTlsListener({
@@ -243,7 +243,7 @@ export async function listenMuxed(server: Server, address: string, options: MuxO
   const identities = new Map<string, PeerIdentity>();
   const { listener, stopFollowing } = muxListener(options, sniff, (socket, identity) => {
     const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-    identities.set(peer, identity);
+    if (identity !== undefined) identities.set(peer, identity);
     socket.once('close', () => identities.delete(peer));
     injector.injectConnection(socket);
   });

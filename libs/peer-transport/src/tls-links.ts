@@ -64,8 +64,14 @@ export interface TlsListenOptions {
   /** The protocols offered, in the server's order of preference. */
   readonly alpn: readonly string[];
   readonly accepts: AcceptsIdentity;
-  /** A verified, accepted connection, with what its certificate names and the protocol agreed ('' when none). */
-  readonly onConnection: (socket: tls.TLSSocket, identity: PeerIdentity, protocol: string) => void;
+  /**
+   * 'none': a server for clients (a router's or proxy's client port) that
+   * asks for no client certificate; every connection is taken with an
+   * undefined identity, `accepts` unused. Default: required and checked.
+   */
+  readonly clientCertificate?: 'required' | 'none';
+  /** An accepted connection, with what its certificate names (undefined without client certificates) and the protocol agreed ('' when none). */
+  readonly onConnection: (socket: tls.TLSSocket, identity: PeerIdentity | undefined, protocol: string) => void;
   /** A connection refused: a failed handshake (plaintext, a certificate the CA did not sign, an expired one) or a refused identity. */
   readonly onRefused?: (reason: 'tls-handshake' | 'foreign-certificate', detail: string, remote: string) => void;
 }
@@ -73,7 +79,10 @@ export interface TlsListenOptions {
 /** A TLS listener whose context follows its files (reloads), refusing what `accepts` refuses. */
 export function createTlsListener(options: TlsListenOptions): { server: tls.Server; stopFollowing: () => void } {
   const { files } = options;
-  const server = tls.createServer(files.serverOptions(options.alpn), (socket) => {
+  const anyClient = options.clientCertificate === 'none';
+  const serverOptions = anyClient ? { ...files.serverOptions(options.alpn), requestCert: false } : files.serverOptions(options.alpn);
+  const server = tls.createServer(serverOptions, (socket) => {
+    if (anyClient) return options.onConnection(socket, undefined, typeof socket.alpnProtocol === 'string' ? socket.alpnProtocol : '');
     const id = identityOf(socket);
     const why = id === undefined ? 'an unverified or unnamed certificate' : options.accepts(id);
     if (why !== undefined || id === undefined) {
@@ -111,7 +120,7 @@ export type IdentityByPeer = (peer: string) => PeerIdentity | undefined;
 export async function listenGrpcTls(
   server: { createConnectionInjector(c: ServerCredentials): { injectConnection(s: net.Socket): void } },
   address: string,
-  options: Pick<TlsListenOptions, 'files' | 'accepts' | 'onRefused'>,
+  options: Pick<TlsListenOptions, 'files' | 'accepts' | 'onRefused' | 'clientCertificate'>,
 ): Promise<GrpcTlsPort & { identityByPeer: IdentityByPeer }> {
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
   const identities = new Map<string, PeerIdentity>();
@@ -120,7 +129,7 @@ export async function listenGrpcTls(
     alpn: [ALPN.h2],
     onConnection: (socket, identity) => {
       const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-      identities.set(peer, identity);
+      if (identity !== undefined) identities.set(peer, identity);
       socket.once('close', () => identities.delete(peer));
       injector.injectConnection(socket);
     },

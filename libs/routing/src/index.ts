@@ -23,5 +23,13 @@ export { StaticRoutingSource, type RoutingSource } from './routing-source.js';
 export { FileRoutingSource } from './file-routing-source.js';
 export { ControlPlaneRoutingSource, type ControlPlaneOptions } from './control-plane-routing-source.js';
 export { parseControlPlaneUrls } from './control-plane-instances.js';
-export { checkRoutingChoice, routingOptions, routingSourceFor, type RoutingChoice } from './routing-options.js';
+export {
+  checkRoutingChoice,
+  checkTlsChoice,
+  routingOptions,
+  routingSourceFor,
+  tlsFilesFor,
+  type RoutingChoice,
+  type TlsChoice,
+} from './routing-options.js';
 export { startLockServer, type LockServer } from './lock-server.js';
