@@ -35,7 +35,9 @@ export declare function planFleet(opts: {
 export declare function spawnReplica(replica: ReplicaPlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
 export declare function adminClient(address: string): InstanceType<typeof adminpb.CellAdminClient>;
 /** Mutual TLS for every fleet planned from now on in this process (certificates from tools/scripts/dev-ca.mjs in `dir`). */
-export declare function useFleetTls(dir: string): void;
+export declare function useFleetTls(dir: string | undefined): void;
+/** NODE_EXTRA_CA_CERTS naming the fleet's CA under TLS (HTTPS clients of the control plane), else nothing. */
+export declare function caEnv(): Record<string, string>;
 export declare function fleetTlsDir(): string | undefined;
 /** This process's gRPC credentials towards the fleet: an operator's certificate under TLS, else plaintext. */
 export declare function fleetCredentials(): ChannelCredentials;

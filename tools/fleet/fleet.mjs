@@ -9,6 +9,8 @@
 // metrics on base + 700 + i.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync, readFileSync, renameSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +58,18 @@ function tlsEnv(name) {
     FENCER_TLS_KEY: path.join(tlsDir, `${name}.key`),
     FENCER_TLS_CA: path.join(tlsDir, 'ca.crt'),
   };
+}
+
+/** A control plane's --tls-* flags for its certificate `name` (its flags' environment prefix is FENCER_CP_), or none. */
+function tlsArgs(name) {
+  if (tlsDir === undefined) return [];
+  const env = tlsEnv(name);
+  return ['--tls-cert', env.FENCER_TLS_CERT, '--tls-key', env.FENCER_TLS_KEY, '--tls-ca', env.FENCER_TLS_CA];
+}
+
+/** Trust in the fleet's CA for a process's HTTPS clients (fetch to the control plane), or nothing without TLS. */
+export function caEnv() {
+  return tlsDir === undefined ? {} : { NODE_EXTRA_CA_CERTS: path.join(tlsDir, 'ca.crt') };
 }
 
 /** gRPC credentials of this process towards the fleet: the operator's certificate under TLS, else plaintext. */
@@ -176,7 +190,7 @@ function planFrontends(kind, opts) {
       grpc,
       metrics: `http://${metricsListen}/metrics`,
       argv,
-      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}), ...tlsEnv(id) },
+      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}), ...tlsEnv(id), ...caEnv() },
       cwd: root,
       pid: 0,
     });
@@ -212,7 +226,10 @@ export function planControlPlanes(opts) {
     });
   }
   const peers = members.map((m) => `${m.id}=${m.peer}`).join(',');
-  const urls = members.map((m) => `${m.id}=http://${m.http}`).join(',');
+  // Under TLS the HTTP API is HTTPS, and the meta group's peers take control planes' certificates only.
+  const scheme = tlsDir === undefined ? 'http' : 'https';
+  const urls = members.map((m) => `${m.id}=${scheme}://${m.http}`).join(',');
+  issueCerts(members.flatMap((m) => ['--control-plane', m.id]));
   return members.map((m) => {
     const dataDir = path.resolve(opts.dataDir, 'control-plane', m.id);
     const argv = [
@@ -235,16 +252,17 @@ export function planControlPlanes(opts) {
       '--admin-token-file',
       opts.adminTokenFile,
       ...(opts.auth ? ['--auth'] : []),
+      ...tlsArgs(m.id),
       ...(opts.extraArgs ?? []),
     ];
     return {
       id: m.id,
-      url: `http://${m.http}`,
+      url: `${scheme}://${m.http}`,
       http: m.http,
       peer: m.peer,
       metrics: `http://${m.metricsListen}/metrics`,
       argv,
-      env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },
+      env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}), ...caEnv() },
       cwd: root,
       dataDir,
       pid: 0,
@@ -256,17 +274,28 @@ export function planControlPlanes(opts) {
  * Resolves once the control plane at `url` answers a linearizable read
  * (GET /v1/routing: its meta group has a leader), or rejects after timeoutMs.
  */
+/** The status of a GET (http or https; https trusting the fleet's CA), within 2 s. */
+function httpStatus(url, token) {
+  const get = url.protocol === 'https:' ? httpsGet : httpGet;
+  const ca = url.protocol === 'https:' && tlsDir !== undefined ? { ca: readFileSync(path.join(tlsDir, 'ca.crt')) } : {};
+  return new Promise((resolve, reject) => {
+    const req = get(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 2_000, ...ca }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 2 s')));
+    req.on('error', reject);
+  });
+}
+
 export async function waitForControlPlane(url, timeoutMs = 30_000, token) {
   const until = Date.now() + timeoutMs;
   let last = 'no answer';
   while (Date.now() < until) {
     try {
-      const res = await fetch(new URL('/v1/routing', url), {
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        signal: AbortSignal.timeout(2_000),
-      });
-      if (res.ok) return;
-      last = `HTTP ${res.status}`;
+      const code = await httpStatus(new URL('/v1/routing', url), token);
+      if (code >= 200 && code < 300) return;
+      last = `HTTP ${code}`;
     } catch (e) {
       last = e.message;
     }

@@ -299,7 +299,7 @@ async function servePeers(
   }
   // A TolerantServer for its compressed-garbage answer (INVALID_ARGUMENT); the service marks its own undecodable batches.
   const peerServer = new TolerantServer(grpcOptions(config));
-  const { tls: _tls, ...intakeChecks } = peerChecks;
+  const { tls: _tls, tlsAccepts: _accepts, ...intakeChecks } = peerChecks;
   peerServer.addService(
     raftTransportService,
     raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...intakeChecks }, logger),

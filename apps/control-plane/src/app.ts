@@ -18,7 +18,9 @@
  *   first answer even from a new leader (http/idempotency.ts).
  */
 import { randomUUID } from 'node:crypto';
+import type tls from 'node:tls';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TlsFiles } from '@fencer/service';
 import { newToken } from './auth.js';
 import type { CellDirectory } from './cells.js';
 import { installAccessChecks } from './http/access.js';
@@ -52,6 +54,8 @@ export interface ControlPlaneDeps {
   readonly metrics?: AppMetrics;
   /** Starts a leader task's next pass now (workers/leader-loop.ts LeaderLoop.wake), after a write that journaled work. */
   readonly wake?: (task: string) => void;
+  /** Serve HTTPS with this instance's certificate, reloaded on change or SIGHUP (clients present none: they bear tokens). */
+  readonly https?: TlsFiles;
 }
 
 function routeContextOf(deps: ControlPlaneDeps): RouteContext {
@@ -70,12 +74,18 @@ function routeContextOf(deps: ControlPlaneDeps): RouteContext {
 export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance> {
   const ctx = routeContextOf(deps);
   const app = Fastify({
+    ...(deps.https ? { https: { ...deps.https.current } } : {}),
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: bodyBytesMax,
     routerOptions: { maxParamLength: 256 },
   });
   // On the root instance, before any route plugin: every plugin inherits the validators, the error
   // handler and the hooks that exist when it is registered.
+  // A new certificate reaches connections made after the reload.
+  if (deps.https) {
+    const stop = deps.https.follow(app.server as unknown as tls.Server);
+    app.addHook('onClose', async () => stop());
+  }
   installContractValidation(app);
   installProblemReplies(app);
   if (deps.metrics) installRequestMetrics(app, deps.metrics);

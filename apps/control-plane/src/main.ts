@@ -8,7 +8,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Clock } from '@fencer/base';
-import { createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
+import { TlsFiles, createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
+import { anyReplica, grpcChannelCredentials } from '@fencer/peer-transport';
 import { buildApp } from './app.js';
 import { GrpcCellDirectory } from './cells.js';
 import { parseConfig, type ControlPlaneConfig } from './config.js';
@@ -34,15 +35,21 @@ try {
 const clock: Clock = { monoMs: () => performance.now(), wallMs: () => Date.now() };
 const metrics = new ControlPlaneMetrics();
 const adminToken = config.auth ? loadOrCreateAdminToken(config.adminTokenFile) : undefined;
-const member = await startMetaMember(config, { logger, metrics, clock, die });
+const tlsFiles = config.tls
+  ? new TlsFiles(config.tls, (err) => logger.error({ err: err.message }, 'TLS files not reloaded; keeping the previous ones')).start()
+  : undefined;
+// Under TLS the cells' admin ports take this instance's certificate (a control plane's): no other caller may write there.
+const cellCredentials = tlsFiles ? grpcChannelCredentials(tlsFiles, anyReplica) : undefined;
+const member = await startMetaMember(config, { logger, metrics, clock, die }, tlsFiles);
 const group = member.group;
 
-const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);
+const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs, cellCredentials);
 const snapshots = startSnapshotTask(config, {
   meta: group,
   cells,
   logger: logger.child({ part: 'snapshots' }),
   metrics: metrics.snapshots,
+  ...(cellCredentials ? { cellCredentials } : {}),
 });
 const taskLogger = logger.child({ part: 'leader-tasks' });
 const leaderTasks = new LeaderLoop(
@@ -62,6 +69,7 @@ const app = await buildApp({
   metrics,
   ...(adminToken !== undefined ? { adminToken } : {}),
   wake: (task) => leaderTasks.wake(task),
+  ...(tlsFiles ? { https: tlsFiles } : {}),
 });
 const at = config.listen.lastIndexOf(':');
 await app
@@ -85,6 +93,7 @@ logger.info(
     peers: Object.fromEntries(config.peers),
     cells: config.cells.map((c) => c.id),
     auth: config.auth,
+    tls: config.tls !== undefined,
     snapshotStore: config.snapshotStore,
   },
   'control plane serving',
@@ -99,5 +108,6 @@ stopOnSignals(logger, async (signal) => {
   cells.close();
   metricsServer.close();
   await member.close();
+  tlsFiles?.stop();
   logger.info({}, 'stopped cleanly');
 });

@@ -31,7 +31,7 @@ import { LengthPrefixDecoder } from './length-prefix.js';
 import { peerBatchBytesMax, peerKeepaliveMs, peerSocketBufferBytesMax } from './limits.js';
 import type { PeerLogger } from './logger.js';
 import { RefusalLog } from './refusal-log.js';
-import { ALPN, createTlsListener, dialTls, replicaOfCell } from './tls-links.js';
+import { ALPN, type AcceptsIdentity, createTlsListener, dialTls, replicaOfCell } from './tls-links.js';
 
 /** A frame's header: the payload's length, big-endian. */
 export const peerFrameHeaderBytes = 4;
@@ -58,7 +58,7 @@ class TcpPeerLink extends BatchingLink<net.Socket> {
     const socket =
       tlsFiles === undefined
         ? net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: peerKeepaliveMs })
-        : dialTls(this.address, tlsFiles, [ALPN.peer], replicaOfCell(this.opts.cellId));
+        : dialTls(this.address, tlsFiles, [ALPN.peer], this.opts.tlsAccepts ?? replicaOfCell(this.opts.cellId));
     if (tlsFiles !== undefined) {
       socket.setNoDelay(true);
       socket.setKeepAlive(true, peerKeepaliveMs);
@@ -92,6 +92,8 @@ export class TcpPeerTransport extends LinkedPeerTransport {
 export type PeerServerChecks = Pick<PeerIntake, 'admits' | 'onRefused' | 'onSenderAddress'> & {
   /** Mutual TLS: only connections whose certificate names a replica of this cell are read at all. */
   readonly tls?: TlsFiles;
+  /** Whom the port takes under TLS; default: a replica of its cell (the meta group: a control plane). */
+  readonly tlsAccepts?: AcceptsIdentity;
 };
 
 /** The receiving half: accepts peers' connections, decodes their frames and hands each message on. */
@@ -104,7 +106,7 @@ export class TcpPeerServer {
 
   /** `checks`: which senders are taken, and where refusals are counted (see PeerIntake); without them every sender is taken. */
   constructor(cellId: string, onMessage: (m: Message) => void, logger: PeerLogger, checks: PeerServerChecks = {}) {
-    const { tls: tlsFiles, ...intakeChecks } = checks;
+    const { tls: tlsFiles, tlsAccepts, ...intakeChecks } = checks;
     this.intake = { cellId, onMessage, ...intakeChecks };
     this.refusals = new RefusalLog(logger);
     if (tlsFiles === undefined) {
@@ -114,7 +116,7 @@ export class TcpPeerServer {
     const listener = createTlsListener({
       files: tlsFiles,
       alpn: [ALPN.peer],
-      accepts: replicaOfCell(cellId),
+      accepts: tlsAccepts ?? replicaOfCell(cellId),
       onConnection: (socket: tls.TLSSocket) => {
         socket.setNoDelay(true);
         this.accept(socket);
