@@ -189,8 +189,12 @@ try {
     if (opts.auth) token = await waitForFile(adminTokenFile, 30_000);
     for (const c of controlPlanes.slice(1)) start(c, spawnPlanned);
     await Promise.all(controlPlanes.map((c) => waitForControlPlane(c.url, 60_000, token)));
-    // Routers create auto-tenants and follow the routing table with the admin token.
-    if (token) for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = token;
+    // Routers create auto-tenants and follow the routing table with the front-end token (not the admin token):
+    // the control plane writes it beside the admin token, and it reaches routing, fleet status and tenant creation only.
+    if (token) {
+      const frontEndToken = await waitForFile(path.join(dataDir, 'front-end-token'), 30_000);
+      for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = frontEndToken;
+    }
   }
   for (const p of [...routers, ...proxies]) start(p, spawnPlanned);
   await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 30_000)));

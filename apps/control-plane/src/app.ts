@@ -46,6 +46,8 @@ export interface ControlPlaneDeps {
   readonly cells: CellDirectory;
   /** Auth on: the admin token every admin call must bear. Absent: auth off (the local default). */
   readonly adminToken?: string;
+  /** With auth on: the routers' and proxies' token (routing, fleet status, auto-tenants); absent: they need the admin token. */
+  readonly frontEndToken?: string;
   readonly wallMs?: () => number;
   readonly newId?: () => string;
   readonly newTenantToken?: () => string;
@@ -63,6 +65,7 @@ function routeContextOf(deps: ControlPlaneDeps): RouteContext {
     meta: deps.meta,
     cells: deps.cells,
     adminToken: deps.adminToken,
+    frontEndToken: deps.frontEndToken,
     write: metaWriter(deps.meta),
     wallMs: deps.wallMs ?? (() => Date.now()),
     newId: deps.newId ?? (() => randomUUID()),

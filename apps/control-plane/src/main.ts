@@ -14,7 +14,8 @@ import { buildApp } from './app.js';
 import { GrpcCellDirectory } from './cells.js';
 import { parseConfig, type ControlPlaneConfig } from './config.js';
 import { ControlPlaneMetrics } from './metrics.js';
-import { loadOrCreateAdminToken } from './auth.js';
+import path from 'node:path';
+import { loadOrCreateAdminToken, loadOrCreateFrontEndToken } from './auth.js';
 import { startMetaMember } from './meta-member.js';
 import { LeaderLoop } from './workers/leader-loop.js';
 import { startSnapshotTask } from './workers/snapshot-wiring.js';
@@ -35,6 +36,10 @@ try {
 const clock: Clock = { monoMs: () => performance.now(), wallMs: () => Date.now() };
 const metrics = new ControlPlaneMetrics();
 const adminToken = config.auth ? loadOrCreateAdminToken(config.adminTokenFile) : undefined;
+// Routers and proxies get this narrower token (routing, fleet status, auto-tenants), written beside the admin token.
+const frontEndToken = config.auth
+  ? loadOrCreateFrontEndToken(path.join(path.dirname(config.adminTokenFile), 'front-end-token'))
+  : undefined;
 const tlsFiles = config.tls
   ? new TlsFiles(config.tls, (err) => logger.error({ err: err.message }, 'TLS files not reloaded; keeping the previous ones')).start()
   : undefined;
@@ -68,6 +73,7 @@ const app = await buildApp({
   logger: logger.child({ part: 'http' }),
   metrics,
   ...(adminToken !== undefined ? { adminToken } : {}),
+  ...(frontEndToken !== undefined ? { frontEndToken } : {}),
   wake: (task) => leaderTasks.wake(task),
   ...(tlsFiles ? { https: tlsFiles } : {}),
 });

@@ -24,7 +24,7 @@ function fleetJson(state: MetaStateMachine, cells: CellDirectory): Record<string
 export const fleetRoutes: FastifyPluginAsync<RouteContext> = async (app, { meta, cells }) => {
   app.get(
     '/v1/fleet',
-    { config: routeConfig('admin'), schema: { response: { 200: responseSchema('/v1/fleet', 'get', '200') } } },
+    { config: routeConfig('front-end'), schema: { response: { 200: responseSchema('/v1/fleet', 'get', '200') } } },
     async () => fleetJson(await meta.read(), cells),
   );
 };

@@ -59,7 +59,10 @@ export const routingRoutes: FastifyPluginAsync<RouteContext> = async (app, { met
 
   app.get(
     '/v1/routing',
-    { config: routeConfig('admin'), schema: { querystring: routingQuery, response: { 200: responseSchema('/v1/routing', 'get', '200') } } },
+    {
+      config: routeConfig('front-end'),
+      schema: { querystring: routingQuery, response: { 200: responseSchema('/v1/routing', 'get', '200') } },
+    },
     async (request) => {
       const { sinceVersion, waitMs } = request.query as { sinceVersion?: number; waitMs?: number };
       const state = await meta.read();

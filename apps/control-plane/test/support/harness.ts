@@ -160,7 +160,14 @@ export async function openStore(dir: string): Promise<WalStore> {
 }
 
 export async function startHarness(
-  opts: { adminToken?: string; cells?: string[]; dataDir?: string; limits?: Partial<MetaLimits>; snapshotEveryEntries?: number } = {},
+  opts: {
+    adminToken?: string;
+    frontEndToken?: string;
+    cells?: string[];
+    dataDir?: string;
+    limits?: Partial<MetaLimits>;
+    snapshotEveryEntries?: number;
+  } = {},
 ): Promise<Harness> {
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
   const store = await openStore(dir);
@@ -201,6 +208,7 @@ export async function startHarness(
     cells,
     newId: () => `id-${++n}`,
     ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
+    ...(opts.frontEndToken !== undefined ? { frontEndToken: opts.frontEndToken } : {}),
   });
   return {
     app,
