@@ -4,7 +4,8 @@
  * follower forwards a call to the leader over TLS, a router's certificate
  * opens a session, a plaintext client is refused; the admin port answers a
  * control plane's or an operator's certificate and refuses a router's, so a
- * router's credential cannot make an admin write (TransferLeadership).
+ * router's credential cannot make an admin write (TransferLeadership); a
+ * client whose certificate has expired is refused.
  * Method: three buildCellNode replicas in this process on free 127.0.0.1
  * ports, certificates from tools/scripts/dev-ca.mjs (openssl) in a temp
  * folder, gRPC clients with each holder's certificate. Without openssl the
@@ -58,6 +59,8 @@ beforeAll(async () => {
     { name: 'cp1', kind: 'control-plane' as const },
     { name: 'op1', kind: 'operator' as const },
   ]);
+  // A router whose certificate expired the second it was made (valid CA, valid name, out of date).
+  Object.assign(certs, issueTestCerts(dir, [{ name: 'r-old', kind: 'router' as const }], { days: 0 }));
   const base = await freePortBase(3);
   const peers = ids.map((id, i) => `${id}=127.0.0.1:${base + 1 + i}`).join(',');
   for (const [i, id] of ids.entries()) {
@@ -109,6 +112,17 @@ describe.skipIf(missing !== undefined)('a cell under mutual TLS', () => {
       client.close();
     }
   }, 90_000);
+
+  it('refuses a client whose certificate has expired', async () => {
+    // r-old's validity ended the second it was issued, before the cell started.
+    const client = lockClient(configs[0]!.listen, 'r-old');
+    const e = await call((md, o, cb) => client.openSession({ namespace: 'tls', clientId: 't', ttlMs: 10_000 }, md, o, cb)).then(
+      () => undefined,
+      (err: ServiceError) => err,
+    );
+    client.close();
+    expect(e?.code).toBe(status.UNAVAILABLE);
+  });
 
   it('refuses a plaintext client on the client port', async () => {
     const client = lockClient(configs[0]!.listen, undefined);
