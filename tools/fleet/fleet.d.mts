@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { adminpb } from '@fencer/protocol';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 
 /** One process of a fleet: how to start it, and its pid once started (0 before). */
 export interface PlannedProcess {
@@ -33,6 +34,13 @@ export declare function planFleet(opts: {
 }): CellPlan[];
 export declare function spawnReplica(replica: ReplicaPlan, opts?: { stdio?: 'inherit' | 'ignore' | 'pipe'; logDir?: string }): ChildProcess;
 export declare function adminClient(address: string): InstanceType<typeof adminpb.CellAdminClient>;
+/** Mutual TLS for every fleet planned from now on in this process (certificates from tools/scripts/dev-ca.mjs in `dir`). */
+export declare function useFleetTls(dir: string | undefined): void;
+/** NODE_EXTRA_CA_CERTS naming the fleet's CA under TLS (HTTPS clients of the control plane), else nothing. */
+export declare function caEnv(): Record<string, string>;
+export declare function fleetTlsDir(): string | undefined;
+/** This process's gRPC credentials towards the fleet: an operator's certificate under TLS, else plaintext. */
+export declare function fleetCredentials(): ChannelCredentials;
 export declare function status(
   client: InstanceType<typeof adminpb.CellAdminClient>,
   timeoutMs?: number,

@@ -7,8 +7,10 @@
 // i on base + 500 + i (metrics + 550); control-plane instance i serves HTTP
 // on base + 600 + i, its meta-group peer transport on base + 650 + i and
 // metrics on base + 700 + i.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync, readFileSync, renameSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +22,62 @@ export const CELL_NODE_MAIN = path.join(root, 'apps/cell-node/dist/main.js');
 export const CELL_ROUTER_MAIN = path.join(root, 'apps/cell-router/dist/main.js');
 export const SESSION_PROXY_MAIN = path.join(root, 'apps/session-proxy/dist/main.js');
 export const CONTROL_PLANE_MAIN = path.join(root, 'apps/control-plane/dist/main.js');
+const DEV_CA = path.join(root, 'tools/scripts/dev-ca.mjs');
+
+// ------------------------------------------------------------ mutual TLS (decision 0016)
+
+/** The folder of this fleet's CA and certificates once useFleetTls ran; undefined: plaintext. */
+let tlsDir;
+
+/**
+ * Turns mutual TLS on for every fleet planned from now on in this process:
+ * the development CA in `dir` (tools/scripts/dev-ca.mjs, made on first use)
+ * issues each replica, router and proxy its certificate as it is planned,
+ * and this process's admin and test clients present an operator's.
+ */
+export function useFleetTls(dir) {
+  tlsDir = dir;
+  issueCerts(['--operator', 'fleet-operator']);
+}
+
+/** The fleet's TLS folder, or undefined when the fleet is plaintext. */
+export function fleetTlsDir() {
+  return tlsDir;
+}
+
+function issueCerts(args) {
+  if (tlsDir === undefined || args.length === 0) return;
+  execFileSync(process.execPath, [DEV_CA, '--dir', tlsDir, ...args], { stdio: 'pipe' });
+}
+
+/** The environment that points a process at its certificate `name` (FENCER_TLS_*), or nothing without TLS. */
+function tlsEnv(name) {
+  if (tlsDir === undefined) return {};
+  return {
+    FENCER_TLS_CERT: path.join(tlsDir, `${name}.crt`),
+    FENCER_TLS_KEY: path.join(tlsDir, `${name}.key`),
+    FENCER_TLS_CA: path.join(tlsDir, 'ca.crt'),
+  };
+}
+
+/** A control plane's --tls-* flags for its certificate `name` (its flags' environment prefix is FENCER_CP_), or none. */
+function tlsArgs(name) {
+  if (tlsDir === undefined) return [];
+  const env = tlsEnv(name);
+  return ['--tls-cert', env.FENCER_TLS_CERT, '--tls-key', env.FENCER_TLS_KEY, '--tls-ca', env.FENCER_TLS_CA];
+}
+
+/** Trust in the fleet's CA for a process's HTTPS clients (fetch to the control plane), or nothing without TLS. */
+export function caEnv() {
+  return tlsDir === undefined ? {} : { NODE_EXTRA_CA_CERTS: path.join(tlsDir, 'ca.crt') };
+}
+
+/** gRPC credentials of this process towards the fleet: the operator's certificate under TLS, else plaintext. */
+export function fleetCredentials() {
+  if (tlsDir === undefined) return credentials.createInsecure();
+  const read = (f) => readFileSync(path.join(tlsDir, f));
+  return credentials.createSsl(read('ca.crt'), read('fleet-operator.key'), read('fleet-operator.crt'));
+}
 
 /**
  * @param {{ replicas?: number, cells?: number, portBase?: number, dataDir: string, extraArgs?: string[], env?: Record<string,string>, stdio?: 'inherit'|'ignore'|'pipe', logDir?: string }} opts
@@ -43,6 +101,7 @@ export function planFleet(opts) {
       });
     }
     const peers = members.map((m) => `${m.id}=${m.grpc}`).join(',');
+    issueCerts(['--cell', `${cellId}=${members.map((m) => m.id).join(',')}`]);
     plan.push({
       id: cellId,
       replicas: members.map((m) => {
@@ -75,7 +134,7 @@ export function planFleet(opts) {
           peer: m.peer,
           metrics: `http://${m.metricsListen}/metrics`,
           argv,
-          env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },
+          env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}), ...tlsEnv(m.id) },
           cwd: root,
           dataDir,
           pid: 0,
@@ -106,6 +165,7 @@ function planFrontends(kind, opts) {
   const main = kind === 'router' ? CELL_ROUTER_MAIN : SESSION_PROXY_MAIN;
   const offset = kind === 'router' ? 400 : 500;
   const out = [];
+  issueCerts(Array.from({ length: opts.count }, (_, k) => [`--${kind}`, `${kind}-${k + 1}`]).flat());
   for (let i = 1; i <= opts.count; i++) {
     const id = `${kind}-${i}`;
     const grpc = `127.0.0.1:${opts.portBase + offset + i}`;
@@ -126,7 +186,7 @@ function planFrontends(kind, opts) {
       grpc,
       metrics: `http://${metricsListen}/metrics`,
       argv,
-      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },
+      env: { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}), ...tlsEnv(id), ...caEnv() },
       cwd: root,
       pid: 0,
     });
@@ -182,7 +242,10 @@ export function planControlPlanes(opts) {
     });
   }
   const peers = members.map((m) => `${m.id}=${m.peer}`).join(',');
-  const urls = members.map((m) => `${m.id}=http://${m.http}`).join(',');
+  // Under TLS the HTTP API is HTTPS, and the meta group's peers take control planes' certificates only.
+  const scheme = tlsDir === undefined ? 'http' : 'https';
+  const urls = members.map((m) => `${m.id}=${scheme}://${m.http}`).join(',');
+  issueCerts(members.flatMap((m) => ['--control-plane', m.id]));
   return members.map((m) => {
     const dataDir = path.resolve(opts.dataDir, 'control-plane', m.id);
     const argv = [
@@ -205,16 +268,17 @@ export function planControlPlanes(opts) {
       '--admin-token-file',
       opts.adminTokenFile,
       ...(opts.auth ? ['--auth'] : []),
+      ...tlsArgs(m.id),
       ...(opts.extraArgs ?? []),
     ];
     return {
       id: m.id,
-      url: `http://${m.http}`,
+      url: `${scheme}://${m.http}`,
       http: m.http,
       peer: m.peer,
       metrics: `http://${m.metricsListen}/metrics`,
       argv,
-      env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}) },
+      env: { UV_USE_IO_URING: '0', FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'info', ...(opts.env ?? {}), ...caEnv() },
       cwd: root,
       dataDir,
       pid: 0,
@@ -226,17 +290,28 @@ export function planControlPlanes(opts) {
  * Resolves once the control plane at `url` answers a linearizable read
  * (GET /v1/routing: its meta group has a leader), or rejects after timeoutMs.
  */
+/** The status of a GET (http or https; https trusting the fleet's CA), within 2 s. */
+function httpStatus(url, token) {
+  const get = url.protocol === 'https:' ? httpsGet : httpGet;
+  const ca = url.protocol === 'https:' && tlsDir !== undefined ? { ca: readFileSync(path.join(tlsDir, 'ca.crt')) } : {};
+  return new Promise((resolve, reject) => {
+    const req = get(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 2_000, ...ca }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 2 s')));
+    req.on('error', reject);
+  });
+}
+
 export async function waitForControlPlane(url, timeoutMs = 30_000, token) {
   const until = Date.now() + timeoutMs;
   let last = 'no answer';
   while (Date.now() < until) {
     try {
-      const res = await fetch(new URL('/v1/routing', url), {
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        signal: AbortSignal.timeout(2_000),
-      });
-      if (res.ok) return;
-      last = `HTTP ${res.status}`;
+      const code = await httpStatus(new URL('/v1/routing', url), token);
+      if (code >= 200 && code < 300) return;
+      last = `HTTP ${code}`;
     } catch (e) {
       last = e.message;
     }
@@ -308,7 +383,7 @@ export function spawnReplica(replica, { stdio = 'ignore', logDir } = {}) {
 }
 
 export function adminClient(address) {
-  return new adminpb.CellAdminClient(address, credentials.createInsecure());
+  return new adminpb.CellAdminClient(address, fleetCredentials());
 }
 
 /** Admin Status of one replica, or undefined when it does not answer within timeoutMs. */

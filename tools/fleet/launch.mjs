@@ -22,6 +22,13 @@
 // <data-dir>/admin-token (mode 0600), where the CLI looks for it. Cell
 // snapshots the control plane uploads go to <data-dir>/snapshots (file://).
 //
+// `--secure` (implies `--auth`): mutual TLS on every link and TLS to clients
+// (decision 0016). A development CA (tools/scripts/dev-ca.mjs) in
+// <data-dir>/tls issues each process its certificate; the CLI and the
+// examples present <data-dir>/tls/fleet-operator.crt and trust ca.crt
+// (FENCER_TLS_* and NODE_EXTRA_CA_CERTS, printed at start). A plaintext
+// client is refused everywhere.
+//
 // `--control-planes 0`: routing without a control plane, through
 // <data-dir>/routing.json; auto-tenants place a new namespace on the cell
 // with the fewest namespaces and rewrite the file. A restart keeps the
@@ -51,6 +58,7 @@ import {
   writeCellsFile,
   writeFleetJson,
   writeRoutingFile,
+  useFleetTls,
 } from './fleet.mjs';
 
 const int =
@@ -74,6 +82,7 @@ const program = new Command('fencer-fleet')
     1,
   )
   .option('--auth', 'control plane requires bearer tokens (the admin token is in <data-dir>/admin-token)', false)
+  .option('--secure', 'mutual TLS on every link, TLS to clients, auth on (certificates in <data-dir>/tls)', false)
   .option(
     '--port-base <p>',
     'first port; replica i of cell c listens on base + 10(c-1) + i, router i on base + 400 + i, proxy i on base + 500 + i, control plane i on base + 600 + i',
@@ -86,6 +95,7 @@ const program = new Command('fencer-fleet')
   .allowExcessArguments(false);
 program.parse(process.argv.slice(2), { from: 'user' });
 const opts = program.opts();
+if (opts.secure) opts.auth = true;
 
 if (!cellNodeBuilt() || !frontendsBuilt() || (opts.controlPlanes > 0 && !controlPlaneBuilt())) {
   console.error(
@@ -94,7 +104,9 @@ if (!cellNodeBuilt() || !frontendsBuilt() || (opts.controlPlanes > 0 && !control
   process.exit(2);
 }
 if (opts.auth && opts.controlPlanes === 0) {
-  console.error("fencer: --auth is the control plane's; it needs --control-planes 1 or more.");
+  console.error(
+    `fencer: ${opts.secure ? '--secure (which implies --auth)' : '--auth'} is the control plane's; it needs --control-planes 1 or more.`,
+  );
   process.exit(2);
 }
 
@@ -102,6 +114,9 @@ const startedAt = performance.now();
 const dataDir = path.resolve(opts.dataDir);
 const logDir = opts.logs ? path.join(dataDir, 'logs') : undefined;
 const withControlPlane = opts.controlPlanes > 0;
+const tlsDir = path.join(dataDir, 'tls');
+// Certificates are issued as each process is planned, so TLS is turned on before any plan.
+if (opts.secure) useFleetTls(tlsDir);
 const plan = planFleet({
   replicas: opts.replicas,
   cells: opts.cells,
@@ -194,8 +209,12 @@ try {
     if (opts.auth) token = await waitForFile(adminTokenFile, CONTROL_PLANE_WAIT_MS);
     for (const c of controlPlanes.slice(1)) start(c, spawnPlanned);
     await Promise.all(controlPlanes.map((c) => waitForControlPlane(c.url, CONTROL_PLANE_WAIT_MS, token)));
-    // Routers create auto-tenants and follow the routing table with the admin token.
-    if (token) for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = token;
+    // Routers create auto-tenants and follow the routing table with the front-end token (not the admin token):
+    // the control plane writes it beside the admin token, and it reaches routing, fleet status and tenant creation only.
+    if (token) {
+      const frontEndToken = await waitForFile(path.join(dataDir, 'front-end-token'), 30_000);
+      for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = frontEndToken;
+    }
   }
   for (const p of [...routers, ...proxies]) start(p, spawnPlanned);
   // A router or proxy listens only after its routing source has its first table (front-end.ts), so listening is serving.
@@ -230,6 +249,13 @@ try {
     console.log(`routing: ${routingFile}${opts.autoTenants ? ' (auto-tenants: a new namespace goes to the cell with the fewest)' : ''}`);
   }
   console.log(`fleet description: ${file}`);
+  if (opts.secure) {
+    console.log(`\nsecure: mutual TLS on every link, TLS to clients; plaintext is refused. Certificates in ${tlsDir}. Clients need:`);
+    console.log(`  export NODE_EXTRA_CA_CERTS=${path.join(tlsDir, 'ca.crt')} FENCER_TLS_CA=${path.join(tlsDir, 'ca.crt')}`);
+    console.log(
+      `  export FENCER_TLS_CERT=${path.join(tlsDir, 'fleet-operator.crt')} FENCER_TLS_KEY=${path.join(tlsDir, 'fleet-operator.key')}   # operators: cells' admin ports`,
+    );
+  }
   console.log('\nTry it (in another terminal):');
   console.log(`  node tools/try/try-lock.mjs                     # open a session, take /ls/demo/hello, show its token`);
   console.log(`  node tools/try/try-lock.mjs /ls/demo/job-1 5000 # hold a lock for 5 s`);

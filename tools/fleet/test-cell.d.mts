@@ -74,6 +74,8 @@ export declare function startTestFleet(options?: {
   extraArgs?: string[];
   routerArgs?: string[];
   proxyArgs?: string[];
+  /** Mutual TLS on every link, TLS to clients; this process's clients (adminClient, TestClient) present an operator's certificate. */
+  tls?: boolean;
 }): Promise<TestFleet>;
 
 export interface HeldLock {

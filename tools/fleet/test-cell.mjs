@@ -25,6 +25,7 @@ import {
   waitForLeader,
   waitForPort,
   writeRoutingFile,
+  useFleetTls,
 } from './fleet.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -282,6 +283,8 @@ export async function startTestFleet(options = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-fleet-'));
   const logDir = path.join(dataDir, 'logs');
   const env = { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' };
+  // Mutual TLS (decision 0016): this process's admin and test clients present the fleet operator's certificate.
+  useFleetTls(options.tls ? path.join(dataDir, 'tls') : undefined);
   const extraArgs = [...(cpCount > 0 ? ['--managed'] : []), ...(options.extraArgs ?? [])];
   const plan = planFleet({ cells: cellCount, replicas: replicaCount, portBase, dataDir, extraArgs, env });
   const controlPlanes = cpCount > 0 ? planTestControlPlanes(plan, { count: cpCount, portBase, dataDir, env, extraArgs: options.controlPlaneArgs }) : [];

@@ -11,6 +11,11 @@
  *   of the two on every member; a batch for another cell, or from a sender
  *   it does not take (@fencer/peer-transport admitsSender), closes the stream;
  * - the admin port and the Prometheus metrics port.
+ * With --tls-cert/--tls-key/--tls-ca every port but metrics speaks mutual
+ * TLS (decision 0016): the peer port takes replicas of this cell only, the
+ * admin port a control plane or an operator, the client port any holder the
+ * CA signed, with the lane chosen by ALPN; the node dials its peers and its
+ * leader the same way. Certificates reload on file change or SIGHUP.
  * main.ts only parses the command line, handles signals and exits.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
@@ -19,7 +24,11 @@ import { type Cancel, type LockCellTestHooks, TIMER_DELAY_MS_MAX } from '@fencer
 import { TolerantServer, adminpb, internalpb, lockservice } from '@fencer/protocol';
 import {
   GrpcPeerTransport,
-  type PeerIntake,
+  type GrpcTlsPort,
+  type PeerServerChecks,
+  kindsOf,
+  listenGrpcTls,
+  replicaOfCell,
   type PeerTransportOptions,
   type RaftPeerTransport,
   TcpPeerServer,
@@ -35,7 +44,7 @@ import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
 import { timedDisk } from './timed-disk.js';
 import type { CellNodeConfig } from './config.js';
-import { type Logger, serveMetrics } from '@fencer/service';
+import { type Logger, TlsFiles, serveMetrics } from '@fencer/service';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder, LaneForwarder } from './forwarder.js';
@@ -115,9 +124,16 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   );
   if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
 
+  const tlsFiles = openTls(config, logger);
+  const leaderTls = tlsFiles ? { files: tlsFiles, accepts: replicaOfCell(config.cellId) } : undefined;
   let transport: RaftPeerTransport | undefined;
   // Unary calls reach the leader by its lane (cheaper for the leader than a gRPC call), heartbeats by gRPC.
-  const forwarder = new LaneForwarder(new GrpcForwarder(config.id), (transport) => metrics.forwarded.inc({ transport }));
+  const forwarder = new LaneForwarder(
+    new GrpcForwarder(config.id, leaderTls),
+    (transport) => metrics.forwarded.inc({ transport }),
+    undefined,
+    leaderTls,
+  );
   const node = new CellNode(
     config,
     store,
@@ -134,7 +150,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
     deps.testHooks,
   );
   syncView.isLeader = () => node.isLeader;
-  transport = connectPeers(deps, node);
+  transport = connectPeers(deps, node, tlsFiles);
 
   const service = new LockServiceImpl(node, metrics);
   syncView.callsInFlight = () => service.callsInFlight;
@@ -147,13 +163,8 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
 
   // Twice the election timeout: a follower that long without its leader's word is cut off from it.
   const catchUp = new CatchUpTracker(deps.nowMs, 2 * config.electionTicks * config.tickMs);
-  const closePeers = await servePeers(deps, node, transport, catchUp);
-  // gRPC and the routers' lane share the client port: each connection is sniffed (@fencer/peer-transport listenMuxed).
-  const clientPort = await listenMuxed(server, config.listen, {
-    dispatch: service.lane,
-    onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),
-  });
-  await bind(adminServer, config.adminListen);
+  const closePeers = await servePeers(deps, node, transport, catchUp, tlsFiles);
+  const { clientPort, adminPort } = await serveClientsAndAdmin(deps, server, adminServer, service, tlsFiles);
   const metricsServer = await serveMetrics(config.metricsListen, metrics.registry, {
     ready: () => catchUp.check(replicaView(node)),
     live: () => (node.replica.stopped ? { ok: false, reason: 'the replica has stopped' } : { ok: true }),
@@ -168,6 +179,7 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
       peerTransport: config.peerTransport,
       admin: config.adminListen,
       metrics: config.metricsListen,
+      tls: config.tls !== undefined,
     },
     'cell node serving',
   );
@@ -175,7 +187,8 @@ export async function buildCellNode(deps: CellNodeDeps): Promise<CellNodeApp> {
   const close = async (): Promise<void> => {
     await handOffLeadership(node, config, logger);
     node.cell.close();
-    await stopServing([server, adminServer], clientPort);
+    await stopServing([server, adminServer], clientPort, adminPort);
+    tlsFiles?.stop();
     clearInterval(ticker);
     transport?.close();
     await closePeers();
@@ -221,10 +234,10 @@ async function handOffLeadership(node: CellNode, config: CellNodeConfig, logger:
 }
 
 /** Lets calls in flight finish for a short grace, then cuts every server and the client port. */
-async function stopServing(servers: readonly TolerantServer[], clientPort: MuxedPort): Promise<void> {
+async function stopServing(servers: readonly TolerantServer[], clientPort: MuxedPort, adminPort: GrpcTlsPort | undefined): Promise<void> {
   let graceTimer: NodeJS.Timeout | undefined;
   await Promise.race([
-    Promise.all([...servers.map((s) => new Promise<void>((r) => s.tryShutdown(() => r()))), clientPort.close()]),
+    Promise.all([...servers.map((s) => new Promise<void>((r) => s.tryShutdown(() => r()))), clientPort.close(), adminPort?.close()]),
     new Promise((r) => (graceTimer = setTimeout(r, SERVER_CLOSE_GRACE_MS))),
   ]);
   clearTimeout(graceTimer);
@@ -237,7 +250,7 @@ async function stopServing(servers: readonly TolerantServer[], clientPort: Muxed
  * directory's, else its client port + --peer-port-offset; a member added later gets its link when the directory
  * learns its address.
  */
-function connectPeers(deps: CellNodeDeps, node: CellNode): RaftPeerTransport {
+function connectPeers(deps: CellNodeDeps, node: CellNode, tlsFiles: TlsFiles | undefined): RaftPeerTransport {
   const { config, logger, metrics } = deps;
   const options: PeerTransportOptions = {
     selfId: config.id,
@@ -251,6 +264,7 @@ function connectPeers(deps: CellNodeDeps, node: CellNode): RaftPeerTransport {
     onDropped: (peer, n) => metrics.peerDropped.inc({ peer }, n),
     // The peer address the cell lists for this node, else --peer-listen unless it is a wildcard no peer can dial.
     selfAddress: node.peerAddressOf(NodeId(config.id)) ?? (/^(0\.0\.0\.0|\[::\]):/.test(config.peerListen) ? undefined : config.peerListen),
+    ...(tlsFiles ? { tls: tlsFiles } : {}),
   };
   const transport = config.peerTransport === 'tcp' ? new TcpPeerTransport(options) : new GrpcPeerTransport(options);
   const setPeer = (id: NodeId, address: string): void => {
@@ -278,6 +292,7 @@ async function servePeers(
   node: CellNode,
   transport: RaftPeerTransport,
   catchUp: CatchUpTracker,
+  tlsFiles: TlsFiles | undefined,
 ): Promise<() => Promise<void>> {
   const { config, logger, metrics } = deps;
   const receive = (m: Parameters<typeof node.replica.receive>[0]): void => {
@@ -288,7 +303,7 @@ async function servePeers(
     const conf = node.replica.conf;
     return node.addresses.has(NodeId(id)) || conf.voters.includes(NodeId(id)) || conf.learners.includes(NodeId(id));
   };
-  const peerChecks: Pick<PeerIntake, 'admits' | 'onRefused' | 'onSenderAddress'> = {
+  const peerChecks: PeerServerChecks = {
     admits: (id) => admitsSender(id, { isKnown: known, leader: node.replica.leader }),
     onRefused: (reason) => metrics.replica.inc('replica_messages_dropped_total', 1, { reason }),
     // A sender it took but cannot answer (it missed that member's addition): reach it where it says it is.
@@ -298,6 +313,7 @@ async function servePeers(
         transport.setPeer(NodeId(id), config.peerDial.get(NodeId(id)) ?? address);
       }
     },
+    ...(tlsFiles ? { tls: tlsFiles } : {}),
   };
   if (config.peerTransport === 'tcp') {
     const peerServer = new TcpPeerServer(config.cellId, receive, logger, peerChecks);
@@ -306,7 +322,74 @@ async function servePeers(
   }
   // A TolerantServer for its compressed-garbage answer (INVALID_ARGUMENT); the service marks its own undecodable batches.
   const peerServer = new TolerantServer(grpcOptions(config));
-  peerServer.addService(raftTransportService, raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...peerChecks }, logger));
-  await bind(peerServer, config.peerListen);
-  return () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
+  const { tls: _tls, tlsAccepts: _accepts, ...intakeChecks } = peerChecks;
+  peerServer.addService(
+    raftTransportService,
+    raftTransportHandlers({ cellId: config.cellId, onMessage: receive, ...intakeChecks }, logger),
+  );
+  if (tlsFiles === undefined) {
+    await bind(peerServer, config.peerListen);
+    return () => new Promise<void>((r) => peerServer.tryShutdown(() => r()));
+  }
+  // The same refusals as the TCP port's: a failed handshake, or a certificate that names no replica of this cell.
+  const port = await listenGrpcTls(peerServer, config.peerListen, {
+    files: tlsFiles,
+    accepts: replicaOfCell(config.cellId),
+    onRefused: (reason, detail, remote) => {
+      peerChecks.onRefused?.(reason);
+      logger.warn({ remote, reason: detail }, 'refusing a peer connection');
+    },
+  });
+  return async () => {
+    await port.close();
+    await new Promise<void>((r) => peerServer.tryShutdown(() => r()));
+  };
+}
+
+/** This node's TLS files, watched for change and SIGHUP, when --tls-cert is given. */
+function openTls(config: CellNodeConfig, logger: Logger): TlsFiles | undefined {
+  if (config.tls === undefined) return undefined;
+  const files = new TlsFiles(config.tls, (err) => logger.error({ err: err.message }, 'TLS files not reloaded; keeping the previous ones'));
+  files.onReload(() => logger.info({ cert: config.tls?.cert }, 'TLS files reloaded'));
+  return files.start();
+}
+
+/**
+ * The client port (gRPC and the lane, sniffed, or chosen by ALPN under TLS) and the admin port (under TLS: a control
+ * plane's or an operator's certificate only).
+ */
+async function serveClientsAndAdmin(
+  deps: CellNodeDeps,
+  server: TolerantServer,
+  adminServer: TolerantServer,
+  service: LockServiceImpl,
+  tlsFiles: TlsFiles | undefined,
+): Promise<{ clientPort: MuxedPort; adminPort: GrpcTlsPort | undefined }> {
+  const { config, logger } = deps;
+  const refused = (port: string) => (reason: string, detail: string, remote: string) =>
+    logger.warn({ port, remote, reason, detail }, 'refusing a TLS connection');
+  // gRPC and the routers' lane share the client port (@fencer/peer-transport listenMuxed).
+  const clientPort = await listenMuxed(server, config.listen, {
+    dispatch: service.lane,
+    onProtocolError: (reason) => logger.warn({ reason }, 'a lane connection broke the framing; closed'),
+    ...(tlsFiles
+      ? {
+          tls: {
+            files: tlsFiles,
+            accepts: kindsOf('replica', 'router', 'proxy', 'control-plane', 'operator'),
+            onRefused: refused('client'),
+          },
+        }
+      : {}),
+  });
+  if (tlsFiles === undefined) {
+    await bind(adminServer, config.adminListen);
+    return { clientPort, adminPort: undefined };
+  }
+  const adminPort = await listenGrpcTls(adminServer, config.adminListen, {
+    files: tlsFiles,
+    accepts: kindsOf('control-plane', 'operator'),
+    onRefused: refused('admin'),
+  });
+  return { clientPort, adminPort };
 }

@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { NodeId } from '@fencer/base';
 import { raftTuningDefault } from '@fencer/raft';
 import { limits as replicaLimits } from '@fencer/replica';
+import { type TlsPaths, tlsPathsOf } from '@fencer/service';
 import { shiftPort } from './address.js';
 import { WAL_SYNC_ON_LOOP_MODES, type WalSyncOnLoop } from './wal-sync-policy.js';
 
@@ -66,6 +67,12 @@ export interface CellNodeConfig {
   readonly grpcMessageBytesMax: number;
   /** On SIGTERM, how long a leader waits for leadership to move before it stops anyway. */
   readonly shutdownTransferMs: number;
+  /**
+   * Mutual TLS on every port but metrics (--tls-cert, --tls-key, --tls-ca):
+   * peers must name a replica of this cell, the admin port a control plane
+   * or an operator, the client port any holder the CA signed. Absent: plaintext.
+   */
+  readonly tls?: TlsPaths;
 }
 
 const int =
@@ -152,7 +159,14 @@ function addPlacementOptions(program: Command, e: EnvOf): Command {
     .option('--metrics-listen <host:port>', 'Prometheus metrics address', e('metrics-listen') ?? '127.0.0.1:7201')
     .option('--data-dir <dir>', 'where the WAL and snapshots live', e('data-dir') ?? './.fencer/node')
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
-    .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1');
+    .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1')
+    .option(
+      '--tls-cert <file>',
+      "this replica's certificate (PEM; its URI SAN names fencer://cell/<cell>/<id>); turns mutual TLS on",
+      e('tls-cert'),
+    )
+    .option('--tls-key <file>', 'the key of --tls-cert (PEM)', e('tls-key'))
+    .option('--tls-ca <file>', 'the CA that signs every peer, router, proxy, control plane and operator (PEM)', e('tls-ca'));
 }
 
 /** How this replica reaches its peers, and how it replicates. */
@@ -225,7 +239,17 @@ function configOf(o: Record<string, string | number | boolean | undefined>): Cel
     waitingCallsMax: n('waitingCallsMax'),
     grpcMessageBytesMax: n('grpcMessageBytesMax'),
     shutdownTransferMs: n('shutdownTransferMs'),
+    ...tlsOf(o),
   };
+}
+
+function tlsOf(o: Record<string, unknown>): { tls?: TlsPaths } {
+  try {
+    const tls = tlsPathsOf(o as { tlsCert?: string; tlsKey?: string; tlsCa?: string });
+    return tls ? { tls } : {};
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CellNodeConfig {

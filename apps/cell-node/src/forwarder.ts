@@ -8,11 +8,18 @@
  * forwarded one and costs the leader a fraction of a gRPC call), and falls
  * back to `GrpcForwarder` for a leader that speaks no lane.
  */
-import { Metadata, credentials, type ServiceError, status } from '@grpc/grpc-js';
+import { type ChannelCredentials, Metadata, credentials, type ServiceError, status } from '@grpc/grpc-js';
 import { FencerError, type Result, err, ok } from '@fencer/base';
 import type { CallDone, Cancel, CellMethod, HeartbeatAnswer, LeaderForwarder, RequestOf, ResponseOf } from '@fencer/cell';
 import { FORWARDED_KEY, fromServiceError, internalpb, lockservice } from '@fencer/protocol';
-import { LaneClient, limits as laneLimits } from '@fencer/peer-transport';
+import { type AcceptsIdentity, LaneClient, grpcChannelCredentials, limits as laneLimits } from '@fencer/peer-transport';
+import type { TlsFiles } from '@fencer/service';
+
+/** Mutual TLS to the leader: this node's files, and the leader taken only when its certificate names a replica of this cell. */
+export interface ForwardTls {
+  readonly files: TlsFiles;
+  readonly accepts: AcceptsIdentity;
+}
 
 type Unary = (req: unknown, md: Metadata, cb: (err: ServiceError | null, res: unknown) => void) => { cancel(): void };
 
@@ -20,11 +27,18 @@ export class GrpcForwarder implements LeaderForwarder {
   private readonly lockClients = new Map<string, InstanceType<typeof lockservice.LockServiceClient>>();
   private readonly internalClients = new Map<string, InstanceType<typeof internalpb.CellInternalClient>>();
 
-  constructor(private readonly selfId: string) {}
+  constructor(
+    private readonly selfId: string,
+    private readonly tls?: ForwardTls,
+  ) {}
+
+  private credentials(): ChannelCredentials {
+    return this.tls === undefined ? credentials.createInsecure() : grpcChannelCredentials(this.tls.files, this.tls.accepts);
+  }
 
   forward<M extends CellMethod>(_leader: string, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {
     let c = this.lockClients.get(address);
-    if (!c) this.lockClients.set(address, (c = new lockservice.LockServiceClient(address, credentials.createInsecure())));
+    if (!c) this.lockClients.set(address, (c = new lockservice.LockServiceClient(address, this.credentials())));
     const client = c as unknown as Record<string, Unary>;
     const call = client[method]!.call(client, request, this.metadata(), (e, res) => {
       if (e) return done(err(this.leaderError(e, address)));
@@ -40,7 +54,7 @@ export class GrpcForwarder implements LeaderForwarder {
     done: (r: Result<HeartbeatAnswer[], FencerError>) => void,
   ): Cancel {
     let c = this.internalClients.get(address);
-    if (!c) this.internalClients.set(address, (c = new internalpb.CellInternalClient(address, credentials.createInsecure())));
+    if (!c) this.internalClients.set(address, (c = new internalpb.CellInternalClient(address, this.credentials())));
     const call = c.heartbeatBatch(
       { sessionIds: [...sessionIds], proxyId: this.selfId },
       this.metadata(),
@@ -95,11 +109,12 @@ export class LaneForwarder implements LeaderForwarder {
     private readonly grpc: GrpcForwarder,
     private readonly onForward: (transport: ForwardTransport) => void = () => {},
     private readonly laneCallsMax = laneLimits.laneCallsMax,
+    private readonly tls?: ForwardTls,
   ) {}
 
   forward<M extends CellMethod>(leader: string, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {
     let to = this.lanes.get(address);
-    if (!to) this.lanes.set(address, (to = { lane: new LaneClient(address), inFlight: 0 }));
+    if (!to) this.lanes.set(address, (to = { lane: new LaneClient(address, this.tls), inFlight: 0 }));
     const lane = to.lane;
     // A lane connection carries laneCallsMax calls at once (held-open Acquires count); beyond, gRPC has no such bound.
     if (!lane.available || to.inFlight >= this.laneCallsMax) return this.byGrpc(leader, address, method, request, done);

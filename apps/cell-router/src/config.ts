@@ -1,6 +1,7 @@
 /** Command-line configuration of the cell router: the routing flags it shares with the session proxy, and its own. */
 import { Command } from 'commander';
-import { checkRoutingChoice, limits, routingOptions } from '@fencer/routing';
+import { checkRoutingChoice, checkTlsChoice, limits, routingOptions } from '@fencer/routing';
+import type { TlsPaths } from '@fencer/service';
 import { address, positiveInt } from '@fencer/service';
 
 export interface RouterConfig {
@@ -13,6 +14,8 @@ export interface RouterConfig {
   readonly autoTenants: boolean;
   readonly heartbeatIntervalMs: number;
   readonly cellCallsInFlightMax: number;
+  /** Mutual TLS to the cells, TLS to clients (--tls-cert, --tls-key, --tls-ca). */
+  readonly tls: TlsPaths | undefined;
 }
 
 export function parseRouterConfig(argv: readonly string[]): RouterConfig {
@@ -48,5 +51,6 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
     autoTenants: o.autoTenants,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     cellCallsInFlightMax: o.cellCallsInFlightMax,
+    tls: checkTlsChoice(o),
   };
 }

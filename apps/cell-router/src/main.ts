@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The cell-router process: flags, routing source, the router's gRPC server, /metrics with /livez and /readyz, SIGTERM. */
-import { buildRouter, RouterMetrics, routingReadiness, routingSourceFor } from '@fencer/routing';
+import { buildRouter, RouterMetrics, routingReadiness, routingSourceFor, tlsFilesFor } from '@fencer/routing';
 import { createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
 import { parseRouterConfig, type RouterConfig } from './config.js';
 
@@ -21,6 +21,7 @@ const router = buildRouter({
   heartbeatIntervalMs: config.heartbeatIntervalMs,
   cellCallsInFlightMax: config.cellCallsInFlightMax,
   id: config.id,
+  tls: tlsFilesFor(config.tls, logger),
 });
 // Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
 const metricsServer = config.metricsListen
@@ -28,7 +29,13 @@ const metricsServer = config.metricsListen
   : undefined;
 const at = await router.listen(config.listen);
 logger.info(
-  { listen: at, metrics: config.metricsListen, routingVersion: router.source.table().version, autoTenants: config.autoTenants },
+  {
+    listen: at,
+    tls: config.tls !== undefined,
+    metrics: config.metricsListen,
+    routingVersion: router.source.table().version,
+    autoTenants: config.autoTenants,
+  },
   'cell router serving',
 );
 stopOnSignals(logger, async (signal) => {

@@ -6,7 +6,9 @@
  */
 import { InvalidArgumentError } from 'commander';
 import { FencerClient, parseDuration, type FencerClientOptions } from '@fencer/client';
-import { resolveEndpoints, type EndpointSources } from './config.js';
+import { readFileSync } from 'node:fs';
+import { type ChannelCredentials, credentials } from '@grpc/grpc-js';
+import { ConfigError, resolveEndpoints, type EndpointSources } from './config.js';
 import type { CliIo } from './io.js';
 
 export interface GlobalOptions extends EndpointSources {
@@ -43,7 +45,34 @@ export const count =
 
 export function clientOptionsOf(run: CliRun, g: GlobalOptions): FencerClientOptions {
   const { endpoints, proxies } = resolveEndpoints(g, run.io.env, run.io.cwd);
-  return { retryBudgetMs: g.timeout, ...run.io.clientOptions, endpoints, proxies };
+  return { retryBudgetMs: g.timeout, ...securityOf(run.io.env), ...run.io.clientOptions, endpoints, proxies };
+}
+
+/**
+ * What a fleet started with `--secure` asks of a client, from the
+ * environment: the tenant's token ($FENCER_TOKEN, sent as `authorization:
+ * Bearer`), and TLS trusting $FENCER_TLS_CA (presenting $FENCER_TLS_CERT /
+ * $FENCER_TLS_KEY when both are set: an operator reaching cells directly).
+ */
+export function securityOf(env: Readonly<Record<string, string | undefined>>): Pick<FencerClientOptions, 'token' | 'credentials'> {
+  const token = env['FENCER_TOKEN'];
+  const ca = env['FENCER_TLS_CA'];
+  const credentials = ca ? channelCredentialsOf(env) : undefined;
+  return { ...(token ? { token } : {}), ...(credentials ? { credentials } : {}) };
+}
+
+/** TLS channel credentials from $FENCER_TLS_CA (and an optional $FENCER_TLS_CERT / $FENCER_TLS_KEY pair); a file that cannot be read is a usage error. */
+export function channelCredentialsOf(env: Readonly<Record<string, string | undefined>>): ChannelCredentials {
+  const read = (name: string): Buffer => {
+    try {
+      return readFileSync(env[name]!);
+    } catch (e) {
+      throw new ConfigError(`${name}: cannot read ${env[name]}: ${(e as Error).message}`);
+    }
+  };
+  const ca = read('FENCER_TLS_CA');
+  if (env['FENCER_TLS_CERT'] && env['FENCER_TLS_KEY']) return credentials.createSsl(ca, read('FENCER_TLS_KEY'), read('FENCER_TLS_CERT'));
+  return credentials.createSsl(ca);
 }
 
 /** JSON with --json, else the human text. */

@@ -20,7 +20,9 @@
  *   first answer even from a new leader (http/idempotency.ts).
  */
 import { randomUUID } from 'node:crypto';
+import type tls from 'node:tls';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TlsFiles } from '@fencer/service';
 import { newToken } from './auth.js';
 import type { CellDirectory } from './cells.js';
 import { installAccessChecks } from './http/access.js';
@@ -49,6 +51,8 @@ export interface ControlPlaneDeps {
   readonly cells: CellDirectory;
   /** Auth on: the admin token every admin call must bear. Absent: auth off (the local default). */
   readonly adminToken?: string;
+  /** With auth on: the routers' and proxies' token (routing, fleet status, auto-tenants); absent: they need the admin token. */
+  readonly frontEndToken?: string;
   readonly wallMs?: () => number;
   readonly newId?: () => string;
   readonly newTenantToken?: () => string;
@@ -63,6 +67,8 @@ export interface ControlPlaneDeps {
   readonly instanceId?: string;
   /** How the dashboard's lock watches reach a cell; default: the TypeScript client over gRPC. */
   readonly newWatchClient?: WatchClientFactory;
+  /** Serve HTTPS with this instance's certificate, reloaded on change or SIGHUP (clients present none: they bear tokens). */
+  readonly https?: TlsFiles;
 }
 
 function routeContextOf(deps: ControlPlaneDeps): RouteContext {
@@ -70,6 +76,7 @@ function routeContextOf(deps: ControlPlaneDeps): RouteContext {
     meta: deps.meta,
     cells: deps.cells,
     adminToken: deps.adminToken,
+    frontEndToken: deps.frontEndToken,
     write: metaWriter(deps.meta),
     wallMs: deps.wallMs ?? (() => Date.now()),
     newId: deps.newId ?? (() => randomUUID()),
@@ -81,12 +88,18 @@ function routeContextOf(deps: ControlPlaneDeps): RouteContext {
 export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance> {
   const ctx = routeContextOf(deps);
   const app = Fastify({
+    ...(deps.https ? { https: { ...deps.https.current } } : {}),
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: bodyBytesMax,
     routerOptions: { maxParamLength: 256 },
   });
   // On the root instance, before any route plugin: every plugin inherits the validators, the error
   // handler and the hooks that exist when it is registered.
+  // A new certificate reaches connections made after the reload.
+  if (deps.https) {
+    const stop = deps.https.follow(app.server as unknown as tls.Server);
+    app.addHook('onClose', async () => stop());
+  }
   installContractValidation(app);
   installProblemReplies(app);
   if (deps.metrics) installRequestMetrics(app, deps.metrics);

@@ -6,7 +6,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Tenant } from '@fencer/meta-fsm';
 
-export function newToken(kind: 'admin' | 'tenant'): string {
+export function newToken(kind: 'admin' | 'tenant' | 'frontend'): string {
   return `fencer_${kind}_${randomBytes(32).toString('base64url')}`;
 }
 
@@ -27,15 +27,20 @@ export function tenantTokenValid(tenant: Tenant, token: string, nowWallMs: numbe
 }
 
 /** The admin token in `file`, created (mode 0600, never overwritten) when it does not exist yet. */
-export function loadOrCreateAdminToken(file: string): string {
+export function loadOrCreateAdminToken(file: string, kind: 'admin' | 'frontend' = 'admin'): string {
   try {
-    writeFileSync(file, `${newToken('admin')}\n`, { mode: 0o600, flag: 'wx' });
+    writeFileSync(file, `${newToken(kind)}\n`, { mode: 0o600, flag: 'wx' });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
   }
   const token = readFileSync(file, 'utf8').trim();
   if (token === '') throw new Error(`${file} is empty: delete it to have a new admin token generated`);
   return token;
+}
+
+/** The front ends' token in `file` (beside the admin token: front-end-token), made like the admin token's file. */
+export function loadOrCreateFrontEndToken(file: string): string {
+  return loadOrCreateAdminToken(file, 'frontend');
 }
 
 /** The bearer token of an Authorization header, or undefined. */

@@ -3,7 +3,7 @@
  * API (apps/cell-node): status followed by polling, and the namespace claims
  * and drops that make a cell own what the routing table says.
  */
-import { credentials, Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { type ChannelCredentials, credentials, Metadata, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { adminpb } from '@fencer/protocol';
 import { ProblemError } from './problems.js';
 import { cellCallTimeoutMs, cellLeaderSearchMsMax, moveCallTimeoutMs } from './limits.js';
@@ -128,11 +128,13 @@ export class GrpcCellDirectory implements CellDirectory {
     plans: readonly CellPlan[],
     private readonly monoMs: () => number,
     pollMs: number,
+    /** How the cells' admin ports are reached: with TLS, this control plane's certificate. */
+    cellCredentials: ChannelCredentials = credentials.createInsecure(),
   ) {
     for (const plan of plans) {
       this.cells.set(
         plan.id,
-        plan.replicas.map((r) => ({ plan: r, client: new adminpb.CellAdminClient(r.admin, credentials.createInsecure()), failing: false })),
+        plan.replicas.map((r) => ({ plan: r, client: new adminpb.CellAdminClient(r.admin, cellCredentials), failing: false })),
       );
     }
     this.timer = setInterval(() => void this.poll(), pollMs);

@@ -10,6 +10,7 @@ import { NodeId } from '@fencer/base';
 import { openObjectStore, type S3Connection } from '@fencer/object-store';
 import type { CellPlan } from './cells.js';
 import { snapshotScheduleDefault, type SnapshotSchedule } from './workers/snapshot-task.js';
+import { type TlsPaths, tlsPathsOf } from '@fencer/service';
 
 export interface ControlPlaneConfig {
   readonly id: NodeId;
@@ -28,6 +29,12 @@ export interface ControlPlaneConfig {
   /** Auth on: the admin token file (created mode 0600 at first start). */
   readonly auth: boolean;
   readonly adminTokenFile: string;
+  /**
+   * Mutual TLS (--tls-cert, --tls-key, --tls-ca): the meta group's peers
+   * take control planes only, the cells' admin ports are dialed with this
+   * certificate, and the HTTP API is served over HTTPS. Absent: plaintext.
+   */
+  readonly tls?: TlsPaths;
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly cellPollMs: number;
@@ -109,6 +116,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     );
   addSnapshotStoreOptions(program, e, int);
   addMoveOptions(program, e, int);
+  addTlsOptions(program, e);
   program.parse(argv, { from: 'user' });
   const o = program.opts();
   const id = NodeId(o.id);
@@ -121,7 +129,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   }
   if (!peers.has(id)) throw new InvalidArgumentError(`--peers must list this instance (${id})`);
   const urls = parseMap('--urls', o.urls);
-  if (!urls.has(id)) urls.set(id, `http://${listen}`);
+  const tls = tlsOf(o);
+  if (!urls.has(id)) urls.set(id, `${tls.tls ? 'https' : 'http'}://${listen}`);
   for (const p of peers.keys()) if (!urls.has(p)) throw new InvalidArgumentError(`--urls has no HTTP URL for member ${p}`);
   if (o.electionTicks < 2) throw new InvalidArgumentError('--election-ticks must be at least 2');
   return {
@@ -142,7 +151,17 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     moveStepPauseMs: o.moveStepPauseMs,
     snapshotEveryEntries: Math.max(1, o.snapshotEveryEntries),
     ...snapshotStoreConfig(o),
+    ...tls,
   };
+}
+
+function tlsOf(o: Record<string, unknown>): { tls?: TlsPaths } {
+  try {
+    const tls = tlsPathsOf(o as { tlsCert?: string; tlsKey?: string; tlsCa?: string });
+    return tls ? { tls } : {};
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 type IntParser = (flag: string) => (v: string) => number;
@@ -155,6 +174,14 @@ function addMoveOptions(program: Command, e: (flag: string) => string | undefine
     int('move-step-pause-ms'),
     Number(e('move-step-pause-ms') ?? 0),
   );
+}
+
+/** Mutual TLS: this instance's certificate, its key, and the CA of the fleet. */
+function addTlsOptions(program: Command, e: (flag: string) => string | undefined): void {
+  program
+    .option('--tls-cert <file>', "this instance's certificate (PEM; URI SAN fencer://control-plane/<id>); turns TLS on", e('tls-cert'))
+    .option('--tls-key <file>', 'the key of --tls-cert (PEM)', e('tls-key'))
+    .option('--tls-ca <file>', 'the CA that signs the other instances and the cells (PEM)', e('tls-ca'));
 }
 
 /** Cell snapshots in object storage: the store, how to reach S3, the schedule and the retention. */

@@ -8,12 +8,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Clock } from '@fencer/base';
-import { createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
+import { TlsFiles, createLogger, exitOnBug, exitOnConfigError, serveMetrics, stopOnSignals } from '@fencer/service';
+import { anyReplica, grpcChannelCredentials } from '@fencer/peer-transport';
 import { buildApp } from './app.js';
 import { GrpcCellDirectory } from './cells.js';
 import { parseConfig, type ControlPlaneConfig } from './config.js';
 import { ControlPlaneMetrics } from './metrics.js';
-import { loadOrCreateAdminToken } from './auth.js';
+import path from 'node:path';
+import { loadOrCreateAdminToken, loadOrCreateFrontEndToken } from './auth.js';
 import { startMetaMember } from './meta-member.js';
 import { LeaderLoop } from './workers/leader-loop.js';
 import { startSnapshotTask } from './workers/snapshot-wiring.js';
@@ -34,16 +36,26 @@ try {
 const clock: Clock = { monoMs: () => performance.now(), wallMs: () => Date.now() };
 const metrics = new ControlPlaneMetrics();
 const adminToken = config.auth ? loadOrCreateAdminToken(config.adminTokenFile) : undefined;
-const member = await startMetaMember(config, { logger, metrics, clock, die });
+// Routers and proxies get this narrower token (routing, fleet status, auto-tenants), written beside the admin token.
+const frontEndToken = config.auth
+  ? loadOrCreateFrontEndToken(path.join(path.dirname(config.adminTokenFile), 'front-end-token'))
+  : undefined;
+const tlsFiles = config.tls
+  ? new TlsFiles(config.tls, (err) => logger.error({ err: err.message }, 'TLS files not reloaded; keeping the previous ones')).start()
+  : undefined;
+// Under TLS the cells' admin ports take this instance's certificate (a control plane's): no other caller may write there.
+const cellCredentials = tlsFiles ? grpcChannelCredentials(tlsFiles, anyReplica) : undefined;
+const member = await startMetaMember(config, { logger, metrics, clock, die }, tlsFiles);
 const group = member.group;
 
-const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs);
+const cells = new GrpcCellDirectory(config.cells, () => performance.now(), config.cellPollMs, cellCredentials);
 metrics.watchCells(() => cells.status());
 const snapshots = startSnapshotTask(config, {
   meta: group,
   cells,
   logger: logger.child({ part: 'snapshots' }),
   metrics: metrics.snapshots,
+  ...(cellCredentials ? { cellCredentials } : {}),
 });
 const taskLogger = logger.child({ part: 'leader-tasks' });
 const leaderTasks = new LeaderLoop(
@@ -75,9 +87,11 @@ const app = await buildApp({
   logger: logger.child({ part: 'http' }),
   metrics,
   ...(adminToken !== undefined ? { adminToken } : {}),
+  ...(frontEndToken !== undefined ? { frontEndToken } : {}),
   wake: (task) => leaderTasks.wake(task),
   followerReads: config.followerReads,
   instanceId: config.id,
+  ...(tlsFiles ? { https: tlsFiles } : {}),
 });
 const at = config.listen.lastIndexOf(':');
 await app
@@ -101,6 +115,7 @@ logger.info(
     peers: Object.fromEntries(config.peers),
     cells: config.cells.map((c) => c.id),
     auth: config.auth,
+    tls: config.tls !== undefined,
     snapshotStore: config.snapshotStore,
   },
   'control plane serving',
@@ -115,5 +130,6 @@ stopOnSignals(logger, async (signal) => {
   cells.close();
   metricsServer.close();
   await member.close();
+  tlsFiles?.stop();
   logger.info({}, 'stopped cleanly');
 });

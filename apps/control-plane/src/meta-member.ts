@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, SeededRandom } from '@fencer/base';
 import { noopGroupMetrics } from '@fencer/group';
-import { TcpPeerServer, TcpPeerTransport } from '@fencer/peer-transport';
+import { TcpPeerServer, TcpPeerTransport, kindsOf } from '@fencer/peer-transport';
+import type { TlsFiles } from '@fencer/service';
 import { MetaGroup } from '@fencer/meta-fsm/group';
 import type { Die, Logger } from '@fencer/service';
 import { openRaftLogStore, type WalStore } from '@fencer/wal';
@@ -36,7 +37,7 @@ export interface MetaMember {
 }
 
 /** Opens the log, builds the group and joins the other members; resolves once the peer port listens. */
-export async function startMetaMember(config: ControlPlaneConfig, env: MetaMemberEnv): Promise<MetaMember> {
+export async function startMetaMember(config: ControlPlaneConfig, env: MetaMemberEnv, tls?: TlsFiles): Promise<MetaMember> {
   const { logger, metrics, die } = env;
   const store = await openLog(config.dataDir, die);
   if (store.recovery.truncatedAt) logger.warn({ truncatedAt: store.recovery.truncatedAt }, 'recovery cut a torn tail off the log');
@@ -50,6 +51,8 @@ export async function startMetaMember(config: ControlPlaneConfig, env: MetaMembe
     logger,
     onUnreachable: (peer) => group.replica.reportUnreachable(peer),
     onConnectionLost: (peer) => group.replica.reportConnectionLost(peer),
+    // Under TLS the meta group's members are control planes: a link takes no other server.
+    ...(tls ? { tls, tlsAccepts: kindsOf('control-plane') } : {}),
   });
   const group = new MetaGroup(
     {
@@ -75,7 +78,10 @@ export async function startMetaMember(config: ControlPlaneConfig, env: MetaMembe
   for (const [id, address] of config.peers) if (id !== config.id) transport.setPeer(id, address);
   // The peer port takes Raft messages only from the meta group's members and the leader it follows (peer-intake.ts).
   const peerChecks = metaPeerChecks(group, config.peers, (reason) => metrics.peerRefused(reason));
-  const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), logger, peerChecks);
+  const peerServer = new TcpPeerServer(META_GROUP_ID, (m) => group.receive(m), logger, {
+    ...peerChecks,
+    ...(tls ? { tls, tlsAccepts: kindsOf('control-plane') } : {}),
+  });
   metrics.watchTerm(() => group.replica.status().term);
   await peerServer.listen(config.peerListen).catch((err: unknown) => die(`cannot listen for peers on ${config.peerListen}`, err));
   return {

@@ -1,7 +1,16 @@
 #!/usr/bin/env node
 /** The session-proxy process: flags, routing source, the KeepAlive-only gRPC server, /metrics with /livez and /readyz, SIGTERM. */
 import { Command } from 'commander';
-import { checkRoutingChoice, limits, RouterMetrics, routingOptions, routingReadiness, routingSourceFor } from '@fencer/routing';
+import {
+  checkRoutingChoice,
+  checkTlsChoice,
+  limits,
+  RouterMetrics,
+  routingOptions,
+  routingReadiness,
+  routingSourceFor,
+  tlsFilesFor,
+} from '@fencer/routing';
 import { address, createLogger, exitOnBug, exitOnConfigError, positiveInt, serveMetrics, stopOnSignals } from '@fencer/service';
 import { buildProxy } from './proxy.js';
 
@@ -13,6 +22,9 @@ interface ProxyOptions {
   readonly heartbeatIntervalMs: number;
   readonly routing: string | undefined;
   readonly controlPlane: string | undefined;
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
+  readonly tlsCa?: string;
 }
 
 const cmd = routingOptions(
@@ -26,10 +38,12 @@ const cmd = routingOptions(
   .exitOverride()
   .allowExcessArguments(false);
 let o: ProxyOptions;
+let tlsPaths: ReturnType<typeof checkTlsChoice>;
 try {
   cmd.parse(process.argv.slice(2), { from: 'user' });
   o = cmd.opts<ProxyOptions>();
   checkRoutingChoice(o);
+  tlsPaths = checkTlsChoice(o);
 } catch (e) {
   exitOnConfigError('fencer-session-proxy', e);
 }
@@ -44,13 +58,17 @@ const proxy = buildProxy({
   id: o.id,
   heartbeatIntervalMs: o.heartbeatIntervalMs,
   streamsMax: o.streamsMax,
+  tls: tlsFilesFor(tlsPaths, logger),
 });
 // Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
 const metricsServer = o.metricsListen
   ? await serveMetrics(o.metricsListen, metrics.registry, { ready: routingReadiness(source) })
   : undefined;
 const at = await proxy.listen(o.listen);
-logger.info({ listen: at, metrics: o.metricsListen, intervalMs: o.heartbeatIntervalMs }, 'session proxy serving');
+logger.info(
+  { listen: at, metrics: o.metricsListen, intervalMs: o.heartbeatIntervalMs, tls: tlsPaths !== undefined },
+  'session proxy serving',
+);
 stopOnSignals(logger, async (signal) => {
   logger.info({ signal }, 'stopping');
   metricsServer?.close();

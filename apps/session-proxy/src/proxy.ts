@@ -14,6 +14,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { type lockservice, toServiceError } from '@fencer/protocol';
 import { buildFrontEnd, type HeartbeatBatcher, RouterMetrics, type RoutingSource } from '@fencer/routing';
 import type { Logger } from '@fencer/service';
+import type { TlsFiles } from '@fencer/service';
 
 export interface ProxyDeps {
   readonly source: RoutingSource;
@@ -23,6 +24,8 @@ export interface ProxyDeps {
   readonly heartbeatIntervalMs?: number;
   readonly streamsMax?: number;
   readonly streamPendingMax?: number;
+  /** Mutual TLS to the cells and TLS to clients (@fencer/routing tlsFilesFor). */
+  readonly tls?: TlsFiles | undefined;
 }
 
 export interface Proxy {
@@ -53,6 +56,7 @@ export function buildProxy(deps: ProxyDeps): Proxy {
     heartbeatIntervalMs: deps.heartbeatIntervalMs,
     streamsMax: deps.streamsMax,
     streamPendingMax: deps.streamPendingMax,
+    tls: deps.tls,
   });
   const handlers: lockservice.LockServiceServer = {
     keepAlive: front.keepAlives.serve,

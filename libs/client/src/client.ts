@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { assert, FencerError, SeededRandom, type Random } from '@fencer/base';
-import type { ChannelCredentials } from '@grpc/grpc-js';
+import { type ChannelCredentials, Metadata } from '@grpc/grpc-js';
 import { checkNamespace, parseLockName, parseLockPrefix } from '@fencer/contract';
 import { lockservice } from '@fencer/protocol';
 import { lockFromPb, holderFromPb, modeToPb } from './convert.js';
@@ -77,7 +77,17 @@ export interface FencerClientOptions {
   readonly scheduler?: Scheduler;
   /** Randomness for request ids and jitter (tests inject a SeededRandom). */
   readonly random?: Random;
+  /**
+   * How the channels are secured: grpc-js credentials, e.g.
+   * `credentials.createSsl(ca)` for a fleet started with `--secure`.
+   * Default: plaintext.
+   */
   readonly credentials?: ChannelCredentials;
+  /**
+   * The tenant's token, sent as `authorization: Bearer <token>` on every
+   * call and stream (the contract's header); it grants its own namespace only.
+   */
+  readonly token?: string;
   /** Told about every failed attempt of a unary call. */
   readonly onRetry?: CallContext['onRetry'];
   /** Told about heartbeats and stream failures. */
@@ -99,6 +109,19 @@ export interface ClientEvents {
   jeopardy: [session: Session];
   safe: [session: Session];
   expired: [session: Session];
+}
+
+/** A token a metadata value can carry: visible ASCII, no spaces (gRPC forbids the rest in an ASCII value). */
+const TOKEN_SHAPE = /^[\x21-\x7e]{1,4096}$/;
+
+/** The metadata of every call and stream: `authorization: Bearer <token>`, made fresh each time (grpc-js may change what it is given). */
+function bearerMetadata(token: string): () => Metadata {
+  if (!TOKEN_SHAPE.test(token)) throw new RangeError('token must be 1 to 4096 visible ASCII characters without spaces');
+  return () => {
+    const md = new Metadata();
+    md.set('authorization', `Bearer ${token}`);
+    return md;
+  };
 }
 
 function randomSeed(): number {
@@ -143,6 +166,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
       scheduler: options.scheduler ?? systemScheduler,
       random: options.random ?? new SeededRandom(randomSeed()),
       policy,
+      ...(options.token !== undefined ? { metadata: bearerMetadata(options.token) } : {}),
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     };
     this.keepAliveCtx =

@@ -11,7 +11,7 @@
  * jittered backoff; every session then heartbeats again at once.
  */
 import { assert, FencerError } from '@fencer/base';
-import type { ClientDuplexStream } from '@grpc/grpc-js';
+import { type ClientDuplexStream, Metadata } from '@grpc/grpc-js';
 import type { lockservice } from '@fencer/protocol';
 import { CLIENT_LIMITS, heartbeatIntervalMs, heartbeatTimeoutMs } from './limits.js';
 import { backoffMs, toFencerError, type CallContext } from './retry.js';
@@ -146,7 +146,7 @@ export class KeepAlive {
 
   private openStream(): void {
     const address = this.ctx.pool.current();
-    const stream = this.ctx.pool.stub(address).keepAlive() as Stream;
+    const stream = this.ctx.pool.stub(address).keepAlive(this.ctx.metadata?.() ?? new Metadata()) as Stream;
     this.stream = stream;
     this.streamAddress = address;
     stream.on('data', (res: lockservice.KeepAliveResponse) => this.onAnswer(stream, res));

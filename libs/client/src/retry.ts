@@ -25,6 +25,8 @@ export interface CallContext {
   readonly scheduler: Scheduler;
   readonly random: Random;
   readonly policy: RetryPolicy;
+  /** The metadata each call and stream opens with (the tenant's `authorization: Bearer <token>`); absent: none. */
+  readonly metadata?: () => Metadata;
   /** Told about every failed attempt (for logs and tests). */
   readonly onRetry?: (info: { method: string; address: string; error: FencerError; attempt: number }) => void;
 }
@@ -52,13 +54,14 @@ function callOnce<Req, Res>(
   method: UnaryMethod,
   request: Req,
   timeoutMs: number,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  metadata: Metadata,
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const fn = (stub as unknown as Record<string, (...args: unknown[]) => unknown>)[method]!;
     const onAbort = (): void => call.cancel();
-    const call = fn.call(stub, request, new Metadata(), { deadline: Date.now() + timeoutMs }, (err: ServiceError | null, res: Res) => {
+    const call = fn.call(stub, request, metadata, { deadline: Date.now() + timeoutMs }, (err: ServiceError | null, res: Res) => {
       signal?.removeEventListener('abort', onAbort);
       if (err) reject(signal?.aborted ? signal.reason : err);
       else resolve(res);
@@ -90,7 +93,14 @@ export async function callWithRetry<Req, Res>(
   for (let attempt = 0; ; attempt++) {
     const address = pool.current();
     try {
-      return await callOnce<Req, Res>(pool.stub(address), method, request, options.timeoutMs ?? policy.callTimeoutMs, options.signal);
+      return await callOnce<Req, Res>(
+        pool.stub(address),
+        method,
+        request,
+        options.timeoutMs ?? policy.callTimeoutMs,
+        options.signal,
+        ctx.metadata?.() ?? new Metadata(),
+      );
     } catch (e) {
       if (options.signal?.aborted) throw options.signal.reason;
       const error = toFencerError(e);

@@ -12,7 +12,7 @@
  */
 import { FencerError } from '@fencer/base';
 import { parseLockName, parseLockPrefix } from '@fencer/contract';
-import type { ClientReadableStream } from '@grpc/grpc-js';
+import { type ClientReadableStream, Metadata } from '@grpc/grpc-js';
 import { isRetryable, type lockservice } from '@fencer/protocol';
 import { lockFromPb, watchEventFromPb } from './convert.js';
 import { CLIENT_LIMITS } from './limits.js';
@@ -169,7 +169,10 @@ export async function* watchEvents(
     const address = pool.current();
     const stream = pool
       .stub(address)
-      .watch({ name, prefix, sinceRevision: cursor.resume() }) as ClientReadableStream<lockservice.WatchEvent>;
+      .watch(
+        { name, prefix, sinceRevision: cursor.resume() },
+        ctx.metadata?.() ?? new Metadata(),
+      ) as ClientReadableStream<lockservice.WatchEvent>;
     const onAbort = (): void => stream.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
     let error: FencerError | undefined;

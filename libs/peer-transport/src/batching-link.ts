@@ -12,6 +12,8 @@
 import type { NodeId } from '@fencer/base';
 import type { Message } from '@fencer/raft';
 import type { raftpb } from '@fencer/protocol';
+import type { TlsFiles } from '@fencer/service';
+import type { AcceptsIdentity } from './tls-links.js';
 import { messageToWire } from './peer-codec.js';
 import type { PeerLogger } from './logger.js';
 
@@ -34,6 +36,10 @@ export interface PeerTransportOptions {
   readonly onDropped?: (peer: NodeId, count: number) => void;
   /** This node's peer address as its cell lists it, sent in the first batch of each connection (RaftBatch.sender_address). */
   readonly selfAddress?: string;
+  /** Mutual TLS: each link dials with this node's certificate and takes a server naming a replica of its cell only. */
+  readonly tls?: TlsFiles;
+  /** Whom a link takes as the server under TLS; default: a replica of `cellId` (the meta group: a control plane). */
+  readonly tlsAccepts?: AcceptsIdentity;
 }
 
 /** What a node needs of a peer transport (TCP frames in tcp-peer-transport.ts, gRPC streams in grpc-peer-transport.ts). */

@@ -8,6 +8,7 @@
 import { credentials, type ClientDuplexStream, type ServerDuplexStream, status, type ServiceError } from '@grpc/grpc-js';
 import type { NodeId } from '@fencer/base';
 import { raftpb } from '@fencer/protocol';
+import type { TlsMaterial } from '@fencer/service';
 import { BatchingLink, LinkedPeerTransport, type PeerTransportOptions } from './batching-link.js';
 import { type PeerIntake, StreamRefusal, takeBatch } from './intake.js';
 import {
@@ -20,15 +21,26 @@ import {
 } from './limits.js';
 import type { PeerLogger } from './logger.js';
 import { RefusalLog } from './refusal-log.js';
+import { grpcChannelCredentials, replicaOfCell } from './tls-links.js';
 
 type RaftStream = ClientDuplexStream<raftpb.RaftBatch, raftpb.RaftBatchAck>;
 
 class GrpcPeerLink extends BatchingLink<RaftStream> {
-  private readonly client: InstanceType<typeof raftpb.RaftTransportClient>;
+  private client: InstanceType<typeof raftpb.RaftTransportClient>;
+  /** The TLS material the client's channel was made with: a reload takes effect at the next stream the link opens. */
+  private material: TlsMaterial | undefined;
 
   constructor(peer: NodeId, address: string, opts: PeerTransportOptions) {
     super(peer, address, opts);
-    this.client = new raftpb.RaftTransportClient(address, credentials.createInsecure(), {
+    this.client = this.makeClient();
+  }
+
+  private makeClient(): InstanceType<typeof raftpb.RaftTransportClient> {
+    const files = this.opts.tls;
+    this.material = files?.current;
+    // With TLS, the link takes a server only when its certificate names a replica of this cell.
+    const creds = files === undefined ? credentials.createInsecure() : grpcChannelCredentials(files, this.opts.tlsAccepts ?? replicaOfCell(this.opts.cellId));
+    return new raftpb.RaftTransportClient(this.address, creds, {
       'grpc.keepalive_time_ms': peerKeepaliveMs,
       'grpc.keepalive_timeout_ms': grpcPeerKeepaliveTimeoutMs,
       'grpc.initial_reconnect_backoff_ms': grpcPeerReconnectBackoffMs,
@@ -38,6 +50,10 @@ class GrpcPeerLink extends BatchingLink<RaftStream> {
   }
 
   protected open(): RaftStream {
+    if (this.opts.tls !== undefined && this.opts.tls.current !== this.material) {
+      this.client.close();
+      this.client = this.makeClient();
+    }
     const stream = this.client.send();
     stream.on('data', () => {});
     stream.on('error', (err: ServiceError) => this.broken(stream, err.code === status.CANCELLED ? undefined : err));

@@ -16,9 +16,33 @@ export { messageFromWire, messageToWire } from './peer-codec.js';
 export { type PeerIntake, StreamRefusal, admitsSender, takeBatch } from './intake.js';
 export { RefusalLog } from './refusal-log.js';
 export { BatchingLink, LinkedPeerTransport, closedByPeer, type PeerTransportOptions, type RaftPeerTransport } from './batching-link.js';
-export { TcpPeerServer, TcpPeerTransport, encodePeerFrame, peerFrameDecoder, peerFrameHeaderBytes } from './tcp-peer-transport.js';
+export {
+  type PeerServerChecks,
+  TcpPeerServer,
+  TcpPeerTransport,
+  encodePeerFrame,
+  peerFrameDecoder,
+  peerFrameHeaderBytes,
+} from './tcp-peer-transport.js';
 export { GrpcPeerTransport, raftTransportHandlers, raftTransportService } from './grpc-peer-transport.js';
 
 export { LANE_MAGIC, LANE_METHODS, type LaneMethod } from './lane-frames.js';
 export { type LaneDispatch, type LaneOutcome, type MuxOptions, type MuxedPort, listenMuxed } from './lane-server.js';
 export { LaneClient, LaneConnectionLost, type LaneResult } from './lane-client.js';
+
+export {
+  ALPN,
+  type AcceptsIdentity,
+  type GrpcTlsPort,
+  type IdentityByPeer,
+  type TlsListenOptions,
+  anyReplica,
+  checkServerIdentity,
+  createTlsListener,
+  dialTls,
+  grpcChannelCredentials,
+  kindsOf,
+  listenGrpcTls,
+  listenOn,
+  replicaOfCell,
+} from './tls-links.js';

@@ -26,6 +26,10 @@ export const StreamRefusal = {
   NotMember: DropReason.NotMember,
   /** A message type this node does not know (a newer peer): skipped, the stream stays open. */
   UnknownType: DropReason.UnknownType,
+  /** A connection whose TLS handshake failed: plaintext, a certificate the CA did not sign, or an expired one. */
+  TlsHandshake: 'tls-handshake',
+  /** A verified certificate that names no replica of this cell (another cell's replica, a router, ...). */
+  ForeignCertificate: 'foreign-certificate',
 } as const;
 export type StreamRefusal = (typeof StreamRefusal)[keyof typeof StreamRefusal];
 

@@ -13,7 +13,9 @@
 import net from 'node:net';
 import { FencerError } from '@fencer/base';
 import { lockservice } from '@fencer/protocol';
+import type { TlsFiles } from '@fencer/service';
 import { splitAddress } from './address.js';
+import { ALPN, type AcceptsIdentity, dialTls } from './tls-links.js';
 import {
   LANE_MAGIC,
   LANE_METHODS,
@@ -70,7 +72,11 @@ export class LaneClient {
   private unsupportedUntil = 0;
   private closed = false;
 
-  constructor(readonly address: string) {}
+  /** `tls`: dial with mutual TLS, taking a node whose certificate `accepts` takes (a router: any replica; a follower: its cell's). */
+  constructor(
+    readonly address: string,
+    private readonly tls?: { readonly files: TlsFiles; readonly accepts: AcceptsIdentity },
+  ) {}
 
   /** False while the node is known to speak no lane. */
   get available(): boolean {
@@ -140,7 +146,15 @@ export class LaneClient {
       this.failAll((p) => ({ ok: false, error: new FencerError('NO_LEADER', `${p.method}: ${(e as Error).message}`) }));
       return;
     }
-    const socket = net.connect({ ...target, noDelay: true, timeout: laneConnectTimeoutMs });
+    // With TLS the lane is asked for by ALPN; a node that does not agree to it speaks no lane (its magic never comes back).
+    const socket =
+      this.tls === undefined
+        ? net.connect({ ...target, noDelay: true, timeout: laneConnectTimeoutMs })
+        : dialTls(this.address, this.tls.files, [ALPN.lane], this.tls.accepts);
+    if (this.tls !== undefined) {
+      socket.setNoDelay(true);
+      socket.setTimeout(laneConnectTimeoutMs);
+    }
     this.socket = socket;
     this.ready = false;
     this.handshake = Buffer.alloc(0);

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { ServerCredentials, type Server } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { lockservice } from '@fencer/protocol';
-import { splitAddress } from './address.js';
+import type { PeerIdentity } from '@fencer/service';
 import {
   LANE_MAGIC,
   LANE_METHODS,
@@ -24,6 +24,7 @@ import {
   writeCoalesced,
 } from './lane-frames.js';
 import { laneCallsMax, laneSniffTimeoutMs } from './limits.js';
+import { ALPN, type IdentityByPeer, type TlsListenOptions, createTlsListener, listenOn } from './tls-links.js';
 
 export type LaneOutcome = { ok: true; value: unknown } | { ok: false; error: FencerError };
 
@@ -159,17 +160,44 @@ export interface MuxedPort {
   close(): Promise<void>;
   /** Drops every lane connection now. */
   destroy(): void;
+  /** With TLS: who a gRPC caller is, by `call.getPeer()` (undefined without TLS). */
+  readonly identityByPeer: IdentityByPeer;
 }
 
 export interface MuxOptions {
   readonly dispatch: LaneDispatch;
   /** A lane peer broke the framing (its connection is closed). */
   readonly onProtocolError?: (reason: string) => void;
+  /**
+   * Mutual TLS: the port serves only the certificates `accepts` takes, and
+   * the protocol is the one agreed by ALPN (ALPN.lane or ALPN.h2) rather
+   * than guessed from the first bytes; a lane connection still opens with
+   * LANE_MAGIC both ways (the lane's own version check).
+   */
+  readonly tls?: Pick<TlsListenOptions, 'files' | 'accepts' | 'onRefused'>;
 }
 
-/** Listens on host:port; each connection is sniffed: LANE_MAGIC → the lane, anything else → the grpc-js server. */
+/**
+ * The muxed port's listener: plain TCP, each connection sniffed; or mutual
+ * TLS, where the protocol is the one both sides agreed in the handshake (the
+ * lane, which its magic still opens, or gRPC, handed to `toGrpc`).
+ */
+function muxListener(
+  options: MuxOptions,
+  sniff: (socket: net.Socket) => void,
+  toGrpc: (socket: net.Socket, identity: PeerIdentity | undefined) => void,
+): { listener: net.Server; stopFollowing: () => void } {
+  if (options.tls === undefined) return { listener: net.createServer({ noDelay: true }, sniff), stopFollowing: () => {} };
+  const { server, stopFollowing } = createTlsListener({
+    ...options.tls,
+    alpn: [ALPN.h2, ALPN.lane],
+    onConnection: (socket, identity, protocol) => (protocol === ALPN.lane ? sniff(socket) : toGrpc(socket, identity)),
+  });
+  return { listener: server, stopFollowing };
+}
+
+/** Listens on host:port; without TLS each connection is sniffed (LANE_MAGIC → the lane, anything else → the grpc-js server), with TLS routed by ALPN. */
 export async function listenMuxed(server: Server, address: string, options: MuxOptions): Promise<MuxedPort> {
-  const { host, port } = splitAddress(address);
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
   const lanes = new Set<LaneConnection>();
   const sniffing = new Set<net.Socket>();
@@ -212,19 +240,22 @@ export async function listenMuxed(server: Server, address: string, options: MuxO
     socket.on('error', onError);
     socket.once('close', () => clearTimeout(timer));
   };
-  const listener = net.createServer({ noDelay: true }, sniff);
-  await new Promise<void>((resolve, reject) => {
-    listener.once('error', (e) => reject(new Error(`cannot listen on ${address}: ${e.message}`)));
-    listener.listen(port, host, () => resolve());
+  const identities = new Map<string, PeerIdentity>();
+  const { listener, stopFollowing } = muxListener(options, sniff, (socket, identity) => {
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    if (identity !== undefined) identities.set(peer, identity);
+    socket.once('close', () => identities.delete(peer));
+    injector.injectConnection(socket);
   });
-  const bound = listener.address() as net.AddressInfo;
-  const shown = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+  const { address: boundAddress } = await listenOn(listener, address);
   return {
-    address: `${shown}:${bound.port}`,
+    address: boundAddress,
     get laneConnections() {
       return lanes.size;
     },
+    identityByPeer: (peer) => identities.get(peer.replace(/^ipv[46]:/, '')),
     close: async () => {
+      stopFollowing();
       listener.close();
       for (const s of sniffing) s.destroy();
       const closing = [...lanes].map((c) => new Promise<void>((r) => c.onClosed(r)));
@@ -232,6 +263,7 @@ export async function listenMuxed(server: Server, address: string, options: MuxO
       await Promise.all(closing);
     },
     destroy: () => {
+      stopFollowing();
       listener.close();
       for (const c of lanes) c.destroy();
       for (const s of sniffing) s.destroy();

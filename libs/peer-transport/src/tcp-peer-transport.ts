@@ -20,7 +20,9 @@
  * reports the peer unreachable so the leader falls back to probing.
  */
 import net from 'node:net';
+import type tls from 'node:tls';
 import { raftpb } from '@fencer/protocol';
+import type { TlsFiles } from '@fencer/service';
 import type { Message } from '@fencer/raft';
 import { splitAddress } from './address.js';
 import { BatchingLink, LinkedPeerTransport, type PeerTransportOptions } from './batching-link.js';
@@ -29,6 +31,7 @@ import { LengthPrefixDecoder } from './length-prefix.js';
 import { peerBatchBytesMax, peerKeepaliveMs, peerSocketBufferBytesMax } from './limits.js';
 import type { PeerLogger } from './logger.js';
 import { RefusalLog } from './refusal-log.js';
+import { ALPN, type AcceptsIdentity, createTlsListener, dialTls, replicaOfCell } from './tls-links.js';
 
 /** A frame's header: the payload's length, big-endian. */
 export const peerFrameHeaderBytes = 4;
@@ -50,7 +53,16 @@ export function peerFrameDecoder(): LengthPrefixDecoder {
 class TcpPeerLink extends BatchingLink<net.Socket> {
   protected open(): net.Socket {
     const { host, port } = splitAddress(this.address);
-    const socket = net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: peerKeepaliveMs });
+    const tlsFiles = this.opts.tls;
+    // With TLS, the link takes a server only when its certificate names a replica of this cell.
+    const socket =
+      tlsFiles === undefined
+        ? net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: peerKeepaliveMs })
+        : dialTls(this.address, tlsFiles, [ALPN.peer], this.opts.tlsAccepts ?? replicaOfCell(this.opts.cellId));
+    if (tlsFiles !== undefined) {
+      socket.setNoDelay(true);
+      socket.setKeepAlive(true, peerKeepaliveMs);
+    }
     socket.on('data', () => {});
     socket.on('error', (err) => this.broken(socket, err));
     socket.on('close', () => this.broken(socket, undefined));
@@ -76,18 +88,46 @@ export class TcpPeerTransport extends LinkedPeerTransport {
   }
 }
 
+/** What a peer port checks besides the frames: which senders it takes, where refusals are counted, and its TLS files. */
+export type PeerServerChecks = Pick<PeerIntake, 'admits' | 'onRefused' | 'onSenderAddress'> & {
+  /** Mutual TLS: only connections whose certificate names a replica of this cell are read at all. */
+  readonly tls?: TlsFiles;
+  /** Whom the port takes under TLS; default: a replica of its cell (the meta group: a control plane). */
+  readonly tlsAccepts?: AcceptsIdentity;
+};
+
 /** The receiving half: accepts peers' connections, decodes their frames and hands each message on. */
 export class TcpPeerServer {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
   private readonly intake: PeerIntake;
   private readonly refusals: RefusalLog;
+  private stopFollowing: () => void = () => {};
 
   /** `checks`: which senders are taken, and where refusals are counted (see PeerIntake); without them every sender is taken. */
-  constructor(cellId: string, onMessage: (m: Message) => void, logger: PeerLogger, checks: Pick<PeerIntake, 'admits' | 'onRefused'> = {}) {
-    this.intake = { cellId, onMessage, ...checks };
+  constructor(cellId: string, onMessage: (m: Message) => void, logger: PeerLogger, checks: PeerServerChecks = {}) {
+    const { tls: tlsFiles, tlsAccepts, ...intakeChecks } = checks;
+    this.intake = { cellId, onMessage, ...intakeChecks };
     this.refusals = new RefusalLog(logger);
-    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    if (tlsFiles === undefined) {
+      this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+      return;
+    }
+    const listener = createTlsListener({
+      files: tlsFiles,
+      alpn: [ALPN.peer],
+      accepts: tlsAccepts ?? replicaOfCell(cellId),
+      onConnection: (socket: tls.TLSSocket) => {
+        socket.setNoDelay(true);
+        this.accept(socket);
+      },
+      onRefused: (reason, detail, remote) => {
+        this.intake.onRefused?.(reason === 'tls-handshake' ? StreamRefusal.TlsHandshake : StreamRefusal.ForeignCertificate);
+        this.refusals.warn({ remote, reason: detail }, 'refusing a peer connection');
+      },
+    });
+    this.server = listener.server;
+    this.stopFollowing = listener.stopFollowing;
   }
 
   listen(address: string): Promise<void> {
@@ -107,6 +147,7 @@ export class TcpPeerServer {
   }
 
   close(): Promise<void> {
+    this.stopFollowing();
     for (const s of this.sockets) s.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }

@@ -5,9 +5,10 @@
  * (@fencer/peer-transport LaneClient, for unary calls) per address, and the count
  * of calls in flight towards it.
  */
-import { credentials } from '@grpc/grpc-js';
+import { type ChannelCredentials, credentials } from '@grpc/grpc-js';
 import { internalpb, lockservice } from '@fencer/protocol';
-import { LaneClient } from '@fencer/peer-transport';
+import { LaneClient, anyReplica, grpcChannelCredentials } from '@fencer/peer-transport';
+import type { TlsFiles } from '@fencer/service';
 import type { RoutingTable } from '@fencer/contract';
 
 export type LockStub = InstanceType<typeof lockservice.LockServiceClient>;
@@ -60,6 +61,14 @@ export class CellPool {
   private readonly internalStubs = new Map<string, InternalStub>();
   private readonly lanes = new Map<string, LaneClient>();
 
+  /** `tls`: reach the cells with mutual TLS, presenting this front end's certificate and taking any replica the CA signed. */
+  constructor(private readonly tls?: TlsFiles) {}
+
+  /** A new channel's credentials: with TLS, the certificate current now (a reload reaches channels made after it). */
+  private credentials(): ChannelCredentials {
+    return this.tls === undefined ? credentials.createInsecure() : grpcChannelCredentials(this.tls, anyReplica);
+  }
+
   /** Follows a new routing table: new cells appear, changed replica lists replace the old ones, a leader not listed any more is forgotten. */
   update(table: RoutingTable): void {
     for (const [id, c] of table.cells) {
@@ -85,7 +94,7 @@ export class CellPool {
   lockStub(address: string): LockStub {
     let s = this.lockStubs.get(address);
     if (!s) {
-      s = new lockservice.LockServiceClient(address, credentials.createInsecure(), CHANNEL_OPTIONS);
+      s = new lockservice.LockServiceClient(address, this.credentials(), CHANNEL_OPTIONS);
       this.lockStubs.set(address, s);
     }
     return s;
@@ -94,7 +103,7 @@ export class CellPool {
   internalStub(address: string): InternalStub {
     let s = this.internalStubs.get(address);
     if (!s) {
-      s = new internalpb.CellInternalClient(address, credentials.createInsecure(), CHANNEL_OPTIONS);
+      s = new internalpb.CellInternalClient(address, this.credentials(), CHANNEL_OPTIONS);
       this.internalStubs.set(address, s);
     }
     return s;
@@ -103,7 +112,7 @@ export class CellPool {
   lane(address: string): LaneClient {
     let l = this.lanes.get(address);
     if (!l) {
-      l = new LaneClient(address);
+      l = new LaneClient(address, this.tls === undefined ? undefined : { files: this.tls, accepts: anyReplica });
       this.lanes.set(address, l);
     }
     return l;

@@ -15,6 +15,7 @@
 import type { RoutingTable } from '@fencer/contract';
 import type { lockservice } from '@fencer/protocol';
 import type { Logger } from 'pino';
+import type { TlsFiles } from '@fencer/service';
 import { CellPool } from './cell-pool.js';
 import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import { KeepAliveStreams } from './keepalive-stream.js';
@@ -32,6 +33,8 @@ export interface FrontEndDeps {
   readonly heartbeatIntervalMs?: number | undefined;
   readonly streamsMax?: number | undefined;
   readonly streamPendingMax?: number | undefined;
+  /** Mutual TLS to the cells, and TLS to clients (decision 0016). */
+  readonly tls?: TlsFiles | undefined;
 }
 
 export interface FrontEnd {
@@ -47,7 +50,7 @@ export interface FrontEnd {
 
 export function buildFrontEnd(deps: FrontEndDeps): FrontEnd {
   const { source, metrics } = deps;
-  const pool = new CellPool();
+  const pool = new CellPool(deps.tls);
   const follow = (t: RoutingTable): void => {
     pool.update(t);
     metrics.routingVersion.set(t.version);
@@ -74,10 +77,11 @@ export function buildFrontEnd(deps: FrontEndDeps): FrontEnd {
       // A source may adopt its first table in start() without telling listeners (a file read at start): follow it here.
       follow(source.table());
       batcher.start();
-      server = await startLockServer(handlers, address);
+      server = await startLockServer(handlers, address, deps.tls);
       return server.address;
     },
     async close() {
+      deps.tls?.stop();
       batcher.close();
       source.close();
       await server?.close();

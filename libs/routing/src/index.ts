@@ -24,5 +24,13 @@ export { FileRoutingSource } from './file-routing-source.js';
 export { ControlPlaneRoutingSource, TENANT_RATES_POLL_MS, parseRates, type ControlPlaneOptions } from './control-plane-routing-source.js';
 export { AcquireRateLimiter, BURST_MS, RATE_LIMITED_NAMESPACES_MAX } from './rate-limiter.js';
 export { parseControlPlaneUrls } from './control-plane-instances.js';
-export { checkRoutingChoice, routingOptions, routingSourceFor, type RoutingChoice } from './routing-options.js';
+export {
+  checkRoutingChoice,
+  checkTlsChoice,
+  routingOptions,
+  routingSourceFor,
+  tlsFilesFor,
+  type RoutingChoice,
+  type TlsChoice,
+} from './routing-options.js';
 export { startLockServer, type LockServer } from './lock-server.js';

@@ -7,6 +7,8 @@
  */
 import { ServerCredentials } from '@grpc/grpc-js';
 import { TolerantServer, lockservice } from '@fencer/protocol';
+import { type GrpcTlsPort, listenGrpcTls } from '@fencer/peer-transport';
+import type { TlsFiles } from '@fencer/service';
 
 /** Calls still open this long after a stop began are cut. */
 const SHUTDOWN_GRACE_MS = 2_000;
@@ -17,16 +19,29 @@ export interface LockServer {
   close(): Promise<void>;
 }
 
-export async function startLockServer(handlers: lockservice.LockServiceServer, address: string): Promise<LockServer> {
+/**
+ * `tls`: serve clients over TLS (this front end's certificate, reloaded on
+ * change or SIGHUP; clients present none: a tenant proves itself with its
+ * token), and refuse plaintext.
+ */
+export async function startLockServer(handlers: lockservice.LockServiceServer, address: string, tls?: TlsFiles): Promise<LockServer> {
   const server = new TolerantServer({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, 'grpc.enable_channelz': 0 });
   server.addService(lockservice.LockServiceService, handlers);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  let tlsPort: GrpcTlsPort | undefined;
+  let port: number;
+  if (tls === undefined) {
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+  } else {
+    tlsPort = await listenGrpcTls(server, address, { files: tls, accepts: () => undefined, clientCertificate: 'none' });
+    port = tlsPort.port;
+  }
   return {
     address: `${address.slice(0, address.lastIndexOf(':'))}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        void tlsPort?.close();
         const force = setTimeout(() => {
           server.forceShutdown();
           resolve();

@@ -17,6 +17,7 @@
  */
 import type { lockservice } from '@fencer/protocol';
 import type { Logger } from 'pino';
+import type { TlsFiles } from '@fencer/service';
 import type { CellPool } from './cell-pool.js';
 import { cellOfNamespace } from './cell-of-namespace.js';
 import { buildFrontEnd } from './front-end.js';
@@ -39,6 +40,8 @@ export interface RouterDeps {
   readonly heartbeatIntervalMs?: number;
   /** Names this router in the HeartbeatBatches it sends. */
   readonly id?: string;
+  /** Mutual TLS to the cells and TLS to clients (tlsFilesFor). */
+  readonly tls?: TlsFiles | undefined;
 }
 
 export interface Router {
@@ -57,7 +60,7 @@ export function buildRouter(deps: RouterDeps): Router {
   const { source, logger } = deps;
   const metrics = deps.metrics ?? new RouterMetrics();
   const routerId = deps.id ?? `router-${process.pid}`;
-  const front = buildFrontEnd({ source, logger, metrics, id: routerId, heartbeatIntervalMs: deps.heartbeatIntervalMs });
+  const front = buildFrontEnd({ source, logger, metrics, id: routerId, heartbeatIntervalMs: deps.heartbeatIntervalMs, tls: deps.tls });
   const { pool } = front;
   metrics.inFlightSource = () => pool.all();
   const inFlightMax = deps.cellCallsInFlightMax ?? CELL_CALLS_IN_FLIGHT_MAX;

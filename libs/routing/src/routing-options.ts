@@ -7,7 +7,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { positiveInt } from '@fencer/service';
+import { TlsFiles, type TlsPaths, positiveInt, tlsPathsOf } from '@fencer/service';
 import { ControlPlaneRoutingSource } from './control-plane-routing-source.js';
 import { parseControlPlaneUrls } from './control-plane-instances.js';
 import { FileRoutingSource } from './file-routing-source.js';
@@ -39,6 +39,9 @@ export function routingOptions(cmd: Command): Command {
       'control-plane base URL, or the instances of its meta group separated by commas: the routing table is followed by long poll (GET /v1/routing) on one, and on the next when it stops answering',
       controlPlaneList,
     )
+    .option('--tls-cert <file>', "this process's certificate (PEM): mutual TLS to the cells, TLS to clients", process.env.FENCER_TLS_CERT)
+    .option('--tls-key <file>', 'the key of --tls-cert (PEM)', process.env.FENCER_TLS_KEY)
+    .option('--tls-ca <file>', 'the CA that signs the cells (PEM)', process.env.FENCER_TLS_CA)
     .option(
       '--heartbeat-interval-ms <ms>',
       `one HeartbeatBatch per cell leader per interval (capped at a quarter of the shortest TTL)`,
@@ -62,4 +65,28 @@ export function routingSourceFor(o: RoutingChoice, logger: Logger, registry?: Re
     token: process.env.FENCER_CONTROL_PLANE_TOKEN,
     ...(registry ? { registry } : {}),
   });
+}
+
+/** The TLS flags as commander gives them. */
+export interface TlsChoice {
+  readonly tlsCert?: string | undefined;
+  readonly tlsKey?: string | undefined;
+  readonly tlsCa?: string | undefined;
+}
+
+/** All three TLS flags or none (a usage error otherwise). */
+export function checkTlsChoice(o: TlsChoice): TlsPaths | undefined {
+  try {
+    return tlsPathsOf(o);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+/** The front end's TLS files, watched for change and SIGHUP, when the flags name them. */
+export function tlsFilesFor(paths: TlsPaths | undefined, logger: Logger): TlsFiles | undefined {
+  if (paths === undefined) return undefined;
+  const files = new TlsFiles(paths, (err) => logger.error({ err: err.message }, 'TLS files not reloaded; keeping the previous ones'));
+  files.onReload(() => logger.info({ cert: paths.cert }, 'TLS files reloaded'));
+  return files.start();
 }

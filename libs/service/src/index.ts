@@ -10,3 +10,16 @@ export { collectProcessMetrics, EVENT_LOOP_SAMPLE_MS } from './process-metrics.j
 export { stopOnSignals } from './signals.js';
 export { exitOnBug, exitOnConfigError, fatalExit, writeBeforeExit, type Die } from './exits.js';
 export { address, positiveInt } from './cli-options.js';
+export {
+  TlsFiles,
+  type TlsMaterial,
+  type TlsPaths,
+  type PeerIdentity,
+  describeIdentity,
+  identitiesOf,
+  identityOf,
+  parseIdentityUri,
+  readTlsMaterial,
+  tlsFilePollMs,
+  tlsPathsOf,
+} from './tls.js';

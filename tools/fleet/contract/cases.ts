@@ -7,10 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { fromServiceError, internalpb, isRetryable, lockservice } from '@fencer/protocol';
 import type { TestCell } from '../test-cell.mjs';
+import { fleetCredentials } from '../fleet.mjs';
 
 type Unary<Req, Res> = (req: Req, md: Metadata, opts: { deadline: number }, cb: (err: ServiceError | null, res: Res) => void) => unknown;
 
@@ -28,7 +29,7 @@ export class TestClient {
     let c = this.clients.get(address);
     if (!c) {
       // No grpc-js retry buffer: a stream of thousands of messages would copy it on every write.
-      c = new lockservice.LockServiceClient(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 });
+      c = new lockservice.LockServiceClient(address, fleetCredentials(), { 'grpc.per_rpc_retry_buffer_size': 0 });
       this.clients.set(address, c);
     }
     return c;
@@ -581,7 +582,7 @@ export function contractSuite(opts: ContractSuiteOptions): void {
         const leaderAddr = await t().leaderAddress();
         const followerAddr = await t().followerAddress();
         const call = (addr: string): Promise<internalpb.HeartbeatBatchResponse> => {
-          const c = new internalpb.CellInternalClient(addr, credentials.createInsecure());
+          const c = new internalpb.CellInternalClient(addr, fleetCredentials());
           return new Promise((resolve, reject) =>
             c.heartbeatBatch({ sessionIds: [a, `${n}:gone`], proxyId: 'test' }, new Metadata(), (e, r) => {
               c.close();

@@ -12,6 +12,7 @@ import { FencerError } from '@fencer/base';
 import { adminpb, fromServiceError } from '@fencer/protocol';
 import type { CliIo } from '../io.js';
 import { EXIT } from '../exit-codes.js';
+import { channelCredentialsOf } from '../run-context.js';
 
 export interface AdminReplica {
   readonly id: string;
@@ -31,10 +32,11 @@ export const statusTimeoutMs = 3_000;
 
 /** One admin call to one replica; a refusal arrives as a FencerError. */
 export function adminCall<Res>(address: string, method: string, request: unknown, deadlineMs: number): Promise<Res> {
-  const client = new adminpb.CellAdminClient(address, credentials.createInsecure()) as unknown as Record<
-    string,
-    (...args: unknown[]) => unknown
-  > & { close(): void };
+  // A cell of a `--secure` fleet takes an operator's certificate only ($FENCER_TLS_CA, $FENCER_TLS_CERT, $FENCER_TLS_KEY).
+  const creds = process.env['FENCER_TLS_CA'] ? channelCredentialsOf(process.env) : credentials.createInsecure();
+  const client = new adminpb.CellAdminClient(address, creds) as unknown as Record<string, (...args: unknown[]) => unknown> & {
+    close(): void;
+  };
   return new Promise((resolve, reject) =>
     client[method]!.call(client, request, new Metadata(), { deadline: Date.now() + deadlineMs }, (err: ServiceError | null, res: Res) => {
       client.close();

@@ -2,7 +2,9 @@
  * Who may call what (the route's `config.access`, route-config.ts). With
  * auth off (no admin token) every call is allowed. With auth on, the admin
  * token reaches everything; a tenant token reaches its own tenant, and the
- * snapshots of the cell its namespace is on. Tenant tokens are checked
+ * snapshots of the cell its namespace is on; the front-end token (routers'
+ * and proxies') reads the routing table and fleet status and creates
+ * tenants (auto-tenants), and nothing else. Tenant tokens are checked
  * against the hashes in the meta group's state as of a linearizable read, so
  * a rotation applied anywhere is seen here.
  */
@@ -17,6 +19,8 @@ export interface AccessDeps {
   readonly meta: MetaStore;
   /** Absent: auth off. */
   readonly adminToken: string | undefined;
+  /** The front ends' narrower credential (decision 0016); absent: only the admin token reaches front-end routes. */
+  readonly frontEndToken?: string | undefined;
   readonly wallMs: () => number;
 }
 
@@ -43,6 +47,14 @@ export async function identify(deps: AccessDeps, request: FastifyRequest): Promi
 
 async function authorize(deps: AccessDeps, request: FastifyRequest, access: Access): Promise<void> {
   if (deps.adminToken === undefined || access === 'public') return;
+  const token = bearerOf(request.headers.authorization);
+  if (token !== undefined && deps.frontEndToken !== undefined && sameSecret(token, deps.frontEndToken)) {
+    if (access === 'front-end') return;
+    throw new ProblemError(
+      'FORBIDDEN',
+      'the front-end token reads routing and fleet status and creates tenants only; this needs the admin token',
+    );
+  }
   const who = await identify(deps, request);
   if (who.admin) return;
   const own = who.tenant;

@@ -10,9 +10,10 @@ import type { FastifyRequest } from 'fastify';
  * - public: anyone;
  * - admin: the admin token;
  * - tenant: the admin token, or a token of the tenant named by the `:namespace` path parameter;
- * - cell-reader: the admin token, or a token of a tenant placed on the `:cell` path parameter.
+ * - cell-reader: the admin token, or a token of a tenant placed on the `:cell` path parameter;
+ * - front-end: the admin token, or the front-end token routers and proxies hold (routing, fleet status, auto-tenants).
  */
-export type Access = 'public' | 'admin' | 'tenant' | 'cell-reader';
+export type Access = 'public' | 'admin' | 'tenant' | 'cell-reader' | 'front-end';
 
 export interface RouteConfig {
   readonly access: Access;

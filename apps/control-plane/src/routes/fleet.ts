@@ -25,7 +25,7 @@ function fleetJson(state: MetaStateMachine, cells: CellDirectory): Record<string
 export const fleetRoutes: FastifyPluginAsync<RouteContext> = async (app, { meta, cells }) => {
   app.get(
     '/v1/fleet',
-    { config: followerReadConfig('admin'), schema: { response: { 200: responseSchema('/v1/fleet', 'get', '200') } } },
+    { config: followerReadConfig('front-end'), schema: { response: { 200: responseSchema('/v1/fleet', 'get', '200') } } },
     async (request) => fleetJson(await readState(meta, request), cells),
   );
 };

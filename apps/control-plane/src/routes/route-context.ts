@@ -14,6 +14,7 @@ export type RouteContext = {
   readonly cells: CellDirectory;
   /** Auth on: tenant creations and rotations mint tokens. Absent: auth off. */
   readonly adminToken: string | undefined;
+  readonly frontEndToken?: string | undefined;
   readonly write: MetaWrite;
   readonly wallMs: () => number;
   readonly newId: () => string;

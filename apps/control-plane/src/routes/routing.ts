@@ -60,7 +60,10 @@ export const routingRoutes: FastifyPluginAsync<RouteContext> = async (app, { met
 
   app.get(
     '/v1/routing',
-    { config: followerReadConfig('admin'), schema: { querystring: routingQuery, response: { 200: responseSchema('/v1/routing', 'get', '200') } } },
+    {
+      config: followerReadConfig('front-end'),
+      schema: { querystring: routingQuery, response: { 200: responseSchema('/v1/routing', 'get', '200') } },
+    },
     async (request) => {
       const { sinceVersion, waitMs } = request.query as { sinceVersion?: number; waitMs?: number };
       const state = await readState(meta, request);

@@ -140,7 +140,7 @@ export const tenantRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) =
     body: requestBodySchema('/v1/tenants', 'post'),
     response: { 201: responseSchema('/v1/tenants', 'post', '201') },
   };
-  app.post('/v1/tenants', { config: routeConfig('admin'), schema: create }, (request, reply) => createTenant(ctx, request, reply));
+  app.post('/v1/tenants', { config: routeConfig('front-end'), schema: create }, (request, reply) => createTenant(ctx, request, reply));
   const get = { params: namespaceParams, response: { 200: responseSchema(ONE_TENANT, 'get', '200') } };
   app.get('/v1/tenants/:namespace', { config: routeConfig('tenant'), schema: get }, (request) => getTenant(ctx, request));
   const update = {

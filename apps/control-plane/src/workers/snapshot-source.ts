@@ -9,7 +9,7 @@
  * the previous chunks, so memory stays bounded whatever the snapshot's size.
  */
 import { PassThrough, type Readable } from 'node:stream';
-import { credentials, Metadata, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import { type ChannelCredentials, credentials, Metadata, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import type { SnapshotInfo } from '@fencer/object-store';
 import { adminpb } from '@fencer/protocol';
 import type { CellDirectory, CellPlan } from '../cells.js';
@@ -99,13 +99,14 @@ export class GrpcSnapshotSource implements SnapshotSource {
   constructor(
     plans: readonly CellPlan[],
     private readonly cells: CellDirectory,
+    cellCredentials: ChannelCredentials = credentials.createInsecure(),
   ) {
     for (const plan of plans) {
       this.clients.set(
         plan.id,
         plan.replicas.map((r) => ({
           id: r.id,
-          client: new adminpb.CellAdminClient(r.admin, credentials.createInsecure(), {
+          client: new adminpb.CellAdminClient(r.admin, cellCredentials, {
             'grpc.max_receive_message_length': 16 * 1024 * 1024,
           }),
         })),

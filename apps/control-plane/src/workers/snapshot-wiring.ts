@@ -4,6 +4,7 @@
  * source, the schedule and retention from the flags.
  */
 import { randomUUID } from 'node:crypto';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { openObjectStore } from '@fencer/object-store';
 import type { CellDirectory } from '../cells.js';
@@ -19,10 +20,10 @@ export interface SnapshotWiring {
 
 export function startSnapshotTask(
   config: ControlPlaneConfig,
-  deps: { meta: MetaStore; cells: CellDirectory; logger: Logger; metrics: SnapshotMetrics },
+  deps: { meta: MetaStore; cells: CellDirectory; logger: Logger; metrics: SnapshotMetrics; cellCredentials?: ChannelCredentials },
 ): SnapshotWiring {
   const store = openObjectStore(config.snapshotStore, config.s3);
-  const source = new GrpcSnapshotSource(config.cells, deps.cells);
+  const source = new GrpcSnapshotSource(config.cells, deps.cells, deps.cellCredentials);
   const task = new SnapshotTask({
     meta: deps.meta,
     cellIds: () => deps.cells.cellIds(),

@@ -185,6 +185,7 @@ export async function openStore(dir: string): Promise<WalStore> {
 export async function startHarness(
   opts: {
     adminToken?: string;
+    frontEndToken?: string;
     cells?: string[];
     dataDir?: string;
     limits?: Partial<MetaLimits>;
@@ -232,6 +233,7 @@ export async function startHarness(
     newId: () => `id-${++n}`,
     ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
     ...(opts.newWatchClient !== undefined ? { newWatchClient: opts.newWatchClient } : {}),
+    ...(opts.frontEndToken !== undefined ? { frontEndToken: opts.frontEndToken } : {}),
   });
   return {
     app,

@@ -129,10 +129,24 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
   static async start(options: FakeLockServiceOptions = {}, port = 0): Promise<FakeLockService> {
     const fake = new FakeLockService(options);
     fake.server = new Server();
-    fake.server.addService(lockservice.LockServiceService, fake.handlers());
+    fake.server.addService(lockservice.LockServiceService, fake.recordingAuthorization(fake.handlers()));
     fake.server.addService(adminpb.CellAdminService, fake.adminHandlers());
     fake.address = `127.0.0.1:${await fake.bind(port)}`;
     return fake;
+  }
+
+  /** Each call and stream as it opened: its method and its `authorization` metadata ('' when it had none). */
+  readonly authorizations: { readonly method: string; readonly authorization: string }[] = [];
+
+  private recordingAuthorization(handlers: lockservice.LockServiceServer): lockservice.LockServiceServer {
+    const out: Record<string, unknown> = {};
+    for (const [method, handler] of Object.entries(handlers) as [string, (...args: unknown[]) => unknown][]) {
+      out[method] = (call: { metadata: { get(key: string): unknown[] } }, ...rest: unknown[]) => {
+        this.authorizations.push({ method, authorization: String(call.metadata.get('authorization')[0] ?? '') });
+        return handler.call(handlers, call, ...rest);
+      };
+    }
+    return out as unknown as lockservice.LockServiceServer;
   }
 
   /** Listens on one more port with the same state: another "node" of the same cell. Returns its address. */
