@@ -3,8 +3,9 @@
  * auth off (no admin token) every call is allowed. With auth on, the admin
  * token reaches everything; a tenant token reaches its own tenant, and the
  * snapshots of the cell its namespace is on; the front-end token (routers'
- * and proxies') reads the routing table and fleet status and creates
- * tenants (auto-tenants), and nothing else. Tenant tokens are checked
+ * and proxies') reads the routing table, fleet status and the tenant list
+ * (routers take each tenant's acquire rate from it) and creates tenants
+ * (auto-tenants), and nothing else. Tenant tokens are checked
  * against the hashes in the meta group's state as of a linearizable read, so
  * a rotation applied anywhere is seen here.
  */
@@ -52,7 +53,7 @@ async function authorize(deps: AccessDeps, request: FastifyRequest, access: Acce
     if (access === 'front-end') return;
     throw new ProblemError(
       'FORBIDDEN',
-      'the front-end token reads routing and fleet status and creates tenants only; this needs the admin token',
+      'the front-end token reads routing, fleet status and the tenant list and creates tenants only; this needs the admin token',
     );
   }
   const who = await identify(deps, request);

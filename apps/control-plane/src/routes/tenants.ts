@@ -129,7 +129,7 @@ const ONE_TENANT = '/v1/tenants/{namespace}';
 
 export const tenantRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
   const list = { response: { 200: responseSchema('/v1/tenants', 'get', '200') } };
-  app.get('/v1/tenants', { config: routeConfig('admin'), schema: list }, async () => {
+  app.get('/v1/tenants', { config: routeConfig('front-end'), schema: list }, async () => {
     const state = await ctx.meta.read();
     const tenants = state.tenants();
     const usage = await usageOf(ctx.cells, tenants);
