@@ -18,13 +18,20 @@ describe('ControlPlaneMetrics.watchCells', () => {
         id: 'cell-1',
         leader: 'cell-1-r1',
         sessions: 0,
+        leaderChangesLastHour: 0,
         replicas: [
           { id: 'cell-1-r1', grpc: 'a:1', role: 'leader', lastSeenMs: 500 },
           { id: 'cell-1-r2', grpc: 'a:2', role: 'unreachable', lastSeenMs: 42_000 },
           { id: 'cell-1-r3', grpc: 'a:3', role: 'unreachable' },
         ],
       },
-      { id: 'cell-2', leader: 'cell-2-r1', sessions: 0, replicas: [{ id: 'cell-2-r1', grpc: 'b:1', role: 'leader', lastSeenMs: 0 }] },
+      {
+        id: 'cell-2',
+        leader: 'cell-2-r1',
+        sessions: 0,
+        leaderChangesLastHour: 0,
+        replicas: [{ id: 'cell-2-r1', grpc: 'b:1', role: 'leader', lastSeenMs: 0 }],
+      },
     ];
     metrics.watchCells(() => views);
     const first = await metrics.registry.metrics();
