@@ -98,22 +98,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
       e('cells-file'),
     )
     .option('--auth', 'require bearer tokens (admin token generated at first start)', e('auth') === '1')
-    .option('--admin-token-file <file>', 'where the admin token is kept (mode 0600)', e('admin-token-file') ?? './.fencer/admin-token')
-    .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
-    .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
-    .option(
-      '--cell-poll-ms <ms>',
-      "how often each cell's leader's admin Status is polled (its followers' every 5th time)",
-      int('cell-poll-ms'),
-      Number(e('cell-poll-ms') ?? 1000),
-    )
-    .option('--no-follower-reads', 'forward the routing and fleet reads to the leader instead of serving them here after a barrier')
-    .option(
-      '--snapshot-every-entries <n>',
-      'snapshot and compact every n applied entries',
-      int('snapshot-every-entries'),
-      Number(e('snapshot-every-entries') ?? 1000),
-    );
+    .option('--admin-token-file <file>', 'where the admin token is kept (mode 0600)', e('admin-token-file') ?? './.fencer/admin-token');
+  addGroupOptions(program, e, int);
   addSnapshotStoreOptions(program, e, int);
   addMoveOptions(program, e, int);
   addTlsOptions(program, e);
@@ -165,6 +151,26 @@ function tlsOf(o: Record<string, unknown>): { tls?: TlsPaths } {
 }
 
 type IntParser = (flag: string) => (v: string) => number;
+
+/** The meta group's Raft timing and snapshots, and how the cells are polled and read. */
+function addGroupOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {
+  program
+    .option('--tick-ms <ms>', 'Raft tick', int('tick-ms'), Number(e('tick-ms') ?? 100))
+    .option('--election-ticks <n>', 'election timeout in ticks', int('election-ticks'), Number(e('election-ticks') ?? 10))
+    .option(
+      '--cell-poll-ms <ms>',
+      "how often each cell's leader's admin Status is polled (its followers' every 5th time)",
+      int('cell-poll-ms'),
+      Number(e('cell-poll-ms') ?? 1000),
+    )
+    .option('--no-follower-reads', 'forward the routing and fleet reads to the leader instead of serving them here after a barrier')
+    .option(
+      '--snapshot-every-entries <n>',
+      'snapshot and compact every n applied entries',
+      int('snapshot-every-entries'),
+      Number(e('snapshot-every-entries') ?? 1000),
+    );
+}
 
 /** Tenant moves: a pause before each cell step, for process tests that stop the meta leader in a given move state. */
 function addMoveOptions(program: Command, e: (flag: string) => string | undefined, int: IntParser): void {
