@@ -225,5 +225,5 @@ function report(meta, results, o) {
   console.log(`\n${textTable(HEAD, tableRows(results))}`);
   console.log(`load average at start ${meta.loadStart}, now ${meta.loadEnd}`);
   if (o.json) writeJson(o.json, { meta, results });
-  writeDocs({ name: 'failover', body: markdown(meta, results, o), write: o.write });
+  writeDocs({ name: 'failover', body: markdown(meta, results, o), keepNotes: true, write: o.write });
 }
