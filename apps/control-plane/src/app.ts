@@ -120,6 +120,7 @@ export async function buildApp(deps: ControlPlaneDeps): Promise<FastifyInstance>
     ...ctx,
     instanceId: deps.instanceId ?? 'control-plane',
     ...(deps.newWatchClient ? { newWatchClient: deps.newWatchClient } : {}),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   return app;
 }

@@ -87,6 +87,8 @@ export interface CellDirectory extends MoveCells {
   setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
+  /** Polls every replica now (skipped while a round runs), beside the regular interval; absent in fakes that are never polled. */
+  poll?(): Promise<void>;
   close(): void;
 }
 

@@ -34,6 +34,16 @@ export class ControlPlaneMetrics implements AppMetrics {
     registers: [this.registry],
   });
   readonly tenants = new Gauge({ name: 'fencer_cp_tenants', help: 'Tenants applied here', registers: [this.registry] });
+  readonly dashboardStreams = new Gauge({
+    name: 'fencer_cp_dashboard_streams',
+    help: 'Dashboard event streams open on this instance',
+    registers: [this.registry],
+  });
+  readonly dashboardWatches = new Gauge({
+    name: 'fencer_cp_dashboard_watches',
+    help: 'Tenants whose live locks this instance watches for the dashboard',
+    registers: [this.registry],
+  });
   private readonly replicaCounters = new Counter({
     name: 'fencer_cp_replica_events_total',
     help: 'Meta-group replica events by name',

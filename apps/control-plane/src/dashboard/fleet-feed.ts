@@ -7,7 +7,7 @@
  * time, so a slow cell delays its counts and not the view).
  */
 import type { FleetEvent, StreamProblem, Usage } from '@fencer/dashboard-ui';
-import type { CellDirectory } from '../cells.js';
+import type { CellDirectory, CellView } from '../cells.js';
 import { dashboardReadTimeoutMs } from '../limits.js';
 import type { MetaStore } from '../meta-group.js';
 import { fleetEvent } from './fleet-view.js';
@@ -78,9 +78,11 @@ export class FleetFeed {
     try {
       const state = await withTimeout(this.deps.meta.read(), dashboardReadTimeoutMs, 'a read of the meta group');
       this.refreshUsage();
+      const cells = this.deps.cells.status();
+      this.pollSoonerInTrouble(cells);
       const event = fleetEvent({
         state,
-        cells: this.deps.cells.status(),
+        cells,
         usage: this.usage,
         instance: { id: this.deps.instanceId, leader: this.deps.meta.isLeader },
         atMs: this.deps.wallMs(),
@@ -92,6 +94,15 @@ export class FleetFeed {
     } finally {
       if (only === undefined) this.ticking = false;
     }
+  }
+
+  /**
+   * While a cell has no leader or a replica does not answer, its Status is polled at this feed's pace too, so
+   * the page shows the new leader a poll interval sooner; a healthy fleet is polled at the regular interval only.
+   */
+  private pollSoonerInTrouble(cells: readonly CellView[]): void {
+    const trouble = cells.some((c) => c.leader === null || c.replicas.some((r) => r.role === 'unreachable' || r.role === 'candidate'));
+    if (trouble) void this.deps.cells.poll?.();
   }
 
   /** Counts per namespace from each cell's leader; a cell that does not answer keeps its last counts. */

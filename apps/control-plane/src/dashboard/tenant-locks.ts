@@ -172,6 +172,10 @@ export class TenantLocksHub {
     return this.watched.size;
   }
 
+  has(namespace: string): boolean {
+    return this.watched.has(namespace);
+  }
+
   subscribe(namespace: string, listener: LocksListener): () => void {
     let t = this.watched.get(namespace);
     if (t === undefined) {

@@ -1,10 +1,13 @@
 /** Request counts and latency by route template (not by concrete URL, which would grow with every namespace). */
 import type { FastifyInstance } from 'fastify';
-import type { Counter, Histogram } from 'prom-client';
+import type { Counter, Gauge, Histogram } from 'prom-client';
 
 export interface AppMetrics {
   readonly requests: Counter<'route' | 'method' | 'status'>;
   readonly latency: Histogram<'route'>;
+  /** Dashboard event streams open on this instance, and tenants whose locks it watches (routes/dashboard.ts). */
+  readonly dashboardStreams?: Gauge;
+  readonly dashboardWatches?: Gauge;
 }
 
 /** Installs the metrics hook on the root instance, so it sees every route plugin's answers. */

@@ -26,6 +26,7 @@ import {
   dashboardWatchesMax,
 } from '../limits.js';
 import { ProblemError } from '../problems.js';
+import type { AppMetrics } from '../http/request-metrics.js';
 import type { RouteContext } from './route-context.js';
 
 export type DashboardContext = RouteContext & {
@@ -33,6 +34,7 @@ export type DashboardContext = RouteContext & {
   readonly instanceId: string;
   /** How the lock watches reach a cell (tests may pass another). */
   readonly newWatchClient?: WatchClientFactory;
+  readonly metrics?: Pick<AppMetrics, 'dashboardStreams' | 'dashboardWatches'>;
 };
 
 interface StreamQuery {
@@ -94,6 +96,46 @@ function openStream(reply: FastifyReply, onEnd: () => void): Stream {
   };
 }
 
+interface StreamParts {
+  readonly ctx: DashboardContext;
+  readonly feed: FleetFeed;
+  readonly locks: TenantLocksHub;
+  readonly streams: Set<Stream>;
+}
+
+function countStreams({ ctx, locks, streams }: StreamParts): void {
+  ctx.metrics?.dashboardStreams?.set(streams.size);
+  ctx.metrics?.dashboardWatches?.set(locks.size);
+}
+
+/** Checks the token and the bounds (answered as problems while the reply is fastify's), then hands the connection to the stream. */
+async function serveStream(parts: StreamParts, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { ctx, feed, locks, streams } = parts;
+  const { scope, namespace } = await scopeFor(ctx, request);
+  if (streams.size >= dashboardStreamsMax)
+    throw new ProblemError(
+      'RESOURCE_EXHAUSTED',
+      `this instance serves ${dashboardStreamsMax} dashboard streams at most; try another instance`,
+    );
+  if (namespace !== undefined && !locks.has(namespace) && locks.size >= dashboardWatchesMax)
+    throw new ProblemError('RESOURCE_EXHAUSTED', `this instance watches ${dashboardWatchesMax} tenants at most; try another instance`);
+  const unsubscribe: (() => void)[] = [];
+  const stream = openStream(reply, () => {
+    streams.delete(stream);
+    for (const u of unsubscribe) u();
+    countStreams(parts);
+  });
+  streams.add(stream);
+  unsubscribe.push(
+    feed.subscribe({
+      onFleet: (event) => stream.send('fleet', narrowed(event, scope)),
+      onProblem: (problem) => stream.send('problem', problem),
+    }),
+  );
+  if (namespace !== undefined) unsubscribe.push(locks.subscribe(namespace, (event: LocksEvent) => stream.send('locks', event)));
+  countStreams(parts);
+}
+
 export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app, leaderCtx) => {
   const ctx: DashboardContext = { ...leaderCtx, meta: readableAnywhere(leaderCtx.meta) };
   const assets = dashboardAssets();
@@ -129,27 +171,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app,
     app.get(url, local, async (_request, reply) => reply.type(asset.type).header('cache-control', 'no-cache').send(asset.body));
 
   // Public at the hook: the handler identifies the token itself, since the scope shapes the whole stream.
-  app.get('/v1/dashboard/events', { ...local, schema: streamSchema }, async (request, reply) => {
-    const { scope, namespace } = await scopeFor(ctx, request);
-    if (streams.size >= dashboardStreamsMax)
-      throw new ProblemError(
-        'RESOURCE_EXHAUSTED',
-        `this instance serves ${dashboardStreamsMax} dashboard streams at most; try another instance`,
-      );
-    if (namespace !== undefined && locks.size >= dashboardWatchesMax)
-      throw new ProblemError('RESOURCE_EXHAUSTED', `this instance watches ${dashboardWatchesMax} tenants at most; try another instance`);
-    const unsubscribe: (() => void)[] = [];
-    const stream = openStream(reply, () => {
-      streams.delete(stream);
-      for (const u of unsubscribe) u();
-    });
-    streams.add(stream);
-    unsubscribe.push(
-      feed.subscribe({
-        onFleet: (event) => stream.send('fleet', narrowed(event, scope)),
-        onProblem: (problem) => stream.send('problem', problem),
-      }),
-    );
-    if (namespace !== undefined) unsubscribe.push(locks.subscribe(namespace, (event: LocksEvent) => stream.send('locks', event)));
-  });
+  app.get('/v1/dashboard/events', { ...local, schema: streamSchema }, (request, reply) =>
+    serveStream({ ctx, feed, locks, streams }, request, reply),
+  );
 };
