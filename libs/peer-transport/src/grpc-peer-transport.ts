@@ -39,7 +39,10 @@ class GrpcPeerLink extends BatchingLink<RaftStream> {
     const files = this.opts.tls;
     this.material = files?.current;
     // With TLS, the link takes a server only when its certificate names a replica of this cell.
-    const creds = files === undefined ? credentials.createInsecure() : grpcChannelCredentials(files, this.opts.tlsAccepts ?? replicaOfCell(this.opts.cellId));
+    const creds =
+      files === undefined
+        ? credentials.createInsecure()
+        : grpcChannelCredentials(files, this.opts.tlsAccepts ?? replicaOfCell(this.opts.cellId));
     return new raftpb.RaftTransportClient(this.address, creds, {
       'grpc.keepalive_time_ms': peerKeepaliveMs,
       'grpc.keepalive_timeout_ms': grpcPeerKeepaliveTimeoutMs,
