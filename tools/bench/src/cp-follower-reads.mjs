@@ -9,7 +9,7 @@
 // window. Rounds alternate `--no-follower-reads` and the default, each on a
 // fresh meta group.
 //   node tools/bench/src/cp-follower-reads.mjs [--followers 30] [--seconds 20] [--write-ms 200] [--rounds 2]
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
@@ -75,11 +75,12 @@ async function round(followerReads, r) {
     extraArgs: followerReads ? [] : ['--no-follower-reads'],
     env: { FENCER_LOG_LEVEL: 'warn' },
   });
-  const children = plan[0].replicas.map((p) => spawnReplica(p));
+  const logDir = path.join(dataDir, 'logs');
+  const children = plan[0].replicas.map((p) => spawnReplica(p, { logDir }));
   try {
     await waitForLeader(plan[0].replicas, 120_000);
     // Auth is off: the instances need not wait for the first one's admin token file.
-    for (const c of cps) children.push(spawnPlanned(c));
+    for (const c of cps) children.push(spawnPlanned(c, { logDir }));
     await Promise.all(cps.map((c) => waitForControlPlane(c.url, 120_000)));
     const roles = await Promise.all(cps.map((c) => getJson(`${c.url}/v1/health`).then((h) => h.role)));
     const stop = new AbortController();
@@ -104,6 +105,12 @@ async function round(followerReads, r) {
     const leader = roles.indexOf('leader');
     const followersMs = cpuMs.filter((_, i) => i !== leader).reduce((a, b) => a + b, 0);
     return { followerReads, created, ...counts, leaderMs: cpuMs[leader], followersMs, load: os.loadavg()[0] };
+  } catch (e) {
+    for (const c of cps) {
+      const log = path.join(logDir, `${c.id}.log`);
+      if (existsSync(log)) console.error(`--- ${c.id}\n${readFileSync(log, 'utf8').split('\n').slice(-8).join('\n')}`);
+    }
+    throw e;
   } finally {
     await stopAll(children);
     rmSync(dataDir, { recursive: true, force: true });
