@@ -287,7 +287,8 @@ export async function startTestFleet(options = {}) {
   useFleetTls(options.tls ? path.join(dataDir, 'tls') : undefined);
   const extraArgs = [...(cpCount > 0 ? ['--managed'] : []), ...(options.extraArgs ?? [])];
   const plan = planFleet({ cells: cellCount, replicas: replicaCount, portBase, dataDir, extraArgs, env });
-  const controlPlanes = cpCount > 0 ? planTestControlPlanes(plan, { count: cpCount, portBase, dataDir, env, extraArgs: options.controlPlaneArgs }) : [];
+  const controlPlanes =
+    cpCount > 0 ? planTestControlPlanes(plan, { count: cpCount, portBase, dataDir, env, extraArgs: options.controlPlaneArgs }) : [];
   const controlPlaneUrls = controlPlanes.map((c) => c.url);
   const routingFile =
     cpCount > 0 ? undefined : writeRoutingFile(path.join(dataDir, 'routing.json'), routingFor(plan, options.routes ?? {}));
@@ -319,7 +320,11 @@ export async function startTestFleet(options = {}) {
         plan.find((c) => c.id === cellId).replicas.filter((r) => group.alive(r.id)),
         timeoutMs,
       ),
-    metaLeader: (timeoutMs = 30_000) => metaLeader(controlPlanes.filter((c) => group.alive(c.id)), timeoutMs),
+    metaLeader: (timeoutMs = 30_000) =>
+      metaLeader(
+        controlPlanes.filter((c) => group.alive(c.id)),
+        timeoutMs,
+      ),
     statusOf: (id, timeoutMs = 1000) => status(admins.get(id), timeoutMs),
     alive: group.alive,
     signal: group.signal,

@@ -53,11 +53,18 @@ const program = new Command('run.mjs')
   .option('--from <f>', 'first seed of --seeds', count('--from'), 1)
   .option('--seconds <s>', 'simulated seconds per seed', count('--seconds'))
   .option('--replicas <r>', 'replicas per cell (default: five, every fifth seed three)', count('--replicas'))
-  .option('--machine <kind>', "lock (the default), kv (the toy register), meta (the control plane's meta group) or moves (two cells and the meta group, moving a tenant)")
+  .option(
+    '--machine <kind>',
+    "lock (the default), kv (the toy register), meta (the control plane's meta group) or moves (two cells and the meta group, moving a tenant)",
+  )
   .option('--bug <name>', 'plant this Raft-level bug under its fault profile (exits 1 unless a seed catches it)')
   .option('--profile <name>', "a bug's fault profile with the bug off")
   .option('--planted <name>', 'plant this lock-level bug')
-  .option('--stale-meta-leader', 'with --machine moves: pauses and partitions hit the meta group too (an open bug: unfenced move steps)', false)
+  .option(
+    '--stale-meta-leader',
+    'with --machine moves: pauses and partitions hit the meta group too (an open bug: unfenced move steps)',
+    false,
+  )
   .option('--jobs <j>', 'worker threads', count('--jobs'), 1)
   .option('--verbose', "with --seed: print the run's event log", false)
   .option('--json', 'print each seed and a JSON summary', false)

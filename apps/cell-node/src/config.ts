@@ -274,7 +274,9 @@ export function validateConfig(c: CellNodeConfig): void {
   if (c.tickMs < 1) fail('--tick-ms must be at least 1');
   if (c.electionTicks <= c.heartbeatTicks) fail('--election-ticks must exceed --heartbeat-ticks');
   if (c.idleHeartbeatTicks < c.heartbeatTicks || c.idleHeartbeatTicks >= c.electionTicks)
-    fail(`--idle-heartbeat-ticks (${c.idleHeartbeatTicks}) must be from --heartbeat-ticks (${c.heartbeatTicks}) to below --election-ticks (${c.electionTicks})`);
+    fail(
+      `--idle-heartbeat-ticks (${c.idleHeartbeatTicks}) must be from --heartbeat-ticks (${c.heartbeatTicks}) to below --election-ticks (${c.electionTicks})`,
+    );
   if (!(c.ttlMinMs <= c.ttlDefaultMs && c.ttlDefaultMs <= c.ttlMaxMs))
     fail('TTL bounds must satisfy ttl-min-ms <= ttl-default-ms <= ttl-max-ms');
   if (c.heartbeatRoundSpacingMs * 10 > c.ttlMinMs)

@@ -147,7 +147,11 @@ describe('the ownership reconciler', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(503);
     expect(created.body.code).toBe('CELL_UNAVAILABLE');
     expect(await routeOf(liveUrls(), 'late')).toMatchObject({ cell: 'cell-2' });
-    await until('the claim of "late" on cell-2', async () => ((await namespacesOf('cell-2'))?.includes('late') ? true : undefined), 120_000);
+    await until(
+      'the claim of "late" on cell-2',
+      async () => ((await namespacesOf('cell-2'))?.includes('late') ? true : undefined),
+      120_000,
+    );
     // Claimed, it serves: a session opens there through the router.
     const load = new TenantLoad({ router: fleet.routerEndpoints[0]!, proxy: fleet.proxyEndpoints[0]!, namespace: 'late' });
     try {

@@ -162,7 +162,11 @@ describe('a live move of a tenant with 1,000 sessions, 5,000 held locks and 200 
     expect(revisions).toEqual([...revisions].sort((a, b) => a - b));
     const keys = watcher.events.map((e) => `${e.revision} ${e.type} ${e.name} ${e.token}`);
     expect(new Set(keys).size).toBe(keys.length);
-    expect(acquired().map((e) => `${e.name} ${e.token}`).sort()).toEqual(grants.map((g) => `${g.name} ${g.token}`).sort());
+    expect(
+      acquired()
+        .map((e) => `${e.name} ${e.token}`)
+        .sort(),
+    ).toEqual(grants.map((g) => `${g.name} ${g.token}`).sort());
 
     // FIFO across the move: releasing each queue's holder grants the waiter that headed it before.
     for (let q = 0; q < QUEUES; q++) {

@@ -98,13 +98,22 @@ export class MoveCells {
     this.onLeader<number>(
       cell,
       (c, answer) =>
-        proposeThen(c, { kind: 'FreezeNamespace', namespace: Namespace(namespace) }, answer, () => c.fsm.namespaceInfo(namespace)?.lastRevision ?? 0),
+        proposeThen(
+          c,
+          { kind: 'FreezeNamespace', namespace: Namespace(namespace) },
+          answer,
+          () => c.fsm.namespaceInfo(namespace)?.lastRevision ?? 0,
+        ),
       done,
     );
   }
 
   unfreeze(cell: string, namespace: string, done: Answer<null>): void {
-    this.onLeader<null>(cell, (c, answer) => proposeThen(c, { kind: 'UnfreezeNamespace', namespace: Namespace(namespace) }, answer, () => null), done);
+    this.onLeader<null>(
+      cell,
+      (c, answer) => proposeThen(c, { kind: 'UnfreezeNamespace', namespace: Namespace(namespace) }, answer, () => null),
+      done,
+    );
   }
 
   /** Freezes (if it still serves) and drops; a namespace not held here answers ok. */
@@ -149,7 +158,8 @@ export class MoveCells {
       cell,
       (c, answer) => {
         const info = c.fsm.namespaceInfo(namespace);
-        if (info !== undefined && info.state !== 'moved') return answer({ kind: 'ok', value: { sessions: info.sessions, locks: info.locks } });
+        if (info !== undefined && info.state !== 'moved')
+          return answer({ kind: 'ok', value: { sessions: info.sessions, locks: info.locks } });
         c.moves.carryWaits(namespace, held.waitsLeft);
         const counts = { sessions: held.outcome.sessions, locks: held.outcome.locks };
         proposeThen(c, { kind: 'ImportNamespace', namespace: ns, data: held.outcome.data, activate: false }, answer, () => counts);

@@ -19,7 +19,15 @@ function holder(session: string, token: number): LockState['holders'][number] {
 }
 
 function waiter(session: string, request: string): LockState['waiters'][number] {
-  return { sessionId: SessionId(session), clientId: session, mode: 'EXCLUSIVE', requestId: RequestId(request), waitMs: 1_000, lockDelayMs: 0, queuedRevision: 5 as Revision };
+  return {
+    sessionId: SessionId(session),
+    clientId: session,
+    mode: 'EXCLUSIVE',
+    requestId: RequestId(request),
+    waitMs: 1_000,
+    lockDelayMs: 0,
+    queuedRevision: 5 as Revision,
+  };
 }
 
 function state(holders: LockState['holders'], waiters: LockState['waiters'] = []): LockState {
@@ -27,18 +35,16 @@ function state(holders: LockState['holders'], waiters: LockState['waiters'] = []
 }
 
 function result(index: number, events: Partial<LockEvent>[] = []): ApplyResult {
-  const full = events.map(
-    (e): LockEvent => ({
-      type: 'ACQUIRED',
-      revision: index as Revision,
-      name: NAME,
-      sessionId: SessionId('alpha:s1'),
-      token: index as Revision,
-      requestId: null,
-      lock: state([]),
-      ...e,
-    }),
-  );
+  const full = events.map((e): LockEvent => ({
+    type: 'ACQUIRED',
+    revision: index as Revision,
+    name: NAME,
+    sessionId: SessionId('alpha:s1'),
+    token: index as Revision,
+    requestId: null,
+    lock: state([]),
+    ...e,
+  }));
   return { index, revision: index as Revision, outcome: { ok: true } as ApplyResult['outcome'], events: full };
 }
 

@@ -92,7 +92,8 @@ export class MoveClients {
     const waitMs = write.method === 'acquire' ? write.request.waitMs : 0;
     this.w.call<Result<unknown, FencerError>>(
       this.memberOf(cell),
-      (m, answer) => m.cell?.call(write.method, write.request as never, { forwarded: false }, (o) => answer(o as Result<unknown, FencerError>)),
+      (m, answer) =>
+        m.cell?.call(write.method, write.request as never, { forwarded: false }, (o) => answer(o as Result<unknown, FencerError>)),
       waitMs + CALL_SLACK_MS,
       (outcome) => this.answered(c, write, namespace, outcome),
     );

@@ -141,18 +141,41 @@ export class MoveDriver {
       case 'measure-size':
         return this.measure(move, facts, then);
       case 'clear-target':
-        return c.drop(to, ns, on(() => (facts.targetCleared = true)));
+        return c.drop(
+          to,
+          ns,
+          on(() => (facts.targetCleared = true)),
+        );
       case 'freeze-source':
-        return c.freeze(from, ns, on((rev) => (facts.frozenRevision = rev)));
+        return c.freeze(
+          from,
+          ns,
+          on((rev) => (facts.frozenRevision = rev)),
+        );
       case 'copy':
         // The export's answer goes on to the import when it is a value; else it is this step's answer.
         return c.exportNamespace(from, ns, (a) =>
-          a.kind === 'ok' ? c.importNamespace(to, ns, a.value, on((n) => (facts.copied = n))) : on(() => {})(a),
+          a.kind === 'ok'
+            ? c.importNamespace(
+                to,
+                ns,
+                a.value,
+                on((n) => (facts.copied = n)),
+              )
+            : on(() => {})(a),
         );
       case 'unfreeze-target':
-        return c.unfreeze(to, ns, on(() => (facts.targetUnfrozen = true)));
+        return c.unfreeze(
+          to,
+          ns,
+          on(() => (facts.targetUnfrozen = true)),
+        );
       case 'drop-source':
-        return c.drop(from, ns, on(() => (facts.sourceDropped = true)));
+        return c.drop(
+          from,
+          ns,
+          on(() => (facts.sourceDropped = true)),
+        );
       case 'first-write':
         return c.status(
           to,
@@ -161,14 +184,24 @@ export class MoveDriver {
           on((s) => {
             const u = s.unfreeze;
             facts.firstWrite =
-              u === undefined ? null : { seen: u.firstWriteAfterMs !== undefined, afterMs: u.firstWriteAfterMs ?? 0, unfrozenAgoMs: u.unfrozenAgoMs };
+              u === undefined
+                ? null
+                : { seen: u.firstWriteAfterMs !== undefined, afterMs: u.firstWriteAfterMs ?? 0, unfrozenAgoMs: u.unfrozenAgoMs };
           }),
         );
       case 'unfreeze-source':
         // A source that no longer holds it has nothing left to give back.
-        return c.unfreeze(from, ns, on(() => (facts.sourceUnfrozen = true), 'NAMESPACE_NOT_HERE'));
+        return c.unfreeze(
+          from,
+          ns,
+          on(() => (facts.sourceUnfrozen = true), 'NAMESPACE_NOT_HERE'),
+        );
       case 'drop-target':
-        return c.drop(to, ns, on(() => {}));
+        return c.drop(
+          to,
+          ns,
+          on(() => {}),
+        );
       case 'journal-rollback':
         return this.journal(pass, move, { kind: 'RollBackMove', id: move.id, error: step.error, atMs: this.w.wallMs() }, then);
       case 'journal': {

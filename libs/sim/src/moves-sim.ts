@@ -275,7 +275,8 @@ class MovesRun {
     if (!this.setUp || state === undefined) return c.fail('stalled', 'the tenants were never set up');
     const moves = state.moves();
     const unfinished = moves.filter((m) => m.state !== 'done' && m.state !== 'failed');
-    if (unfinished.length > 0) c.fail('ownership', `moves unfinished after the quiet tail: ${unfinished.map((m) => `${m.id} ${m.state}`).join(', ')}`);
+    if (unfinished.length > 0)
+      c.fail('ownership', `moves unfinished after the quiet tail: ${unfinished.map((m) => `${m.id} ${m.state}`).join(', ')}`);
     const route = state.routes().find((r) => r.namespace === MOVING)?.cell;
     for (const cell of ['cell-1', 'cell-2'] as const) {
       const held = w.leaderOf(cell)?.cell?.fsm.namespaceInfo(MOVING)?.state;

@@ -305,7 +305,11 @@ export class MovesWorld {
       heartbeats: (leader, _address, sessionIds, done) => {
         const to = this.byId.get(leader);
         if (to !== undefined)
-          this.deliver(to, (t) => t.cell?.heartbeat(sessionIds, { forwarded: true }, (r) => this.deliverBack(t, () => from.cell && done(r))), from);
+          this.deliver(
+            to,
+            (t) => t.cell?.heartbeat(sessionIds, { forwarded: true }, (r) => this.deliverBack(t, () => from.cell && done(r))),
+            from,
+          );
         return () => {};
       },
     };

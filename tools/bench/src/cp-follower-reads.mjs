@@ -118,7 +118,8 @@ async function round(followerReads, r) {
 }
 
 const rows = [];
-for (let r = 0; r < opts.rounds; r++) for (const followerReads of [false, true]) rows.push(await round(followerReads, `${r}${followerReads ? 'f' : 'l'}`));
+for (let r = 0; r < opts.rounds; r++)
+  for (const followerReads of [false, true]) rows.push(await round(followerReads, `${r}${followerReads ? 'f' : 'l'}`));
 console.log(`${opts.followers} routing followers over 3 instances, one tenant every ${opts.writeMs} ms for ${opts.seconds} s`);
 console.log('reads     tenants  polls  fleets  errors  leader CPU ms  per tenant  followers CPU ms  load');
 for (const x of rows) {

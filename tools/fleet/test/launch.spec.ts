@@ -75,7 +75,8 @@ async function until<T>(probe: () => T | undefined, what: string, timeoutMs: num
   for (;;) {
     const v = probe();
     if (v !== undefined) return v;
-    if (launcher?.exitCode !== null || launcher?.signalCode !== null) throw new Error(`${what}: the launcher exited first; output:\n${output}`);
+    if (launcher?.exitCode !== null || launcher?.signalCode !== null)
+      throw new Error(`${what}: the launcher exited first; output:\n${output}`);
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms; output:\n${output}`);
     await new Promise((r) => setTimeout(r, POLL_MS));
   }

@@ -81,7 +81,8 @@ async function leaderIndex(meta: MetaStore, adminToken: string | undefined): Pro
     signal: AbortSignal.timeout(forwardTimeoutMs),
   });
   const body = (await res.json()) as { index?: unknown };
-  if (!res.ok || typeof body.index !== 'number') throw new ProblemError('NOT_LEADER', `the leader did not confirm a read (HTTP ${res.status})`);
+  if (!res.ok || typeof body.index !== 'number')
+    throw new ProblemError('NOT_LEADER', `the leader did not confirm a read (HTTP ${res.status})`);
   return body.index;
 }
 

@@ -30,7 +30,9 @@ const MB = 1e6;
 export function register(program) {
   const cmd = program
     .command('moves')
-    .description('tenant moves: unavailableMs median and worst over N moves of the test tenant, and the tenant size at which a move passes 1 s');
+    .description(
+      'tenant moves: unavailableMs median and worst over N moves of the test tenant, and the tenant size at which a move passes 1 s',
+    );
   numeric(cmd, '--moves <n>', 'moves of the test tenant (back and forth)', 10, 3, count);
   numeric(cmd, '--sessions <n>', 'sessions of the test tenant', 1_000, 1_000, count);
   numeric(cmd, '--locks-per-session <n>', 'held locks per session', 5, 5, count);
@@ -114,7 +116,8 @@ function startWorkers(fleet, namespace) {
   let grants = 0;
   const clients = Array.from(
     { length: WORKERS },
-    (_, i) => new FencerClient({ endpoints: fleet.routerEndpoints, proxies: fleet.proxyEndpoints, clientId: `bench-${i}`, retryBudgetMs: 60_000 }),
+    (_, i) =>
+      new FencerClient({ endpoints: fleet.routerEndpoints, proxies: fleet.proxyEndpoints, clientId: `bench-${i}`, retryBudgetMs: 60_000 }),
   );
   const errors = [];
   const running = clients.map(async (c, i) => {
@@ -191,7 +194,13 @@ async function measure(fleet, o) {
     } finally {
       await big.close();
     }
-    result.sizes.push({ scale: s, sessions: o.sessions * s, locks: o.sessions * s * o.locksPerSession, moves, expired: big.expired.length });
+    result.sizes.push({
+      scale: s,
+      sessions: o.sessions * s,
+      locks: o.sessions * s * o.locksPerSession,
+      moves,
+      expired: big.expired.length,
+    });
     // The size that passes 1 s is found (a move that only failed stayed frozen 30 s): larger ones only take longer to build.
     if (passes(moves)) break;
   }
@@ -225,8 +234,8 @@ function render(meta, r, o) {
   const passedText = passes(r.main)
     ? `The test tenant's own moves pass 1 s at the median in this run, so the tenant size at which a move passes 1 s is not measured by it (the larger tenants' rows are for comparison).`
     : passed
-    ? `A move passes 1 s (median) at ${fmt.int(passed.sessions)} sessions and ${fmt.int(passed.locks)} locks${passed.moves.length ? ` (export ${fmt.fixed(passed.moves[0].exportBytes / MB, 1)} MB)` : ' (its moves failed)'}.`
-    : `No tenant measured here passed 1 s at the median (largest: ${r.sizes.length ? `${fmt.int(r.sizes.at(-1).sessions)} sessions` : 'none measured'}).`;
+      ? `A move passes 1 s (median) at ${fmt.int(passed.sessions)} sessions and ${fmt.int(passed.locks)} locks${passed.moves.length ? ` (export ${fmt.fixed(passed.moves[0].exportBytes / MB, 1)} MB)` : ' (its moves failed)'}.`
+      : `No tenant measured here passed 1 s at the median (largest: ${r.sizes.length ? `${fmt.int(r.sizes.at(-1).sessions)} sessions` : 'none measured'}).`;
   return [
     '## Tenant moves',
     '',
