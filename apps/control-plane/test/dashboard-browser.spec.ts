@@ -15,19 +15,17 @@
  * with the client library. Screenshots of each step are written to
  * .reports/dashboard/ for a person to look at.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FencerClient } from '@fencer/client';
-import { freeFleetPortBase } from '@fencer/fleet/testing';
 import { root } from './support/instances.js';
+import { type FleetJson, type LaunchedFleet, launchFleet } from './support/launched-fleet.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
-const LAUNCHER = path.join(root, 'tools/fleet/launch.mjs');
 const SHOTS = path.join(root, '.reports/dashboard');
 const fleetUpMs = 300_000;
 /** The bars of the issue: a new cell leader on the page within 3 s, a new lock within 1 s, first paint within 1 s. */
@@ -36,66 +34,20 @@ const newLockShownMs = 1_000;
 const firstPaintMs = 1_000;
 const paintTriesMax = 3;
 
-interface FleetJson {
-  lockService: string[];
-  controlPlane: { urls: string[]; instances: { id: string; url: string; pid: number }[] };
-  routers: { pid: number }[];
-  cells: { id: string; replicas: { id: string; pid: number }[] }[];
-}
-
 let dir = '';
-let launcher: ChildProcess | undefined;
+let launched: LaunchedFleet | undefined;
 let fleet: FleetJson | undefined;
 let browser: BrowserContext | undefined;
 const consoleErrors: string[] = [];
 
 async function startFleet(): Promise<void> {
-  dir = mkdtempSync(path.join(tmpdir(), 'fencer-dashboard-'));
-  const portBase = await freeFleetPortBase(2, 3, 1, 0, 3);
-  const args = ['--cells', '2', '--replicas', '3', '--routers', '1', '--proxies', '0', '--control-planes', '3'];
-  launcher = spawn(process.execPath, [LAUNCHER, ...args, '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer')], {
-    cwd: root,
-    env: { ...process.env, FENCER_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the fleet did not come up within ${fleetUpMs} ms:\n${out}`)), fleetUpMs);
-    const check = (d: Buffer): void => {
-      out += d.toString();
-      if (out.includes('Ctrl-C stops the fleet')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    launcher!.stdout!.on('data', check);
-    launcher!.stderr!.on('data', check);
-    launcher!.once('exit', (code) => reject(new Error(`the launcher exited (${code}):\n${out}`)));
-  });
-  fleet = JSON.parse(readFileSync(path.join(dir, '.fencer', 'fleet.json'), 'utf8')) as FleetJson;
+  launched = await launchFleet('fencer-dashboard-', { cells: 2, replicas: 3, routers: 1, proxies: 0, controlPlanes: 3 }, fleetUpMs);
+  dir = launched.dir;
+  fleet = launched.fleet;
 }
 
 async function stopFleet(): Promise<void> {
-  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
-    const gone = new Promise((r) => launcher!.once('exit', r));
-    launcher.kill('SIGTERM');
-    await gone;
-  }
-  const pids = fleet
-    ? [
-        ...fleet.cells.flatMap((c) => c.replicas.map((r) => r.pid)),
-        ...fleet.routers.map((r) => r.pid),
-        ...fleet.controlPlane.instances.map((c) => c.pid),
-      ]
-    : [];
-  for (const pid of pids.filter((p) => p > 0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* already stopped by the launcher */
-    }
-  }
-  if (dir && !process.env['FENCER_KEEP_TEST_DATA']) rmSync(dir, { recursive: true, force: true });
+  await launched?.stop();
 }
 
 beforeAll(async () => {

@@ -14,71 +14,29 @@
  * not yet updated (a new tenant, a move) are retried while the answer is a
  * routing one, with a deadline.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { lockservice } from '@fencer/protocol';
-import { freeFleetPortBase } from '@fencer/fleet/testing';
+import { type FleetJson, type LaunchedFleet, launchFleet } from './support/launched-fleet.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const LAUNCHER = path.join(root, 'tools/fleet/launch.mjs');
 const NS = 'quota';
 const ttlMs = 3_600_000;
 /** Reasons that mean "the routing table has not caught up yet": retried. */
 const ROUTING_REASONS = new Set(['NAMESPACE_NOT_FOUND', 'NAMESPACE_NOT_HERE', 'NAMESPACE_MOVING', 'NOT_LEADER', 'NO_LEADER']);
 
-interface FleetJson {
-  lockService: string[];
-  controlPlane: { urls: string[]; instances: { pid: number }[] };
-  routers: { pid: number }[];
-  proxies: { pid: number }[];
-  cells: { replicas: { pid: number }[] }[];
-}
-
-let dir = '';
-let launcher: ChildProcess | undefined;
-let out = '';
+let launched: LaunchedFleet | undefined;
 let fleet: FleetJson | undefined;
 let client: InstanceType<typeof lockservice.LockServiceClient> | undefined;
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), 'fencer-quotas-fleet-'));
-  const portBase = await freeFleetPortBase(2, 1, 1, 0, 1);
-  const args = ['--cells', '2', '--replicas', '1', '--routers', '1', '--proxies', '0', '--control-planes', '1'];
-  launcher = spawn(process.execPath, [LAUNCHER, ...args, '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer')], {
-    cwd: root,
-    env: { ...process.env, FENCER_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the fleet did not come up within 240 s:\n${out}`)), 240_000);
-    const check = (d: Buffer): void => {
-      out += d.toString();
-      if (out.includes('Ctrl-C stops the fleet')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    launcher!.stdout!.on('data', check);
-    launcher!.stderr!.on('data', check);
-    launcher!.once('exit', (code) => reject(new Error(`the launcher exited (${code}):\n${out}`)));
-  });
-  fleet = JSON.parse(readFileSync(path.join(dir, '.fencer', 'fleet.json'), 'utf8')) as FleetJson;
+  launched = await launchFleet('fencer-quotas-fleet-', { cells: 2, replicas: 1, routers: 1, proxies: 0, controlPlanes: 1 }, 240_000);
+  fleet = launched.fleet;
   client = new lockservice.LockServiceClient(fleet.lockService[0]!, credentials.createInsecure());
 }, 300_000);
 
 afterAll(async () => {
   client?.close();
-  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
-    const gone = new Promise((r) => launcher!.once('exit', r));
-    launcher.kill('SIGTERM');
-    await gone;
-  }
-  if (dir && !process.env['FENCER_KEEP_TEST_DATA']) rmSync(dir, { recursive: true, force: true });
+  await launched?.stop();
 }, 60_000);
 
 async function http(method: string, urlPath: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {

@@ -12,27 +12,18 @@
  * `fencer snapshots take` (the CLI as its own process, finding the control
  * plane in fleet.json) and listed with `fencer snapshots list --json`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FencerClient } from '@fencer/client';
-import { freeFleetPortBase } from '@fencer/fleet/testing';
+import { type FleetJson, type LaunchedFleet, launchFleet } from './support/launched-fleet.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const LAUNCHER = path.join(root, 'tools/fleet/launch.mjs');
 const FENCER = path.join(root, 'node_modules/.bin/fencer');
 
-interface FleetJson {
-  lockService: string[];
-  controlPlane: { urls: string[]; instances: { pid: number }[] };
-  routers: { pid: number }[];
-  proxies: { pid: number }[];
-  cells: { replicas: { pid: number }[] }[];
-}
 interface SnapshotBody {
   id: string;
   state: string;
@@ -43,57 +34,17 @@ interface SnapshotBody {
 }
 
 let dir = '';
-let launcher: ChildProcess | undefined;
-let out = '';
+let launched: LaunchedFleet | undefined;
 let fleet: FleetJson | undefined;
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), 'fencer-snapshots-fleet-'));
-  const portBase = await freeFleetPortBase(2, 5, 1, 2, 1);
-  launcher = spawn(process.execPath, [LAUNCHER, '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer')], {
-    cwd: root,
-    env: { ...process.env, FENCER_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the fleet did not come up within 300 s:\n${out}`)), 300_000);
-    const check = (d: Buffer): void => {
-      out += d.toString();
-      if (out.includes('Ctrl-C stops the fleet')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    launcher!.stdout!.on('data', check);
-    launcher!.stderr!.on('data', check);
-    launcher!.once('exit', (code) => reject(new Error(`the launcher exited (${code}):\n${out}`)));
-  });
-  fleet = JSON.parse(readFileSync(path.join(dir, '.fencer', 'fleet.json'), 'utf8')) as FleetJson;
+  launched = await launchFleet('fencer-snapshots-fleet-', undefined, 300_000);
+  dir = launched.dir;
+  fleet = launched.fleet;
 }, 360_000);
 
 afterAll(async () => {
-  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
-    const gone = new Promise((r) => launcher!.once('exit', r));
-    launcher.kill('SIGTERM');
-    await gone;
-  }
-  // After a failed start the launcher may be gone while its children live on: stop them by PID.
-  const pids = fleet
-    ? [
-        ...fleet.cells.flatMap((c) => c.replicas.map((r) => r.pid)),
-        ...fleet.routers.map((r) => r.pid),
-        ...fleet.proxies.map((p) => p.pid),
-        ...fleet.controlPlane.instances.map((c) => c.pid),
-      ]
-    : [];
-  for (const pid of pids.filter((p) => p > 0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* already stopped by the launcher */
-    }
-  }
-  if (dir && !process.env['FENCER_KEEP_TEST_DATA']) rmSync(dir, { recursive: true, force: true });
+  await launched?.stop();
 }, 60_000);
 
 /** `fencer …` as its own process in the fleet's directory, as a user's shell runs it. */
