@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { NodeId } from '@fencer/base';
 import { raftTuningDefault } from '@fencer/raft';
 import { limits as replicaLimits } from '@fencer/replica';
-import { type TlsPaths, tlsPathsOf } from '@fencer/service';
+import { type TlsPaths, tlsOption } from '@fencer/service';
 import { shiftPort } from './address.js';
 import { WAL_SYNC_ON_LOOP_MODES, type WalSyncOnLoop } from './wal-sync-policy.js';
 
@@ -239,17 +239,8 @@ function configOf(o: Record<string, string | number | boolean | undefined>): Cel
     waitingCallsMax: n('waitingCallsMax'),
     grpcMessageBytesMax: n('grpcMessageBytesMax'),
     shutdownTransferMs: n('shutdownTransferMs'),
-    ...tlsOf(o),
+    ...tlsOption(o as { tlsCert?: string; tlsKey?: string; tlsCa?: string }),
   };
-}
-
-function tlsOf(o: Record<string, unknown>): { tls?: TlsPaths } {
-  try {
-    const tls = tlsPathsOf(o as { tlsCert?: string; tlsKey?: string; tlsCa?: string });
-    return tls ? { tls } : {};
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CellNodeConfig {

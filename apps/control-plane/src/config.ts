@@ -10,7 +10,7 @@ import { NodeId } from '@fencer/base';
 import { openObjectStore, type S3Connection } from '@fencer/object-store';
 import type { CellPlan } from './cells.js';
 import { snapshotScheduleDefault, type SnapshotSchedule } from './workers/snapshot-task.js';
-import { type TlsPaths, tlsPathsOf } from '@fencer/service';
+import { type TlsPaths, tlsOption } from '@fencer/service';
 
 export interface ControlPlaneConfig {
   readonly id: NodeId;
@@ -115,7 +115,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
   }
   if (!peers.has(id)) throw new InvalidArgumentError(`--peers must list this instance (${id})`);
   const urls = parseMap('--urls', o.urls);
-  const tls = tlsOf(o);
+  const tls = tlsOption(o as { tlsCert?: string; tlsKey?: string; tlsCa?: string });
   if (!urls.has(id)) urls.set(id, `${tls.tls ? 'https' : 'http'}://${listen}`);
   for (const p of peers.keys()) if (!urls.has(p)) throw new InvalidArgumentError(`--urls has no HTTP URL for member ${p}`);
   if (o.electionTicks < 2) throw new InvalidArgumentError('--election-ticks must be at least 2');
@@ -139,15 +139,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = pr
     ...snapshotStoreConfig(o),
     ...tls,
   };
-}
-
-function tlsOf(o: Record<string, unknown>): { tls?: TlsPaths } {
-  try {
-    const tls = tlsPathsOf(o as { tlsCert?: string; tlsKey?: string; tlsCa?: string });
-    return tls ? { tls } : {};
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
 }
 
 type IntParser = (flag: string) => (v: string) => number;

@@ -9,7 +9,7 @@ export { serveMetrics, notReady, PROBE_OK, PROBE_PATHS, type ProbeResult, type P
 export { collectProcessMetrics, EVENT_LOOP_SAMPLE_MS } from './process-metrics.js';
 export { stopOnSignals } from './signals.js';
 export { exitOnBug, exitOnConfigError, fatalExit, writeBeforeExit, type Die } from './exits.js';
-export { address, positiveInt } from './cli-options.js';
+export { address, positiveInt, tlsOption } from './cli-options.js';
 export {
   TlsFiles,
   type TlsMaterial,
