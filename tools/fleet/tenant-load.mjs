@@ -52,8 +52,15 @@ export class TenantLoad {
     this.held = new Map();
     /** Waiters queued by queueWaiters: { name, sessionId, requestId, outcome: Promise<{token}> }. */
     this.waiters = [];
-    /** Sessions a KeepAlive answer called expired or gave 0 TTL, with when. */
+    /** Sessions a KeepAlive answer called expired, with when. */
     this.expired = [];
+    /**
+     * KeepAlive answers with no TTL and not expired, with when: a move's
+     * source extends no lease while the namespace is frozen there (the
+     * target gives each imported session a full TTL), so these come during
+     * a move and promise nothing either way.
+     */
+    this.unextended = [];
     /** session id -> wall ms of its last KeepAlive answer with TTL left. */
     this.lastAnswerMs = new Map();
     /** Retryable failures seen, by code (what the move cost the callers). */
@@ -110,7 +117,8 @@ export class TenantLoad {
       while (!this.closed) {
         const stream = this.proxyClient.keepAlive();
         stream.on('data', (res) => {
-          if (res.expired || Number(res.ttlMsRemaining) === 0) this.expired.push({ sessionId: res.sessionId, atMs: Date.now() });
+          if (res.expired) this.expired.push({ sessionId: res.sessionId, atMs: Date.now() });
+          else if (Number(res.ttlMsRemaining) === 0) this.unextended.push({ sessionId: res.sessionId, atMs: Date.now() });
           else this.lastAnswerMs.set(res.sessionId, Date.now());
         });
         const ended = new Promise((resolve) => {

@@ -107,8 +107,10 @@ export declare class TenantLoad {
   /** name -> the acknowledged grant holdLocks made. */
   readonly held: Map<string, HeldLock>;
   readonly waiters: QueuedWaiter[];
-  /** Sessions a KeepAlive answer called expired (or gave 0 TTL). */
+  /** Sessions a KeepAlive answer called expired. */
   readonly expired: { sessionId: string; atMs: number }[];
+  /** KeepAlive answers with no TTL and not expired (a move's frozen source extends no lease). */
+  readonly unextended: { sessionId: string; atMs: number }[];
   /** Retryable failures the calls met, by error code. */
   readonly retries: Map<string, number>;
   name(...parts: string[]): string;
