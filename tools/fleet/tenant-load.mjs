@@ -88,7 +88,9 @@ export class TenantLoad {
       try {
         return await this.once(method, req, timeoutMs);
       } catch (e) {
-        if (this.closed || !isRetryable(e.code) || Date.now() > until) {
+        // A tenant created a moment ago may not be in the router's routing table yet: its first sessions retry that too.
+        const routingLag = method === 'openSession' && e.code === 'NAMESPACE_NOT_FOUND';
+        if (this.closed || !(isRetryable(e.code) || routingLag) || Date.now() > until) {
           e.message = `${method}${req.name ? ` ${req.name}` : ''}${req.sessionId ? ` (session ${req.sessionId})` : ''}: ${e.message}`;
           throw e;
         }

@@ -120,10 +120,26 @@ export class MoveDriver {
     facts: MoveFacts,
     then: (move: Move) => void,
   ): void {
-    const { namespace: ns, fromCell: from, toCell: to } = move;
-    // A cell's answer: learn from a value, sort a failure into "retry" or "give up".
-    const on =
-      <T>(learn: (v: T) => void, tolerate?: string) =>
+    switch (step.kind) {
+      case 'measure-size':
+        return this.measure(move, facts, then);
+      case 'journal-rollback':
+        return this.journal(pass, move, { kind: 'RollBackMove', id: move.id, error: step.error, atMs: this.w.wallMs() }, then);
+      case 'journal': {
+        const { kind: _kind, ...fields } = step;
+        return this.journal(pass, move, { kind: 'AdvanceMove', id: move.id, atMs: this.w.wallMs(), ...fields }, then);
+      }
+      default:
+        return this.performOnCells(move, step, facts, then);
+    }
+  }
+
+  /**
+   * A cell's answer to `step`: learn from a value, or sort a failure into
+   * "retry" (transient) or "give up" (failure); then continue.
+   */
+  private answers(step: MoveStep, facts: MoveFacts, done: () => void) {
+    return <T>(learn: (v: T) => void, tolerate?: string) =>
       (a: CellAnswer<T>): void => {
         if (a.kind === 'ok') {
           learn(a.value);
@@ -134,12 +150,16 @@ export class MoveDriver {
         } else if (a.kind === 'refused') facts.failure = `${step.kind}: ${a.code} ${a.message}`;
         else facts.transient = `${step.kind}: ${a.message}`;
         if (step.kind === 'drop-target') facts.targetDropTried = true;
-        then(move);
+        done();
       };
+  }
+
+  /** The steps a cell performs: each asks the source or the target, and notes what the answer says. */
+  private performOnCells(move: Move, step: MoveStep, facts: MoveFacts, then: (move: Move) => void): void {
+    const { namespace: ns, fromCell: from, toCell: to } = move;
+    const on = this.answers(step, facts, () => then(move));
     const c = this.cells;
     switch (step.kind) {
-      case 'measure-size':
-        return this.measure(move, facts, then);
       case 'clear-target':
         return c.drop(
           to,
@@ -202,14 +222,8 @@ export class MoveDriver {
           ns,
           on(() => {}),
         );
-      case 'journal-rollback':
-        return this.journal(pass, move, { kind: 'RollBackMove', id: move.id, error: step.error, atMs: this.w.wallMs() }, then);
-      case 'journal': {
-        const { kind: _kind, ...fields } = step;
-        return this.journal(pass, move, { kind: 'AdvanceMove', id: move.id, atMs: this.w.wallMs(), ...fields }, then);
-      }
       default:
-        throw new Error(`the driver performs no ${step.kind} step`);
+        throw new Error(`the driver performs no ${step.kind} step on a cell`);
     }
   }
 
