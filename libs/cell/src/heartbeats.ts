@@ -42,7 +42,7 @@ import { namespaceOfSessionId } from '@fencer/contract';
  */
 function movedOut(fsm: LockStateMachine, sessionId: string): boolean {
   const ns = namespaceOfSessionId(sessionId);
-  return ns !== undefined && fsm.namespaceInfo(ns)?.state === 'moved';
+  return ns !== undefined && fsm.namespaceState(ns) === 'moved';
 }
 
 /**
@@ -56,7 +56,7 @@ function movedOut(fsm: LockStateMachine, sessionId: string): boolean {
  */
 function sourceFrozen(fsm: LockStateMachine, moves: NamespaceMoves, sessionId: string): boolean {
   const ns = namespaceOfSessionId(sessionId);
-  return ns !== undefined && fsm.namespaceInfo(ns)?.state === 'frozen' && !moves.frozenKeepsLeases(ns);
+  return ns !== undefined && fsm.namespaceState(ns) === 'frozen' && !moves.frozenKeepsLeases(ns);
 }
 
 export interface HeartbeatsParts {

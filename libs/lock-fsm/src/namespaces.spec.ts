@@ -206,6 +206,8 @@ describe('moving a namespace: export, import into a cell with a far lower index,
     const imp = source.run({ kind: 'ImportNamespace', namespace: NS, data: back.data, activate: false });
     expect(imp.outcome).toMatchObject({ ok: true });
     expect(source.fsm.namespaceInfo('payments')?.state).toBe('frozen');
+    expect(source.fsm.namespaceState('payments')).toBe('frozen');
+    expect(source.fsm.namespaceState('nowhere')).toBeUndefined();
     source.run({ kind: 'UnfreezeNamespace', namespace: NS });
     const [holder] = source.fsm.getLock(X).holders;
     expect(holder?.token).toBe(tb);

@@ -79,6 +79,7 @@ import type {
   MemberChangeOutcome,
   NamespaceChangeOutcome,
   NamespaceInfo,
+  NamespaceState,
   NoopOutcome,
   OpenSessionOutcome,
   ReleaseOutcome,
@@ -1071,6 +1072,11 @@ export class LockStateMachine {
     const ns = this.namespaceRecords.get(namespace);
     if (ns === undefined) return this.autoClaim ? undefined : notHere(namespace);
     return ns.state === 'moved' ? notHere(namespace) : undefined;
+  }
+
+  /** A namespace's state alone, without building its info: for per-heartbeat checks. */
+  namespaceState(namespace: string): NamespaceState | undefined {
+    return this.namespaceRecords.get(namespace)?.state;
   }
 
   namespaceInfo(namespace: string): NamespaceInfo | undefined {
