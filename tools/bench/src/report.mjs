@@ -14,6 +14,10 @@ export const DOC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '.
 
 /** The order of the summary's rows, by id; a row with another id goes last. */
 export const SUMMARY_ORDER = [
+  'efficiency-64',
+  'efficiency-cpu-64',
+  'efficiency-1',
+  'efficiency-upkeep',
   'wal-64',
   'lock-fsm-apply',
   'lock-fsm-memory',
