@@ -12,10 +12,12 @@ import * as snapshots from './suites/snapshots.mjs';
 import * as moves from './suites/moves.mjs';
 import * as failover from './suites/failover.mjs';
 import * as efficiency from './suites/efficiency.mjs';
+import * as fleetLoad from './suites/fleet-load.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
 SUITES.push(efficiency);
+SUITES.push(fleetLoad);
 
 export function buildProgram() {
   const program = new Command('run.mjs')

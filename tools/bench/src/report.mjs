@@ -18,6 +18,8 @@ export const SUMMARY_ORDER = [
   'efficiency-cpu-64',
   'efficiency-1',
   'efficiency-upkeep',
+  'fleet-load-steady',
+  'fleet-load-storm',
   'wal-64',
   'lock-fsm-apply',
   'lock-fsm-memory',
