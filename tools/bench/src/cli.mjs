@@ -13,11 +13,13 @@ import * as moves from './suites/moves.mjs';
 import * as failover from './suites/failover.mjs';
 import * as efficiency from './suites/efficiency.mjs';
 import * as fleetLoad from './suites/fleet-load.mjs';
+import * as scaling from './suites/scaling.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
 SUITES.push(efficiency);
 SUITES.push(fleetLoad);
+SUITES.push(scaling);
 
 export function buildProgram() {
   const program = new Command('run.mjs')

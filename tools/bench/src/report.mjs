@@ -20,6 +20,7 @@ export const SUMMARY_ORDER = [
   'efficiency-upkeep',
   'fleet-load-steady',
   'fleet-load-storm',
+  'scaling-cells',
   'wal-64',
   'lock-fsm-apply',
   'lock-fsm-memory',
