@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { byComponent } from '../src/measure.mjs';
 import {
   charts,
+  chartsBlock,
   componentsPerOp,
   cpuMsPerOp,
   pick,
@@ -132,5 +133,11 @@ describe('the efficiency report', () => {
     const upkeep = list[4].svg;
     expect(upkeep).toContain('<title>ZooKeeper-3, KeepAlive / ping: 110</title>');
     expect(upkeep).not.toContain('<title>etcd-5,');
+  });
+
+  it('opens the page with the targets a line each and every chart from docs/charts', () => {
+    const block = chartsBlock(META, RESULTS, charts(META, RESULTS));
+    expect(block).toContain('- 64 clients: throughput ≥ ZooKeeper-3: **missed** (900 / 1,000 cycles/s).');
+    expect(block.match(/<img src="charts\/efficiency-[a-z0-9-]+\.svg"/g)).toHaveLength(5);
   });
 });

@@ -51,4 +51,4 @@ export declare function targets(meta: EfficiencyMeta, results: EfficiencyResult[
 export declare function renderMarkdown(meta: EfficiencyMeta, results: EfficiencyResult[]): string;
 export declare function summaryRows(meta: EfficiencyMeta, results: EfficiencyResult[]): SummaryRow[];
 export declare function charts(meta: EfficiencyMeta, results: EfficiencyResult[]): { file: string; svg: string; alt: string }[];
-export declare function chartsBlock(meta: EfficiencyMeta, list: { file: string; alt: string }[]): string;
+export declare function chartsBlock(meta: EfficiencyMeta, results: EfficiencyResult[], list: { file: string; alt: string }[]): string;

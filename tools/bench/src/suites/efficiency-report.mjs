@@ -254,8 +254,8 @@ export function charts(meta, results) {
   ];
 }
 
-/** The block at the top of docs/benchmarks.md: the charts, two a row, linked from docs/charts. */
-export function chartsBlock(meta, list) {
+/** The block at the top of docs/benchmarks.md: the targets in a line each, then the charts, two a row, from docs/charts. */
+export function chartsBlock(meta, results, list) {
   const img = (c) => `<img src="charts/${c.file}" alt="${c.alt}" width="420">`;
   const lines = [];
   for (let i = 0; i < list.length; i += 2)
@@ -265,8 +265,11 @@ export function chartsBlock(meta, list) {
         .map(img)
         .join(' '),
     );
+  const headline = targets(meta, results).map(([target, verdict, figures]) => `- ${target}: ${verdict} (${figures}).`);
   return [
     `Fencer (through its router, with its proxy and control plane counted) beside ZooKeeper-3 and etcd-5, drawn by \`${meta.command}\` on ${meta.date.slice(0, 10)} (load average ${meta.loadStart}${meta.provisional ? '; provisional' : ''}); the tables are in [Efficiency](#efficiency-fencer-through-its-routers-beside-zookeeper-and-etcd).`,
+    '',
+    ...headline,
     '',
     ...lines.flatMap((l) => [l, '']),
   ].join('\n');

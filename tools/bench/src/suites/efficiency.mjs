@@ -111,7 +111,7 @@ function report(meta, results, o) {
   if (!o.write || !whole) return;
   const list = charts(meta, results);
   writeCharts(o.chartsDir, list);
-  writeDocs({ name: 'charts', body: chartsBlock(meta, list) });
+  writeDocs({ name: 'charts', body: chartsBlock(meta, results, list) });
   writeDocs({ name: 'efficiency', body, rows: summaryRows(meta, results), keepNotes: true });
 }
 
