@@ -66,8 +66,10 @@ export function machineMeta() {
   return meta;
 }
 
-/** The command line that reproduces this run, as docs quote it. */
+/** The command line that reproduces this run, as docs quote it (without --json FILE, which changes no figure). */
 export function commandLine(argv = process.argv.slice(2)) {
+  const at = argv.indexOf('--json');
+  if (at >= 0) argv = [...argv.slice(0, at), ...argv.slice(at + 2)];
   return ['node tools/bench/run.mjs', ...argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`))].join(' ');
 }
 
