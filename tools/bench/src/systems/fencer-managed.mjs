@@ -16,6 +16,7 @@ export const MANAGED_PROXY_INTERVAL_MS = 250;
 /** The control plane polls each cell's Status this often: its default, not the test fleets' 200 ms. */
 const CELL_POLL_MS = 1000;
 const LEADER_WAIT_MS = 90_000;
+const LEADER_WAIT_MS_PER_CELL = 30_000;
 
 /** The tenants of a fleet: `bench` and the heartbeat tenants, then t01..tNN, placed round robin over the cells. */
 export function tenantPlan(cells, lockTenants) {
@@ -71,6 +72,8 @@ export class FencerManagedFleet extends FencerClientSystem {
       routes: this.tenants.routes,
       heartbeatIntervalMs: this.proxyIntervalMs,
       controlPlaneArgs: ['--cell-poll-ms', String(CELL_POLL_MS)],
+      // As the launcher: a cell's replicas start one after another, so the wait grows with the cells.
+      leaderWaitMs: LEADER_WAIT_MS + LEADER_WAIT_MS_PER_CELL * this.cellsN,
     });
     this.plan = this.fleet.plan;
     this.proxies = this.fleet.proxies;
