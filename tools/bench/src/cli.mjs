@@ -15,10 +15,26 @@ import * as failover from './suites/failover.mjs';
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
 
+/** Flags of a default run that the failover suite takes too. */
+const CARRIED_TO_FAILOVER = ['--quick', '--no-write'];
+
+/**
+ * What `run.mjs ...args` runs, one argument list per suite in order: the
+ * suite named; or, with none named (the default run, `npm run bench`), the
+ * cell suite with `args`, then the failover suite (issue 33) with the flags
+ * both take (--quick, --no-write).
+ */
+export function runPlan(args) {
+  const names = new Set([...buildProgram().commands.map((c) => c.name()), 'help']);
+  const first = args.find((a) => !a.startsWith('-'));
+  if (args.includes('--help') || args.includes('-h') || (first !== undefined && names.has(first))) return [args];
+  return [args, ['failover', ...args.filter((a) => CARRIED_TO_FAILOVER.includes(a))]];
+}
+
 export function buildProgram() {
   const program = new Command('run.mjs')
     .description(
-      'Fencer benchmarks: one entry, a suite per subcommand (cell is the default). Every server runs on 127.0.0.1; ' +
+      'Fencer benchmarks: one entry, a suite per subcommand (with none named: cell, then failover). Every server runs on 127.0.0.1; ' +
         'each suite rewrites its section of docs/benchmarks.md unless --no-write.',
     )
     .showHelpAfterError()

@@ -5,7 +5,7 @@
 // options (no suite runs, nothing starts).
 import { describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
-import { buildProgram } from '../src/cli.mjs';
+import { buildProgram, runPlan } from '../src/cli.mjs';
 import { resolve } from '../src/options.mjs';
 import { selectScenarios } from '../src/suites/cell.mjs';
 
@@ -37,6 +37,18 @@ describe('the benchmark entry', () => {
     const { suite, opts } = await parse([]);
     expect(suite).toBe('cell');
     expect(opts).toMatchObject({ seconds: 8, warmup: 1, systemWarmup: 15, rounds: 1, systems: ['fencer', 'etcd5'], write: true });
+  });
+
+  it('runs the failover suite after the cell suite when no suite is named (npm run bench), passing --quick and --no-write on', () => {
+    expect(runPlan([])).toEqual([[], ['failover']]);
+    expect(runPlan(['--rounds', '3', '--quick', '--no-write'])).toEqual([
+      ['--rounds', '3', '--quick', '--no-write'],
+      ['failover', '--quick', '--no-write'],
+    ]);
+    expect(runPlan(['cell', '--rounds', '3'])).toEqual([['cell', '--rounds', '3']]);
+    expect(runPlan(['fleet'])).toEqual([['fleet']]);
+    expect(runPlan(['--help'])).toEqual([['--help']]);
+    expect(runPlan(['help', 'cell'])).toEqual([['help', 'cell']]);
   });
 
   it('applies --quick presets to options not given, and never over a given one', async () => {
