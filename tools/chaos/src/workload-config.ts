@@ -11,6 +11,8 @@ export interface WorkerConfig {
   readonly endpoints: readonly string[];
   /** Node advertised address → this worker's proxy for it (leader hints name advertised addresses). */
   readonly hintMap: Readonly<Record<string, string>>;
+  /** Where the KeepAlive stream goes, when not to `endpoints` (the moves mode: a session proxy, while calls go to a router). */
+  readonly keepAliveEndpoints?: readonly string[];
   readonly resourceUrl: string;
   readonly ttlMs: number;
   readonly lockNamespaces: readonly string[];

@@ -18,6 +18,7 @@ export const CHAOS_BUGS = {
   readWithoutBarrier: { readWithoutBarrier: true },
   heartbeatWithoutConfirmation: { heartbeatWithoutConfirmation: true },
   grantBeforeCommit: { grantBeforeCommit: true },
+  importWithoutRevisionRaise: { importWithoutRevisionRaise: true },
 };
 
 const bug = process.env.FENCER_CHAOS_BUG ?? '';
