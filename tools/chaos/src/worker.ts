@@ -165,7 +165,10 @@ async function release(session: LiveSession, name: string, token: number): Promi
     { sessionId: session.id, name, token },
     { attemptMs: 3_000, budgetMs: 12_000 },
   );
-  const o = complete(id, r, session, (v, retried) => ({ result: { f: 'release', released: v.ok, retried }, value: v.ok || !retried }));
+  const o = complete(id, r, session, (v, ownRetry) => {
+    const retried = ownRetry || cfg.frontEndResends === true;
+    return { result: { f: 'release', released: v.ok, retried }, value: v.ok || !retried };
+  });
   if (o.kind === 'ok') return o.value ? 'done' : 'unknown';
   return o.kind === 'gone' ? 'gone' : o.kind === 'unknown' ? 'unknown' : 'done';
 }
