@@ -50,6 +50,9 @@ export async function leaderLinkReset(
     detail: `reset every connection between follower ${f} and leader ${lead.id} (term ${lead.term}); watched ${LEADER_RESET_WATCH_MS} ms`,
     durationMs: LEADER_RESET_WATCH_MS,
     heal: async () => {
+      // Judged only if nothing else hit the cell meanwhile: a replica killed or paused in the window explains a new term.
+      const down = cell.ids.filter((id) => cell.state.get(id) !== 'up');
+      if (down.length > 0) return `not judged: ${down.join(', ')} went down within the window`;
       const st = [...(await cell.statuses(1_000)).values()];
       const moved = st.filter((s) => s.term !== lead.term);
       if (moved.length === 0) return `leader ${lead.id} kept term ${lead.term}`;
