@@ -109,6 +109,7 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 export function movesRerunCommand(o: MovesChaosOptions): string {
   const parts = [`npm run chaos -- --mode moves --seconds ${o.seconds} --seed ${o.seed}`];
   if (o.bug) parts.push(`--bug ${o.bug}`);
+  if (o.faults?.length === 0) parts.push('--nemesis none');
   return parts.join(' ');
 }
 
