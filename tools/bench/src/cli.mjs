@@ -11,9 +11,11 @@ import * as profile from './suites/profile.mjs';
 import * as snapshots from './suites/snapshots.mjs';
 import * as moves from './suites/moves.mjs';
 import * as failover from './suites/failover.mjs';
+import * as watchFanout from './suites/watch-fanout.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
+SUITES.push(watchFanout);
 
 export function buildProgram() {
   const program = new Command('run.mjs')
