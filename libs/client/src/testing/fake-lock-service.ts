@@ -222,6 +222,11 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
     this.cell.appendEvents(events);
   }
 
+  /** Watch streams open on the fake now. */
+  get watchStreams(): number {
+    return this.watchers.size;
+  }
+
   get keepAliveStreams(): number {
     return this.keepAlives.size;
   }
