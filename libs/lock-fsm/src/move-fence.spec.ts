@@ -1,8 +1,8 @@
 /**
  * Goal: a tenant move's cell steps are fenced
  * (docs/decisions/0019-the-move-worker.md): a step carrying an older meta
- * term than one the cell applied for the namespace is refused MOVE_FENCED
- * and changes nothing; the fence is kept per namespace across a drop, in
+ * term, or the same term and an older journal index, than one the cell
+ * applied for the namespace is refused MOVE_FENCED and changes nothing; the fence is kept per namespace across a drop, in
  * snapshots, through a disaster-restore rewrite, and travels with the
  * export; a fenced entry's encoding round-trips, and a fence on a kind that
  * takes none crashes the decoder.
@@ -25,7 +25,7 @@ import {
 } from './index.js';
 
 const NS = Namespace('payments');
-const f = (term: number, moveId = `mv-${term}`): MoveFence => ({ term, moveId });
+const f = (term: number, moveId = `mv-${term}`, journalIndex = 10): MoveFence => ({ term, journalIndex, moveId });
 
 function claimed(): Cell {
   const cell = new Cell({ autoClaim: false });
@@ -34,25 +34,41 @@ function claimed(): Cell {
 }
 
 describe('move fences', () => {
-  it('refuses a step with an older term, changing nothing; the same or a newer term acts', () => {
+  it('refuses a step with an older term, changing nothing; the same fence or a newer one acts', () => {
     const cell = claimed();
     expect(cell.run({ kind: 'FreezeNamespace', namespace: NS, fence: f(3) }).outcome).toEqual({ ok: true, changed: true });
     expect(cell.fsm.moveFence(NS)).toEqual(f(3));
     const before = cell.fsm.namespaceInfo(NS);
     const stale = cell.run({ kind: 'UnfreezeNamespace', namespace: NS, fence: f(2) }).outcome;
     expect(stale).toMatchObject({ ok: false, code: 'MOVE_FENCED' });
-    expect(stale.ok ? '' : stale.message).toMatch(/move mv-2 at meta term 2.*move mv-3 at meta term 3/);
+    expect(stale.ok ? '' : stale.message).toMatch(
+      /move mv-2 \(meta term 2, journal index 10\).*move mv-3 \(meta term 3, journal index 10\)/,
+    );
     // Nothing changed but the applied index: the namespace as it was (its last revision too), the fence as it was.
     expect(cell.fsm.namespaceInfo(NS)).toEqual(before);
     expect(cell.fsm.moveFence(NS)).toEqual(f(3));
     expect(cell.run({ kind: 'DropNamespace', namespace: NS, fence: f(2) }).outcome).toMatchObject({ code: 'MOVE_FENCED' });
     expect(cell.fsm.namespaceInfo(NS)?.state).toBe('frozen');
-    // The same leader's next move (same term, another id) acts and takes the record.
-    expect(cell.run({ kind: 'UnfreezeNamespace', namespace: NS, fence: f(3, 'mv-next') }).outcome).toMatchObject({ ok: true });
-    expect(cell.fsm.moveFence(NS)).toEqual(f(3, 'mv-next'));
+    // A repeat of the same step acts (idempotent by its effect); the same leader's next state, or next move, takes the record.
+    expect(cell.run({ kind: 'FreezeNamespace', namespace: NS, fence: f(3) }).outcome).toEqual({ ok: true, changed: false });
+    expect(cell.run({ kind: 'UnfreezeNamespace', namespace: NS, fence: f(3, 'mv-next', 20) }).outcome).toMatchObject({ ok: true });
+    expect(cell.fsm.moveFence(NS)).toEqual(f(3, 'mv-next', 20));
     expect(cell.run({ kind: 'FreezeNamespace', namespace: NS, fence: f(9) }).outcome).toMatchObject({ ok: true, changed: true });
     expect(cell.fsm.moveFence(NS)).toEqual(f(9));
     cell.fsm.checkInvariants();
+  });
+
+  it('within one term, a step decided from an earlier journal state arrives late: refused (the previous move’s unfreeze after the next one’s freeze)', () => {
+    const cell = claimed();
+    expect(cell.run({ kind: 'UnfreezeNamespace', namespace: NS, fence: f(6, 'mv-3', 200) }).outcome).toMatchObject({ ok: true });
+    expect(cell.run({ kind: 'FreezeNamespace', namespace: NS, fence: f(6, 'mv-4', 230) }).outcome).toEqual({ ok: true, changed: true });
+    expect(cell.run({ kind: 'UnfreezeNamespace', namespace: NS, fence: f(6, 'mv-3', 200) }).outcome).toMatchObject({
+      ok: false,
+      code: 'MOVE_FENCED',
+    });
+    expect(cell.fsm.namespaceInfo(NS)?.state).toBe('frozen');
+    // A newer term wins whatever its index (a new leader's journal reads at least as far).
+    expect(cell.run({ kind: 'UnfreezeNamespace', namespace: NS, fence: f(7, 'mv-4', 230) }).outcome).toMatchObject({ ok: true });
   });
 
   it('unfenced steps (an operator, old log entries) act whatever the fence, and leave it as it was', () => {
@@ -143,12 +159,13 @@ describe('move fences', () => {
 
   it('a fence around a kind that takes none, or a malformed fence, crashes the decoder (an entry is never skipped)', () => {
     const claim = encodeCommand({ kind: 'ClaimNamespace', namespace: NS });
-    // version, 21, term 1, move id "m", then the claim's kind and body.
-    const wrapped = Uint8Array.from([COMMAND_FORMAT_VERSION, 21, 1, 1, 0x6d, ...claim.subarray(1)]);
+    // version, 21, term 1, journal index 0, move id "m", then the claim's kind and body.
+    const wrapped = Uint8Array.from([COMMAND_FORMAT_VERSION, 21, 1, 0, 1, 0x6d, ...claim.subarray(1)]);
     expect(() => decodeCommand(wrapped)).toThrow(/ClaimNamespace entry carries no move fence/);
     const zeroTerm = Uint8Array.from([
       COMMAND_FORMAT_VERSION,
       21,
+      0,
       0,
       1,
       0x6d,
@@ -159,10 +176,12 @@ describe('move fences', () => {
 
   it('validateCommand refuses a malformed fence before it is proposed', () => {
     expect(validateCommand({ kind: 'FreezeNamespace', namespace: NS, fence: f(0) })).toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(validateCommand({ kind: 'FreezeNamespace', namespace: NS, fence: { term: 1, moveId: '' } })).toMatchObject({
+    expect(validateCommand({ kind: 'FreezeNamespace', namespace: NS, fence: { term: 1, journalIndex: 0, moveId: '' } })).toMatchObject({
       code: 'INVALID_ARGUMENT',
     });
-    expect(validateCommand({ kind: 'FreezeNamespace', namespace: NS, fence: { term: 1, moveId: 'x'.repeat(129) } })).toMatchObject({
+    expect(
+      validateCommand({ kind: 'FreezeNamespace', namespace: NS, fence: { term: 1, journalIndex: 0, moveId: 'x'.repeat(129) } }),
+    ).toMatchObject({
       code: 'INVALID_ARGUMENT',
     });
     expect(validateCommand({ kind: 'FreezeNamespace', namespace: NS, fence: f(1) })).toBeUndefined();
