@@ -39,7 +39,10 @@ export {
   type SetMemberAddressCommand,
   type ForgetMemberCommand,
   type SetNamespaceQuotasCommand,
+  type FencedCommand,
+  FENCED_KINDS,
 } from './commands.js';
+export { MOVE_ID_CHARS_MAX, checkMoveFence, type MoveFence } from './move-fence.js';
 export { NO_QUOTAS, QUOTA_VALUE_MAX, checkQuotas, type NamespaceQuotas } from './quotas.js';
 export { validateCommand, isFailure } from './validate.js';
 export { LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
