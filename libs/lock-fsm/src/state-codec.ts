@@ -11,22 +11,26 @@
  * namespace export/import, which is how a tenant move carries sessions,
  * locks, queues and dedupe results together.
  *
- * Snapshot, format version 4:
+ * Snapshot, format version 5:
  *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
  *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
  *   and unless moved out, its quotas (varuint maxSessions, maxLocks,
- *   maxWaiters; 0 = none) and its section; then varuint memberCount, per member
+ *   maxWaiters; 0 = none), its credentials (varuint count, per token hash
+ *   newest first: string hash, varuint validUntilMs; 0 = no expiry) and its
+ *   section; then varuint memberCount, per member
  *   (sorted by id): string id, string address, string peerAddress; then
  *   varuint stagedCount, per staged import (sorted by namespace): string
  *   namespace, varuint totalBytes, bytes staged so far.
- *   Version 3 (still read) is the same without the quotas (none), version 2
- *   also without the staged imports, version 1 also without the members.
- * Export, format version 3:
+ *   Version 4 (still read) is the same without the credentials (none),
+ *   version 3 also without the quotas (none), version 2 also without the
+ *   staged imports, version 1 also without the members.
+ * Export, format version 4:
  *   u8 version, string namespace, varuint highestRevision, varuint
  *   namespaceRevision (the last revision that changed the namespace: its
- *   freeze), quotas (as in a snapshot), section. Version 2 (still read) has
- *   no quotas (none); version 1 (still read, from old logs) also has no
- *   namespaceRevision; it reads as highestRevision.
+ *   freeze), quotas and credentials (as in a snapshot), section. Version 3
+ *   (still read) has no credentials (none), version 2 also no quotas (none);
+ *   version 1 (still read, from old logs) also has no namespaceRevision; it
+ *   reads as highestRevision.
  * Section:
  *   varuint sessionCount, per session (sorted by id): string id, string clientId,
  *     varuint ttlMs, varuint openedRevision, varuint dedupeCount, per record
@@ -43,6 +47,7 @@ import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import { decodeMode, encodeMode } from './commands.js';
 import { MEMBERS_MAX, type FsmLimits } from './limits.js';
 import { checkQuotas, readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
+import { checkCredentials, readCredentials, writeCredentials, type NamespaceCredentials } from './credentials.js';
 import {
   canHold,
   compareStrings,
@@ -68,12 +73,12 @@ import {
   checkWaitMs,
 } from './validate.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 4;
+export const SNAPSHOT_FORMAT_VERSION = 5;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
-export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4];
-export const EXPORT_FORMAT_VERSION = 3;
+export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4, 5];
+export const EXPORT_FORMAT_VERSION = 4;
 /** Versions decodeExport reads: every one ever written (ImportNamespace entries stay in logs). */
-const EXPORT_VERSIONS_READ = [1, 2, 3];
+const EXPORT_VERSIONS_READ = [1, 2, 3, 4];
 
 /** An export arriving in pieces (StageImportChunk), kept until ImportStagedNamespace. */
 export interface StagedImport {
@@ -150,6 +155,7 @@ export function encodeSnapshot(
     w.string(ns.name).u8(NAMESPACE_STATE_CODES[ns.state]).varuint(ns.lastRevision);
     if (ns.state !== 'moved') {
       writeQuotas(w, ns.quotas);
+      writeCredentials(w, ns.credentials);
       writeSection(w, ns);
     }
   }
@@ -172,6 +178,7 @@ export function encodeExport(ns: NamespaceRecord, highestRevision: number): Uint
   const w = new ByteWriter(4096);
   w.u8(EXPORT_FORMAT_VERSION).string(ns.name).varuint(highestRevision).varuint(ns.lastRevision);
   writeQuotas(w, ns.quotas);
+  writeCredentials(w, ns.credentials);
   writeSection(w, ns);
   return w.finish();
 }
@@ -183,6 +190,13 @@ function quotasChecked(r: ByteReader): NamespaceQuotas {
   const bad = checkQuotas(quotas);
   if (bad !== undefined) invalid(bad.message);
   return quotas;
+}
+
+function credentialsChecked(r: ByteReader): NamespaceCredentials {
+  const credentials = readCredentials(r);
+  const bad = checkCredentials(credentials);
+  if (bad !== undefined) invalid(bad.message);
+  return credentials;
 }
 
 function checked<T>(problem: { message: string } | undefined, value: T): T {
@@ -402,6 +416,7 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     const lastRevision = revisionIn(r, revisionMax, 'lastRevision', true);
     const ns = newNamespaceRecord(name, state, lastRevision);
     if (state !== 'moved' && version >= 4) ns.quotas = quotasChecked(r);
+    if (state !== 'moved' && version >= 5) ns.credentials = credentialsChecked(r);
     if (state !== 'moved') sessionCount += readSection(r, ns, limits, revisionMax);
     namespaces.set(name, ns);
   }
@@ -468,6 +483,7 @@ export function decodeExport(bytes: Uint8Array, limits: FsmLimits): DecodedExpor
   if (namespaceRevision > highestRevision) invalid(`namespace revision ${namespaceRevision} above the export's ${highestRevision}`);
   const record = newNamespaceRecord(namespace, 'active', highestRevision);
   if (version >= 3) record.quotas = quotasChecked(r);
+  if (version >= 4) record.credentials = credentialsChecked(r);
   const sessionCount = readSection(r, record, limits, highestRevision);
   r.end();
   return { namespace, highestRevision, namespaceRevision, record, sessionCount };
