@@ -386,6 +386,7 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       namespaceStatus: unimplemented,
       listNamespaces: unimplemented,
       setNamespaceQuotas: unimplemented,
+      setNamespaceCredentials: unimplemented,
     };
   }
 }
