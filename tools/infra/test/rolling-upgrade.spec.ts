@@ -38,6 +38,8 @@ let clients: FencerClient[] = [];
 let load: LockLoad;
 let watch: LeaderWatch;
 const exitCodes = new Map<string, number | null>();
+/** Each restart's process and wall-clock span, to tell which one a session event fell in. */
+const steps: { id: string; startMs: number; endMs: number }[] = [];
 const handoffs: { cell: string; from: string; term: number; to: unknown; moved: unknown; next: string; nextTerm: number }[] = [];
 
 beforeAll(async () => {
@@ -83,8 +85,16 @@ afterAll(async () => {
 const readyz = (metricsUrl: string) => () => answersOk(metricsUrl.replace(/\/metrics$/, '/readyz'));
 
 async function restartStep(id: string, ready: () => Promise<true | undefined>): Promise<void> {
+  const startMs = Date.now();
   exitCodes.set(id, await restartOne(fleet, id, ready, STEP_TIMEOUT_MS));
   await load.progressed(PROGRESS_GRANTS, STEP_TIMEOUT_MS);
+  steps.push({ id, startMs, endMs: Date.now() });
+}
+
+/** A session event as "jeopardy roll-a during cell-1-r2" (or "between restarts"). */
+function describeEvent(e: { event: string; namespace: string; atMs: number }): string {
+  const step = steps.find((s) => e.atMs >= s.startMs && e.atMs <= s.endMs);
+  return `${e.event} ${e.namespace} ${step ? `during ${step.id}` : 'between restarts'}`;
 }
 
 /** The control plane's meta group: followers first, then the instance that leads. */
@@ -131,21 +141,19 @@ describe('rolling upgrade of a fleet under load', () => {
       await load.stop();
 
       expect.soft(load.failures, 'client calls that failed beyond their retries').toEqual([]);
-      expect.soft(
-        load.sessionEvents.filter((e) => e.startsWith('expired')),
-        'sessions expired',
-      ).toEqual([]);
+      expect.soft(load.sessionEvents.filter((e) => e.event === 'expired').map(describeEvent), 'sessions expired').toEqual([]);
       expect.soft(load.tokensNotGrowing(), 'fencing tokens that did not grow').toEqual([]);
-      expect.soft(
-        [...exitCodes].filter(([, code]) => code !== 0),
-        'processes that did not exit 0 on SIGTERM',
-      ).toEqual([]);
+      expect
+        .soft(
+          [...exitCodes].filter(([, code]) => code !== 0),
+          'processes that did not exit 0 on SIGTERM',
+        )
+        .toEqual([]);
       for (const cell of fleet.plan) {
         expect.soft(watch.termsWithTwoLeaders(cell.id), `${cell.id}: terms with two leaders`).toEqual([]);
-        expect.soft(
-          watch.leaderSequence(cell.id).length,
-          `${cell.id}: leaders ${watch.leaderSequence(cell.id).join(' -> ')}`,
-        ).toBeLessThanOrEqual(2);
+        expect
+          .soft(watch.leaderSequence(cell.id).length, `${cell.id}: leaders ${watch.leaderSequence(cell.id).join(' -> ')}`)
+          .toBeLessThanOrEqual(2);
       }
       for (const h of handoffs) {
         expect.soft(h.moved, `${h.cell}: ${h.from}'s handoff before shutdown`).toBe(true);
@@ -153,7 +161,7 @@ describe('rolling upgrade of a fleet under load', () => {
         expect.soft(h.nextTerm, `${h.cell}: the term after ${h.from}'s handoff`).toBe(h.term + 1);
       }
       console.log(
-        `rolling upgrade: ${load.grants} grants, ${load.sessionEvents.length} session events (${load.sessionEvents.join(', ') || 'none'}); ` +
+        `rolling upgrade: ${load.grants} grants, ${load.sessionEvents.length} session events (${load.sessionEvents.map(describeEvent).join(', ') || 'none'}); ` +
           handoffs.map((h) => `${h.cell} ${h.from} -> ${h.next} (term ${h.term} -> ${h.nextTerm})`).join('; '),
       );
     },

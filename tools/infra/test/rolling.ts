@@ -46,7 +46,8 @@ export class LockLoad {
   grants = 0;
   readonly failures: string[] = [];
   readonly tokens = new Map<string, number[]>();
-  readonly sessionEvents: string[] = [];
+  /** Jeopardy and expiry events of the clients' sessions, with their wall-clock time. */
+  readonly sessionEvents: { event: string; namespace: string; atMs: number }[] = [];
   private readonly events = new EventEmitter();
   private stopped = false;
   private workers: Promise<void>[] = [];
@@ -56,8 +57,8 @@ export class LockLoad {
     private readonly names: readonly string[],
   ) {
     for (const c of clients) {
-      c.on('jeopardy', (s) => this.sessionEvents.push(`jeopardy ${s.namespace}`));
-      c.on('expired', (s) => this.sessionEvents.push(`expired ${s.namespace}`));
+      for (const event of ['jeopardy', 'expired'] as const)
+        c.on(event, (s) => this.sessionEvents.push({ event, namespace: s.namespace, atMs: Date.now() }));
     }
   }
 
