@@ -12,10 +12,12 @@ import * as snapshots from './suites/snapshots.mjs';
 import * as moves from './suites/moves.mjs';
 import * as failover from './suites/failover.mjs';
 import * as watchFanout from './suites/watch-fanout.mjs';
+import * as clientDirect from './suites/client-direct.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
 SUITES.push(watchFanout);
+SUITES.push(clientDirect);
 
 export function buildProgram() {
   const program = new Command('run.mjs')
