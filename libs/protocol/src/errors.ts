@@ -51,6 +51,8 @@ export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
   NAMESPACE_NOT_HERE: { grpc: status.FAILED_PRECONDITION, http: 421, retryable: false },
   /** Admin DropNamespace of a namespace that still has sessions or locks. */
   NAMESPACE_NOT_EMPTY: { grpc: status.FAILED_PRECONDITION, http: 409, retryable: false },
+  /** A move step carrying an older meta term than one the cell already applied for the namespace: its sender was deposed. */
+  MOVE_FENCED: { grpc: status.FAILED_PRECONDITION, http: 409, retryable: false },
   QUOTA_EXCEEDED: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: false },
   TOO_MANY_REQUESTS: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
   /** A request over the server's message size limit: the same bytes can never succeed, so never retried. */
