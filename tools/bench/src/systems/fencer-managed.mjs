@@ -10,6 +10,7 @@ import { startTestFleet } from '@fencer/fleet/testing';
 import { FencerClientSystem, NAMESPACE } from './fencer-client.mjs';
 import { appVersion, thisBuild } from './builds.mjs';
 import { alive } from '../processes.mjs';
+import { pool } from '../measure.mjs';
 
 /** The proxies' HeartbeatBatch interval: the bench's choice, passed to every proxy. */
 export const MANAGED_PROXY_INTERVAL_MS = 250;
@@ -17,6 +18,10 @@ export const MANAGED_PROXY_INTERVAL_MS = 250;
 const CELL_POLL_MS = 1000;
 const LEADER_WAIT_MS = 90_000;
 const LEADER_WAIT_MS_PER_CELL = 30_000;
+/** Sessions are opened this many at a time: a loaded router answers fewer calls at once within their deadline. */
+const SESSION_OPEN_WIDTH = 32;
+/** An OpenSession past its deadline is tried again this often (a session it opened after all expires with its TTL). */
+const SESSION_OPEN_TRIES = 5;
 
 /** The tenants of a fleet: `bench` and the heartbeat tenants, then t01..tNN, placed round robin over the cells. */
 export function tenantPlan(cells, lockTenants) {
@@ -96,6 +101,20 @@ export class FencerManagedFleet extends FencerClientSystem {
   async openSessionIn(ns, ttlS) {
     const { res } = await this.call('openSession', { clientId: 'bench', ttlMs: ttlS * 1000, namespace: ns });
     return this.sessionOf(res.sessionId);
+  }
+
+  /** Opens n sessions in `namespaces` (round robin); an attempt past its deadline is tried again. */
+  openManySessions(n, ttlS, namespaces = [NAMESPACE]) {
+    return pool(n, SESSION_OPEN_WIDTH, async (i) => {
+      const req = { clientId: 'bench-ka', ttlMs: ttlS * 1000, namespace: namespaces[i % namespaces.length] };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return (await this.call('openSession', req)).res.sessionId;
+        } catch (e) {
+          if (e?.code !== 'DEADLINE_EXCEEDED' || attempt >= SESSION_OPEN_TRIES) throw e;
+        }
+      }
+    });
   }
 
   pids() {
