@@ -15,12 +15,14 @@ import * as efficiency from './suites/efficiency.mjs';
 import * as fleetLoad from './suites/fleet-load.mjs';
 import * as scaling from './suites/scaling.mjs';
 import * as page from './suites/page.mjs';
+import * as watchFanout from './suites/watch-fanout.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
 SUITES.push(efficiency);
 SUITES.push(fleetLoad);
 SUITES.push(scaling);
+SUITES.push(watchFanout);
 SUITES.unshift(page);
 
 export function buildProgram() {
