@@ -23,6 +23,7 @@ export const PAGE_SUITES = [
   'duties',
   'snapshots',
   'moves',
+  'watch-fanout',
 ];
 /** Suites without a --quick preset. */
 const NO_QUICK = new Set(['duties']);
