@@ -18,6 +18,9 @@ export const MANAGED_PROXY_INTERVAL_MS = 250;
 const CELL_POLL_MS = 1000;
 const LEADER_WAIT_MS = 90_000;
 const LEADER_WAIT_MS_PER_CELL = 30_000;
+/** The front ends listen once they have the control plane's routing table: longer with more cells on a loaded machine. */
+const FRONT_END_WAIT_MS = 60_000;
+const FRONT_END_WAIT_MS_PER_CELL = 15_000;
 /** Sessions are opened this many at a time: a loaded router answers fewer calls at once within their deadline. */
 const SESSION_OPEN_WIDTH = 32;
 /** An OpenSession past its deadline is tried again this often (a session it opened after all expires with its TTL). */
@@ -79,6 +82,7 @@ export class FencerManagedFleet extends FencerClientSystem {
       controlPlaneArgs: ['--cell-poll-ms', String(CELL_POLL_MS)],
       // As the launcher: a cell's replicas start one after another, so the wait grows with the cells.
       leaderWaitMs: LEADER_WAIT_MS + LEADER_WAIT_MS_PER_CELL * this.cellsN,
+      frontEndWaitMs: FRONT_END_WAIT_MS + FRONT_END_WAIT_MS_PER_CELL * this.cellsN,
     });
     this.plan = this.fleet.plan;
     this.proxies = this.fleet.proxies;
