@@ -69,6 +69,8 @@ export declare function startTestFleet(options?: {
   controlPlaneArgs?: string[];
   /** How long every cell may take to elect its first leader (default 90 s; a big fleet on a loaded machine needs more). */
   leaderWaitMs?: number;
+  /** How long the routers and proxies may take to listen (default 60 s). */
+  frontEndWaitMs?: number;
   /** namespace -> cell id: written to the routing file, or created as tenants with a control plane. */
   routes?: Record<string, string>;
   autoTenants?: boolean;

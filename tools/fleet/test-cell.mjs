@@ -344,7 +344,7 @@ export async function startTestFleet(options = {}) {
       for (const [namespace, cell] of Object.entries(options.routes ?? {})) await createTenant(controlPlaneUrls[0], namespace, cell);
     }
     [...routers, ...proxies].forEach(group.spawn);
-    await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, 60_000)));
+    await Promise.all([...routers, ...proxies].map((p) => waitForPort(p.grpc, options.frontEndWaitMs ?? 60_000)));
   } catch (e) {
     await fleet.stop();
     throw e;

@@ -9,6 +9,8 @@ import { buildProgram } from '../src/cli.mjs';
 import { resolve } from '../src/options.mjs';
 import { selectScenarios } from '../src/suites/cell.mjs';
 import { PAGE_SUITES, suiteArgs } from '../src/suites/page.mjs';
+import { DOC } from '../src/report.mjs';
+import { readFileSync } from 'node:fs';
 
 const SUITES = ['page', 'cell', 'fleet', 'failover', 'wal', 'lock-fsm', 'duties', 'profile', 'efficiency', 'fleet-load', 'scaling'];
 
@@ -41,6 +43,15 @@ describe('the benchmark entry', () => {
     expect(PAGE_SUITES.slice(0, 3)).toEqual(['efficiency', 'fleet-load', 'scaling']);
     expect(suiteArgs('duties', { quick: true, write: false })).toEqual(['duties', '--no-write']);
     expect(suiteArgs('scaling', { quick: true, write: true })).toEqual(['scaling', '--quick']);
+  });
+
+  it('reproduces the whole page: every section of docs/benchmarks.md is written by a suite the page runs', () => {
+    const sections = [...readFileSync(DOC, 'utf8').matchAll(/<!-- ([a-z0-9-]+):start -->/g)].map((m) => m[1]);
+    // The summary's rows come from every suite, the charts from efficiency.
+    const bySuite = sections.filter((s) => !s.endsWith('-notes') && s !== 'summary' && s !== 'charts');
+    expect(bySuite.length).toBeGreaterThan(5);
+    expect(bySuite.filter((s) => !PAGE_SUITES.includes(s))).toEqual([]);
+    expect(PAGE_SUITES).toContain('efficiency');
   });
 
   it('runs the cell suite with its defaults', async () => {

@@ -130,11 +130,12 @@ function stormMd(st, o) {
 
 export function renderMarkdown(meta, result, o) {
   return [
-    '## Fleet under load: eight cells, heartbeats and locks, and a reconnect storm',
+    '## Fleet under load: heartbeats and locks on every cell, and a reconnect storm',
     '',
     `Measured by \`${meta.command}\` on ${meta.date.slice(0, 16).replace('T', ' ')} UTC: ${meta.cpu}, Node ${meta.node}; load average ${meta.loadStart} at the start and ${meta.loadEnd} at the end${meta.provisional ? ' — **provisional**: the machine was shared with other work' : ''}.`,
     '',
     `- **${meta.fleet.label}** (${meta.fleet.version}): ${meta.fleet.settings}.`,
+    `- "Offered" is what the load generator sent in the window: when it falls behind its pace (a starved machine), the proxies answer the backlog too, and the acknowledged rate can pass it.`,
     '',
     ...(result.steady ? steadyMd(result.steady, o) : []),
     ...(result.storm ? stormMd(result.storm, o) : []),

@@ -23,6 +23,8 @@ export const PAGE_SUITES = [
   'duties',
   'snapshots',
   'moves',
+  'watch-fanout',
+  'client-direct',
 ];
 /** Suites without a --quick preset. */
 const NO_QUICK = new Set(['duties']);

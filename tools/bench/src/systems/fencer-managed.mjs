@@ -10,6 +10,7 @@ import { startTestFleet } from '@fencer/fleet/testing';
 import { FencerClientSystem, NAMESPACE } from './fencer-client.mjs';
 import { appVersion, thisBuild } from './builds.mjs';
 import { alive } from '../processes.mjs';
+import { pool } from '../measure.mjs';
 
 /** The proxies' HeartbeatBatch interval: the bench's choice, passed to every proxy. */
 export const MANAGED_PROXY_INTERVAL_MS = 250;
@@ -17,6 +18,13 @@ export const MANAGED_PROXY_INTERVAL_MS = 250;
 const CELL_POLL_MS = 1000;
 const LEADER_WAIT_MS = 90_000;
 const LEADER_WAIT_MS_PER_CELL = 30_000;
+/** The front ends listen once they have the control plane's routing table: longer with more cells on a loaded machine. */
+const FRONT_END_WAIT_MS = 60_000;
+const FRONT_END_WAIT_MS_PER_CELL = 15_000;
+/** Sessions are opened this many at a time: a loaded router answers fewer calls at once within their deadline. */
+const SESSION_OPEN_WIDTH = 32;
+/** An OpenSession past its deadline is tried again this often (a session it opened after all expires with its TTL). */
+const SESSION_OPEN_TRIES = 5;
 
 /** The tenants of a fleet: `bench` and the heartbeat tenants, then t01..tNN, placed round robin over the cells. */
 export function tenantPlan(cells, lockTenants) {
@@ -74,6 +82,7 @@ export class FencerManagedFleet extends FencerClientSystem {
       controlPlaneArgs: ['--cell-poll-ms', String(CELL_POLL_MS)],
       // As the launcher: a cell's replicas start one after another, so the wait grows with the cells.
       leaderWaitMs: LEADER_WAIT_MS + LEADER_WAIT_MS_PER_CELL * this.cellsN,
+      frontEndWaitMs: FRONT_END_WAIT_MS + FRONT_END_WAIT_MS_PER_CELL * this.cellsN,
     });
     this.plan = this.fleet.plan;
     this.proxies = this.fleet.proxies;
@@ -96,6 +105,20 @@ export class FencerManagedFleet extends FencerClientSystem {
   async openSessionIn(ns, ttlS) {
     const { res } = await this.call('openSession', { clientId: 'bench', ttlMs: ttlS * 1000, namespace: ns });
     return this.sessionOf(res.sessionId);
+  }
+
+  /** Opens n sessions in `namespaces` (round robin); an attempt past its deadline is tried again. */
+  openManySessions(n, ttlS, namespaces = [NAMESPACE]) {
+    return pool(n, SESSION_OPEN_WIDTH, async (i) => {
+      const req = { clientId: 'bench-ka', ttlMs: ttlS * 1000, namespace: namespaces[i % namespaces.length] };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return (await this.call('openSession', req)).res.sessionId;
+        } catch (e) {
+          if (e?.code !== 'DEADLINE_EXCEEDED' || attempt >= SESSION_OPEN_TRIES) throw e;
+        }
+      }
+    });
   }
 
   pids() {
