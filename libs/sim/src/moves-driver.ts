@@ -60,6 +60,8 @@ export class MoveDriver {
     private readonly w: MovesWorld,
     private readonly cells: MoveCells,
     private readonly namespace: string,
+    /** The planted bug 'unfencedSteps': cell steps carry no fence (a deposed leader's steps land). */
+    private readonly unfenced = false,
   ) {}
 
   /** Called every few ms: starts a pass on the meta leader unless one runs there. */
@@ -172,7 +174,9 @@ export class MoveDriver {
     const { namespace: ns, fromCell: from, toCell: to } = move;
     const on = this.answers(pass, step, facts, () => then(move));
     const c = this.cells;
-    const fence: MoveFence = { term: pass.term, journalIndex: move.journalIndex ?? 0, moveId: move.id };
+    const fence: MoveFence | undefined = this.unfenced
+      ? undefined
+      : { term: pass.term, journalIndex: move.journalIndex ?? 0, moveId: move.id };
     switch (step.kind) {
       case 'clear-target':
         return c.drop(
