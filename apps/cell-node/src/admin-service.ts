@@ -8,7 +8,14 @@ import { type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@gr
 import { ConfChangeType } from '@fencer/raft';
 import { FencerError, Namespace, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
-import { type Outcome, type SetMemberAddressCommand, type SetNamespaceQuotasCommand, validateCommand } from '@fencer/lock-fsm';
+import {
+  type Command,
+  type Outcome,
+  type SetMemberAddressCommand,
+  type SetNamespaceCredentialsCommand,
+  type SetNamespaceQuotasCommand,
+  validateCommand,
+} from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 import { readSnapshotHandler } from './read-snapshot.js';
 import { fenceOf, MoveAdmin } from './move-admin.js';
@@ -155,6 +162,7 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
     }),
     dropNamespace: handle(node, (req: adminpb.DropNamespaceRequest) => dropNamespace(node, req)),
     setNamespaceQuotas: handle(node, (req: adminpb.SetNamespaceQuotasRequest) => setNamespaceQuotas(node, req)),
+    setNamespaceCredentials: handle(node, (req: adminpb.SetNamespaceCredentialsRequest) => setNamespaceCredentials(node, req)),
     readSnapshot: readSnapshotHandler(node),
   };
 }
@@ -168,11 +176,30 @@ async function setNamespaceQuotas(node: CellNode, req: adminpb.SetNamespaceQuota
     namespace: Namespace(req.namespace),
     quotas: { maxSessions: req.quotas.maxSessions, maxLocks: req.quotas.maxLocks, maxWaiters: req.quotas.maxWaiters },
   };
+  return proposeChecked(node, command);
+}
+
+/** Validates, proposes and answers whether the namespace changed. */
+async function proposeChecked(node: CellNode, command: Command): Promise<{ changed: boolean }> {
   const bad = validateCommand(command);
   if (bad) throw new FencerError(bad.code, bad.message);
   const outcome = (await node.propose(command)).outcome as Outcome;
   if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
   return { changed: 'changed' in outcome && outcome.changed === true };
+}
+
+/** Replicates a tenant's token hashes (docs/decisions/0016-tenant-credentials-and-mtls.md); checked before anything is proposed. */
+async function setNamespaceCredentials(
+  node: CellNode,
+  req: adminpb.SetNamespaceCredentialsRequest,
+): Promise<adminpb.SetNamespaceCredentialsResponse> {
+  requireLeader(node);
+  const command: SetNamespaceCredentialsCommand = {
+    kind: 'SetNamespaceCredentials',
+    namespace: Namespace(req.namespace),
+    credentials: req.credentials.map((c) => ({ hash: c.hash, validUntilMs: c.validUntilMs })),
+  };
+  return proposeChecked(node, command);
 }
 
 /**

@@ -194,6 +194,7 @@ export class MoveAdmin {
         locks: ns.locks,
         waiters: ns.waiters,
         quotas: { ...ns.quotas },
+        credentials: ns.credentials.map((c) => ({ hash: c.hash, validUntilMs: c.validUntilMs })),
       })),
     };
   }

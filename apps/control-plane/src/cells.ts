@@ -90,6 +90,8 @@ export interface CellDirectory extends MoveCells {
   claim(cell: string, namespace: string): Promise<void>;
   /** Replaces the namespace's quotas on the cell (idempotent; docs/decisions/0020-tenant-quotas-and-rate-limits.md). Throws when the cell did not take them. */
   setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void>;
+  /** Replaces the namespace's token hashes on the cell (idempotent; docs/decisions/0016-tenant-credentials-and-mtls.md). Throws when the cell did not take them. */
+  setCredentials(cell: string, namespace: string, credentials: adminpb.CredentialHash[]): Promise<void>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
   /** Polls every replica now (skipped while a round runs), beside the regular interval; absent in fakes that are never polled. */
@@ -252,6 +254,15 @@ export class GrpcCellDirectory implements CellDirectory {
   async setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void> {
     await this.onLeader(cell, (client) =>
       unary<adminpb.SetNamespaceQuotasRequest, adminpb.SetNamespaceQuotasResponse>(client, 'setNamespaceQuotas', { namespace, quotas }),
+    );
+  }
+
+  async setCredentials(cell: string, namespace: string, credentials: adminpb.CredentialHash[]): Promise<void> {
+    await this.onLeader(cell, (client) =>
+      unary<adminpb.SetNamespaceCredentialsRequest, adminpb.SetNamespaceCredentialsResponse>(client, 'setNamespaceCredentials', {
+        namespace,
+        credentials,
+      }),
     );
   }
 
@@ -450,7 +461,8 @@ function unary<Req, Res>(
     | 'importNamespace'
     | 'namespaceStatus'
     | 'listNamespaces'
-    | 'setNamespaceQuotas',
+    | 'setNamespaceQuotas'
+    | 'setNamespaceCredentials',
   request: Req,
   timeoutMs = cellCallTimeoutMs,
 ): Promise<Res> {

@@ -76,6 +76,7 @@ const leaderTasks = new LeaderLoop(
       logger: taskLogger,
       claimed: (cell) => metrics.ownershipClaimed(cell),
       quotasSent: (cell) => metrics.ownershipQuotasSent(cell),
+      credentialsSent: (cell) => metrics.ownershipCredentialsSent(cell),
     }),
     snapshots.task,
   ],

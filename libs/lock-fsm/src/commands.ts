@@ -23,6 +23,7 @@ import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import type { CancelReason, LockMode } from './types.js';
 import { readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
 import { readFence, writeFence, type MoveFence } from './move-fence.js';
+import { readCredentials, writeCredentials, type NamespaceCredentials } from './credentials.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
 
@@ -165,6 +166,16 @@ export interface SetNamespaceQuotasCommand {
   readonly namespace: Namespace;
   readonly quotas: NamespaceQuotas;
 }
+/**
+ * Sets a namespace's token hashes (credentials.ts), replacing the ones it
+ * had. Sent by the control plane on tenant creation and token rotation, and
+ * again by its ownership reconciler whenever a cell reports others.
+ */
+export interface SetNamespaceCredentialsCommand {
+  readonly kind: 'SetNamespaceCredentials';
+  readonly namespace: Namespace;
+  readonly credentials: NamespaceCredentials;
+}
 /** Forgets a removed member's addresses. */
 export interface ForgetMemberCommand {
   readonly kind: 'ForgetMember';
@@ -190,7 +201,8 @@ export type Command =
   | ForgetMemberCommand
   | StageImportChunkCommand
   | ImportStagedNamespaceCommand
-  | SetNamespaceQuotasCommand;
+  | SetNamespaceQuotasCommand
+  | SetNamespaceCredentialsCommand;
 
 export type CommandKind = Command['kind'];
 
@@ -235,6 +247,7 @@ export const COMMAND_KIND_CODES = {
   StageImportChunk: 17,
   ImportStagedNamespace: 18,
   SetNamespaceQuotas: 19,
+  SetNamespaceCredentials: 20,
 } as const satisfies Record<CommandKind, number>;
 
 const MODE_CODES = { EXCLUSIVE: 1, SHARED: 2 } as const satisfies Record<LockMode, number>;
@@ -323,6 +336,10 @@ function writeBody(w: ByteWriter, command: Command): void {
     case 'SetNamespaceQuotas':
       w.string(command.namespace);
       writeQuotas(w, command.quotas);
+      break;
+    case 'SetNamespaceCredentials':
+      w.string(command.namespace);
+      writeCredentials(w, command.credentials);
       break;
     default:
       unreachable(command, 'command kind');
@@ -413,6 +430,14 @@ function decodeBody(kind: number, r: ByteReader): Command {
       return NOOP;
     case COMMAND_KIND_CODES.LiftLockDelay:
       return { kind: 'LiftLockDelay', name: r.string(), delayRevision: r.varuint() as Revision };
+    default:
+      return decodeCellBody(kind, r);
+  }
+}
+
+/** The namespace and member commands: what the control plane and the cell's own duties propose. */
+function decodeCellBody(kind: number, r: ByteReader): Command {
+  switch (kind) {
     case COMMAND_KIND_CODES.ClaimNamespace:
       return { kind: 'ClaimNamespace', namespace: r.string() as Namespace };
     case COMMAND_KIND_CODES.FreezeNamespace:
@@ -441,6 +466,8 @@ function decodeBody(kind: number, r: ByteReader): Command {
       return { kind: 'ImportStagedNamespace', namespace: r.string() as Namespace, totalBytes: r.varuint(), activate: r.bool() };
     case COMMAND_KIND_CODES.SetNamespaceQuotas:
       return { kind: 'SetNamespaceQuotas', namespace: r.string() as Namespace, quotas: readQuotas(r) };
+    case COMMAND_KIND_CODES.SetNamespaceCredentials:
+      return { kind: 'SetNamespaceCredentials', namespace: r.string() as Namespace, credentials: readCredentials(r) };
     default:
       throw new AssertionError(`unknown command kind ${kind}`);
   }

@@ -189,22 +189,22 @@ describe('move fences', () => {
 });
 
 describe('formats before move fences', () => {
-  it('a format-4 snapshot (no fences) restores with none; a format-3 export (no fence) imports with none', () => {
+  it('a format-5 snapshot (no fences) restores with none; a format-3 export (no fence) imports with none', () => {
     const cell = claimed();
     cell.open('payments');
     cell.run({ kind: 'FreezeNamespace', namespace: NS });
     const v6 = cell.fsm.snapshot();
-    // Format 4 is format 6 without the trailing move-fence count (0 here).
+    // Format 5 is format 6 without the trailing move-fence count (0 here).
     expect(v6[v6.length - 1]).toBe(0);
-    const v4 = Uint8Array.from([4, ...v6.subarray(1, v6.length - 1)]);
-    const restored = LockStateMachine.restore(v4, { autoClaim: false });
+    const v5 = Uint8Array.from([5, ...v6.subarray(1, v6.length - 1)]);
+    const restored = LockStateMachine.restore(v5, { autoClaim: false });
     expect(restored.stateHash()).toBe(cell.fsm.stateHash());
     const out = cell.fsm.readExport(NS);
     if (!out.ok) throw new Error(out.code);
-    // Format 3 is format 4 without the fence flag after the three quota varuints (0, 0, 0 here).
+    // Format 3 is format 4 without the fence flag and the credential count after the three quota varuints (0, 0, 0 here).
     const flagAt = out.data.indexOf(0, 2 + NS.length + 2) + 3;
-    expect([...out.data.subarray(flagAt - 3, flagAt + 1)]).toEqual([0, 0, 0, 0]);
-    const v3 = Uint8Array.from([3, ...out.data.subarray(1, flagAt), ...out.data.subarray(flagAt + 1)]);
+    expect([...out.data.subarray(flagAt - 3, flagAt + 2)]).toEqual([0, 0, 0, 0, 0]);
+    const v3 = Uint8Array.from([3, ...out.data.subarray(1, flagAt), ...out.data.subarray(flagAt + 2)]);
     const target = new Cell({ autoClaim: false }, 100);
     expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: v3, activate: false }).outcome).toMatchObject({
       ok: true,

@@ -15,23 +15,27 @@
  *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
  *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
  *   and unless moved out, its quotas (varuint maxSessions, maxLocks,
- *   maxWaiters; 0 = none) and its section; then varuint memberCount, per member
+ *   maxWaiters; 0 = none), its credentials (varuint count, per token hash
+ *   newest first: string hash, varuint validUntilMs; 0 = no expiry) and its
+ *   section; then varuint memberCount, per member
  *   (sorted by id): string id, string address, string peerAddress; then
  *   varuint stagedCount, per staged import (sorted by namespace): string
  *   namespace, varuint totalBytes, bytes staged so far; then varuint
  *   fenceCount, per move fence (sorted by namespace): string namespace,
  *   varuint term, string moveId.
- *   Version 4 (still read) is the same without the fences (none), version 3
- *   also without the quotas (none), version 2 also without the staged
- *   imports, version 1 also without the members. (Version 5 is the tenant
- *   credentials' bump, made on another branch.)
+ *   Version 5 (still read) is the same without the fences (none), version 4
+ *   also without the credentials (none), version 3 also without the quotas
+ *   (none), version 2 also without the staged imports, version 1 also
+ *   without the members.
  * Export, format version 4:
  *   u8 version, string namespace, varuint highestRevision, varuint
  *   namespaceRevision (the last revision that changed the namespace: its
  *   freeze), quotas (as in a snapshot), u8 hasFence and if 1 the namespace's
- *   move fence (varuint term, string moveId), section. Version 3 (still read)
- *   has no fence; version 2 also no quotas (none); version 1 (still read,
- *   from old logs) also has no namespaceRevision; it reads as highestRevision.
+ *   move fence (varuint term, string moveId), credentials (as in a
+ *   snapshot), section. Version 3 (still read) has no fence and no
+ *   credentials (none); version 2 also no quotas (none); version 1 (still
+ *   read, from old logs) also has no namespaceRevision; it reads as
+ *   highestRevision.
  * Section:
  *   varuint sessionCount, per session (sorted by id): string id, string clientId,
  *     varuint ttlMs, varuint openedRevision, varuint dedupeCount, per record
@@ -49,6 +53,7 @@ import { decodeMode, encodeMode } from './commands.js';
 import { MEMBERS_MAX, type FsmLimits } from './limits.js';
 import { checkQuotas, readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
 import { readFence, writeFence, type MoveFence } from './move-fence.js';
+import { checkCredentials, readCredentials, writeCredentials, type NamespaceCredentials } from './credentials.js';
 import {
   canHold,
   compareStrings,
@@ -76,7 +81,7 @@ import {
 
 export const SNAPSHOT_FORMAT_VERSION = 6;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
-export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4, 6];
+export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4, 5, 6];
 /** The first snapshot format with move fences. */
 const SNAPSHOT_FENCES_SINCE = 6;
 export const EXPORT_FORMAT_VERSION = 4;
@@ -159,6 +164,7 @@ export function encodeSnapshot(
     w.string(ns.name).u8(NAMESPACE_STATE_CODES[ns.state]).varuint(ns.lastRevision);
     if (ns.state !== 'moved') {
       writeQuotas(w, ns.quotas);
+      writeCredentials(w, ns.credentials);
       writeSection(w, ns);
     }
   }
@@ -190,6 +196,7 @@ export function encodeExport(ns: NamespaceRecord, highestRevision: number, fence
   writeQuotas(w, ns.quotas);
   w.bool(fence !== undefined);
   if (fence !== undefined) writeFence(w, fence);
+  writeCredentials(w, ns.credentials);
   writeSection(w, ns);
   return w.finish();
 }
@@ -201,6 +208,13 @@ function quotasChecked(r: ByteReader): NamespaceQuotas {
   const bad = checkQuotas(quotas);
   if (bad !== undefined) invalid(bad.message);
   return quotas;
+}
+
+function credentialsChecked(r: ByteReader): NamespaceCredentials {
+  const credentials = readCredentials(r);
+  const bad = checkCredentials(credentials);
+  if (bad !== undefined) invalid(bad.message);
+  return credentials;
 }
 
 function checked<T>(problem: { message: string } | undefined, value: T): T {
@@ -421,6 +435,7 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     const lastRevision = revisionIn(r, revisionMax, 'lastRevision', true);
     const ns = newNamespaceRecord(name, state, lastRevision);
     if (state !== 'moved' && version >= 4) ns.quotas = quotasChecked(r);
+    if (state !== 'moved' && version >= 5) ns.credentials = credentialsChecked(r);
     if (state !== 'moved') sessionCount += readSection(r, ns, limits, revisionMax);
     namespaces.set(name, ns);
   }
@@ -510,6 +525,7 @@ export function decodeExport(bytes: Uint8Array, limits: FsmLimits): DecodedExpor
   const record = newNamespaceRecord(namespace, 'active', highestRevision);
   if (version >= 3) record.quotas = quotasChecked(r);
   const fence = version >= 4 && r.bool() ? readFence(r) : undefined;
+  if (version >= 4) record.credentials = credentialsChecked(r);
   const sessionCount = readSection(r, record, limits, highestRevision);
   r.end();
   return { namespace, highestRevision, namespaceRevision, record, sessionCount, fence };

@@ -39,6 +39,7 @@ import {
   type ReleaseCommand,
   type SetMemberAddressCommand,
   type SetNamespaceQuotasCommand,
+  type SetNamespaceCredentialsCommand,
 } from './commands.js';
 import { checkLimits, LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 import {
@@ -56,6 +57,7 @@ import {
   type NamespaceRecord,
   type SessionRecord,
 } from './records.js';
+import { checkCredentials, normalCredentials, sameCredentials, type NamespaceCredentials } from './credentials.js';
 import { checkQuotas, lockQuotaRefusal, normalQuotas, sameQuotas, sessionQuotaRefusal, waiterQuotaRefusal } from './quotas.js';
 import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot, fencesMax, stagedBytes, type StagedImport } from './state-codec.js';
 import { checkMoveFence, MoveFences, type MoveFence } from './move-fence.js';
@@ -151,6 +153,7 @@ export interface OutcomeOf {
   StageImportChunk: StageImportOutcome | Failure;
   ImportStagedNamespace: ImportNamespaceOutcome | Failure;
   SetNamespaceQuotas: NamespaceChangeOutcome | Failure;
+  SetNamespaceCredentials: NamespaceChangeOutcome | Failure;
 }
 export type Outcome = OutcomeOf[CommandKind];
 
@@ -365,6 +368,8 @@ export class LockStateMachine {
         return this.forgetMember(command.id);
       case 'SetNamespaceQuotas':
         return this.setQuotas(command);
+      case 'SetNamespaceCredentials':
+        return this.setCredentials(command);
       default:
         return unreachable(command, 'command kind');
     }
@@ -865,6 +870,24 @@ export class LockStateMachine {
     return { ok: true, changed: true };
   }
 
+  /**
+   * Replaces the namespace's token hashes. Only stored: their expiries are
+   * compared with a clock by the cell when it checks a call, never here.
+   * Frozen refuses, as for quotas: a change after the export left would be
+   * lost in the move; the reconciler sends them to where the namespace lands.
+   */
+  private setCredentials(c: SetNamespaceCredentialsCommand): NamespaceChangeOutcome | Failure {
+    const bad = checkCredentials(c.credentials);
+    if (bad !== undefined) return bad;
+    const ns = this.ownedNamespace(c.namespace);
+    if (isFailure(ns)) return ns;
+    if (ns.state === 'frozen') return moving(ns.name);
+    if (sameCredentials(ns.credentials, c.credentials)) return { ok: true, changed: false };
+    ns.credentials = normalCredentials(c.credentials);
+    ns.lastRevision = this.rev;
+    return { ok: true, changed: true };
+  }
+
   /** The owned namespace, or the failure for one this cell does not own. */
   private ownedNamespace(namespace: Namespace): NamespaceRecord | Failure {
     const bad = checkNamespaceName(namespace);
@@ -1115,6 +1138,15 @@ export class LockStateMachine {
     return this.namespaceRecords.get(namespace)?.state;
   }
 
+  /**
+   * The token hashes of a namespace this cell holds (active or frozen), for
+   * the cell's per-call check; undefined for one moved out or never here.
+   */
+  namespaceCredentials(namespace: string): NamespaceCredentials | undefined {
+    const ns = this.namespaceRecords.get(namespace);
+    return ns === undefined || ns.state === 'moved' ? undefined : ns.credentials;
+  }
+
   namespaceInfo(namespace: string): NamespaceInfo | undefined {
     const ns = this.namespaceRecords.get(namespace);
     return ns === undefined ? undefined : namespaceInfoOf(ns);
@@ -1313,6 +1345,7 @@ function checkNamespaceCounts(ns: NamespaceRecord, held: ReadonlyMap<string, num
   }
   assert(ns.waiterCount === waiters, `${ns.name}: the waiter count matches the queues`);
   assert(checkQuotas(ns.quotas) === undefined, `${ns.name}: quotas are well-formed`);
+  assert(checkCredentials(ns.credentials) === undefined, `${ns.name}: credentials are well-formed`);
 }
 
 function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
@@ -1324,6 +1357,7 @@ function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
     locks: ns.locks.size,
     waiters: ns.waiterCount,
     quotas: ns.quotas,
+    credentials: ns.credentials,
   };
 }
 

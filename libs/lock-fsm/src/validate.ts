@@ -24,6 +24,7 @@ import {
 import type { Command } from './commands.js';
 import { checkQuotas } from './quotas.js';
 import { checkMoveFence } from './move-fence.js';
+import { checkCredentials } from './credentials.js';
 import type { Failure, FsmErrorCode, LockMode } from './types.js';
 
 export function fail(code: FsmErrorCode, message: string): Failure {
@@ -173,6 +174,8 @@ export function validateCommand(command: Command): Failure | undefined {
       return checkMemberId(command.id);
     case 'SetNamespaceQuotas':
       return checkNamespaceName(command.namespace) ?? checkQuotas(command.quotas);
+    case 'SetNamespaceCredentials':
+      return checkNamespaceName(command.namespace) ?? checkCredentials(command.credentials);
     default:
       return unreachable(command, 'command kind');
   }

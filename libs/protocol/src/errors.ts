@@ -17,6 +17,14 @@ export const RETRY_AFTER_MS_KEY = 'retry-after-ms';
  * NOT_LEADER and a hint instead of forwarding it again.
  */
 export const FORWARDED_KEY = 'fencer-forwarded';
+/**
+ * Client direct mode (docs/decisions/0015-clients-may-skip-the-router.md):
+ * a call carrying ROUTE_WANTED_KEY asks the router to name, in the trailing
+ * metadata ROUTE_LEADER_KEY of a successful answer, the cell replica that
+ * served it (the namespace's leader), so the client can call it directly.
+ */
+export const ROUTE_WANTED_KEY = 'fencer-route-wanted';
+export const ROUTE_LEADER_KEY = 'fencer-route-leader';
 
 export interface ErrorSpec {
   readonly grpc: status;

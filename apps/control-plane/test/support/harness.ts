@@ -50,6 +50,8 @@ export class FakeCells implements CellDirectory {
   readonly fences: (adminpb.MoveFence | undefined)[] = [];
   /** Move calls with a fence term below this are refused MOVE_FENCED, as a cell that applied a newer leader's step. */
   fencedBelowTerm = 0;
+  /** Token hashes each namespace's cell holds, as `cell/namespace`; none until setCredentials. */
+  readonly credentials = new Map<string, adminpb.CredentialHash[]>();
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.owned.set(id, new Map());
@@ -77,6 +79,7 @@ export class FakeCells implements CellDirectory {
     owned.delete(namespace);
     this.frozen.delete(`${cell}/${namespace}`);
     this.quotas.delete(`${cell}/${namespace}`);
+    this.credentials.delete(`${cell}/${namespace}`);
     return 'dropped';
   }
   private answering(cell: string): Map<string, number> {
@@ -93,6 +96,15 @@ export class FakeCells implements CellDirectory {
     this.holding(cell, namespace);
     if (this.frozen.has(`${cell}/${namespace}`)) throw new ProblemError('CELL_UNAVAILABLE', `${namespace} is frozen for a move`);
     this.quotas.set(`${cell}/${namespace}`, { ...quotas });
+  }
+  async setCredentials(cell: string, namespace: string, credentials: adminpb.CredentialHash[]): Promise<void> {
+    this.calls.push(`credentials ${cell} ${namespace} ${credentials.length}`);
+    this.holding(cell, namespace);
+    if (this.frozen.has(`${cell}/${namespace}`)) throw new ProblemError('CELL_UNAVAILABLE', `${namespace} is frozen for a move`);
+    this.credentials.set(
+      `${cell}/${namespace}`,
+      credentials.map((c) => ({ ...c })),
+    );
   }
   private quotasOf(cell: string, namespace: string): adminpb.NamespaceQuotas {
     return this.quotas.get(`${cell}/${namespace}`) ?? { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
@@ -163,6 +175,7 @@ export class FakeCells implements CellDirectory {
       locks: 2 * sessions,
       waiters: sessions,
       quotas: this.quotasOf(cell, namespace),
+      credentials: this.credentials.get(`${cell}/${namespace}`) ?? [],
     }));
   }
   status(): readonly CellView[] {

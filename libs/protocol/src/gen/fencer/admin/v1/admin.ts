@@ -361,6 +361,32 @@ export interface SetNamespaceQuotasResponse {
   changed: boolean;
 }
 
+/**
+ * One tenant token's hash as a cell checks it (docs/decisions/0016-tenant-credentials-and-mtls.md):
+ * "sha256:" + 64 hex digits of the token; valid_until_ms is wall-clock milliseconds after which
+ * a rotated-out token is refused (0 = no expiry: the current token).
+ */
+export interface CredentialHash {
+  hash: string;
+  validUntilMs: number;
+}
+
+/**
+ * Replaces the namespace's token hashes (replicated: every replica holds them; the leader checks
+ * each lock-service call against them where --auth is on). An empty list lets no tenant token in.
+ * Refused with UNAVAILABLE NAMESPACE_MOVING while the namespace is frozen for a move,
+ * FAILED_PRECONDITION NAMESPACE_NOT_HERE when this cell does not own it.
+ */
+export interface SetNamespaceCredentialsRequest {
+  namespace: string;
+  credentials: CredentialHash[];
+}
+
+export interface SetNamespaceCredentialsResponse {
+  /** false when the namespace already had these hashes */
+  changed: boolean;
+}
+
 export interface NamespaceEntry {
   namespace: string;
   /** active | frozen | moved */
@@ -368,7 +394,11 @@ export interface NamespaceEntry {
   sessions: number;
   locks: number;
   waiters: number;
-  quotas: NamespaceQuotas | undefined;
+  quotas:
+    | NamespaceQuotas
+    | undefined;
+  /** the token hashes replicated here, newest first */
+  credentials: CredentialHash[];
 }
 
 export interface ListNamespacesResponse {
@@ -4275,8 +4305,255 @@ export const SetNamespaceQuotasResponse: MessageFns<SetNamespaceQuotasResponse> 
   },
 };
 
+function createBaseCredentialHash(): CredentialHash {
+  return { hash: "", validUntilMs: 0 };
+}
+
+export const CredentialHash: MessageFns<CredentialHash> = {
+  encode(message: CredentialHash, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.hash !== "") {
+      writer.uint32(10).string(message.hash);
+    }
+    if (message.validUntilMs !== 0) {
+      writer.uint32(16).uint64(message.validUntilMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CredentialHash {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCredentialHash();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hash = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.validUntilMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CredentialHash {
+    return {
+      hash: isSet(object.hash) ? globalThis.String(object.hash) : "",
+      validUntilMs: isSet(object.validUntilMs)
+        ? globalThis.Number(object.validUntilMs)
+        : isSet(object.valid_until_ms)
+        ? globalThis.Number(object.valid_until_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: CredentialHash): unknown {
+    const obj: any = {};
+    if (message.hash !== "") {
+      obj.hash = message.hash;
+    }
+    if (message.validUntilMs !== 0) {
+      obj.validUntilMs = Math.round(message.validUntilMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CredentialHash>, I>>(base?: I): CredentialHash {
+    return CredentialHash.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CredentialHash>, I>>(object: I): CredentialHash {
+    const message = createBaseCredentialHash();
+    message.hash = object.hash ?? "";
+    message.validUntilMs = object.validUntilMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetNamespaceCredentialsRequest(): SetNamespaceCredentialsRequest {
+  return { namespace: "", credentials: [] };
+}
+
+export const SetNamespaceCredentialsRequest: MessageFns<SetNamespaceCredentialsRequest> = {
+  encode(message: SetNamespaceCredentialsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    for (const v of message.credentials) {
+      CredentialHash.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetNamespaceCredentialsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetNamespaceCredentialsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.credentials.push(CredentialHash.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetNamespaceCredentialsRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      credentials: globalThis.Array.isArray(object?.credentials)
+        ? object.credentials.map((e: any) => CredentialHash.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SetNamespaceCredentialsRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.credentials?.length) {
+      obj.credentials = message.credentials.map((e) => CredentialHash.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetNamespaceCredentialsRequest>, I>>(base?: I): SetNamespaceCredentialsRequest {
+    return SetNamespaceCredentialsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetNamespaceCredentialsRequest>, I>>(
+    object: I,
+  ): SetNamespaceCredentialsRequest {
+    const message = createBaseSetNamespaceCredentialsRequest();
+    message.namespace = object.namespace ?? "";
+    message.credentials = object.credentials?.map((e) => CredentialHash.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSetNamespaceCredentialsResponse(): SetNamespaceCredentialsResponse {
+  return { changed: false };
+}
+
+export const SetNamespaceCredentialsResponse: MessageFns<SetNamespaceCredentialsResponse> = {
+  encode(message: SetNamespaceCredentialsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== false) {
+      writer.uint32(8).bool(message.changed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetNamespaceCredentialsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetNamespaceCredentialsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetNamespaceCredentialsResponse {
+    return { changed: isSet(object.changed) ? globalThis.Boolean(object.changed) : false };
+  },
+
+  toJSON(message: SetNamespaceCredentialsResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== false) {
+      obj.changed = message.changed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetNamespaceCredentialsResponse>, I>>(base?: I): SetNamespaceCredentialsResponse {
+    return SetNamespaceCredentialsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetNamespaceCredentialsResponse>, I>>(
+    object: I,
+  ): SetNamespaceCredentialsResponse {
+    const message = createBaseSetNamespaceCredentialsResponse();
+    message.changed = object.changed ?? false;
+    return message;
+  },
+};
+
 function createBaseNamespaceEntry(): NamespaceEntry {
-  return { namespace: "", state: "", sessions: 0, locks: 0, waiters: 0, quotas: undefined };
+  return { namespace: "", state: "", sessions: 0, locks: 0, waiters: 0, quotas: undefined, credentials: [] };
 }
 
 export const NamespaceEntry: MessageFns<NamespaceEntry> = {
@@ -4298,6 +4575,9 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     }
     if (message.quotas !== undefined) {
       NamespaceQuotas.encode(message.quotas, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.credentials) {
+      CredentialHash.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -4363,6 +4643,14 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
             message.quotas = NamespaceQuotas.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.credentials.push(CredentialHash.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4383,6 +4671,9 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
       locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
       waiters: isSet(object.waiters) ? globalThis.Number(object.waiters) : 0,
       quotas: isSet(object.quotas) ? NamespaceQuotas.fromJSON(object.quotas) : undefined,
+      credentials: globalThis.Array.isArray(object?.credentials)
+        ? object.credentials.map((e: any) => CredentialHash.fromJSON(e))
+        : [],
     };
   },
 
@@ -4406,6 +4697,9 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     if (message.quotas !== undefined) {
       obj.quotas = NamespaceQuotas.toJSON(message.quotas);
     }
+    if (message.credentials?.length) {
+      obj.credentials = message.credentials.map((e) => CredentialHash.toJSON(e));
+    }
     return obj;
   },
 
@@ -4422,6 +4716,7 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     message.quotas = (object.quotas !== undefined && object.quotas !== null)
       ? NamespaceQuotas.fromPartial(object.quotas)
       : undefined;
+    message.credentials = object.credentials?.map((e) => CredentialHash.fromPartial(e)) || [];
     return message;
   },
 };
@@ -4666,6 +4961,18 @@ export const CellAdminService = {
       Buffer.from(SetNamespaceQuotasResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetNamespaceQuotasResponse => SetNamespaceQuotasResponse.decode(value),
   },
+  setNamespaceCredentials: {
+    path: "/fencer.admin.v1.CellAdmin/SetNamespaceCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetNamespaceCredentialsRequest): Buffer =>
+      Buffer.from(SetNamespaceCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetNamespaceCredentialsRequest => SetNamespaceCredentialsRequest.decode(value),
+    responseSerialize: (value: SetNamespaceCredentialsResponse): Buffer =>
+      Buffer.from(SetNamespaceCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetNamespaceCredentialsResponse =>
+      SetNamespaceCredentialsResponse.decode(value),
+  },
 } as const;
 
 export interface CellAdminServer extends UntypedServiceImplementation {
@@ -4685,6 +4992,7 @@ export interface CellAdminServer extends UntypedServiceImplementation {
   namespaceStatus: handleUnaryCall<NamespaceStatusRequest, NamespaceStatusResponse>;
   listNamespaces: handleUnaryCall<ListNamespacesRequest, ListNamespacesResponse>;
   setNamespaceQuotas: handleUnaryCall<SetNamespaceQuotasRequest, SetNamespaceQuotasResponse>;
+  setNamespaceCredentials: handleUnaryCall<SetNamespaceCredentialsRequest, SetNamespaceCredentialsResponse>;
 }
 
 export interface CellAdminClient extends Client {
@@ -4918,6 +5226,21 @@ export interface CellAdminClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetNamespaceQuotasResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceCredentials(
+    request: SetNamespaceCredentialsRequest,
+    callback: (error: ServiceError | null, response: SetNamespaceCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceCredentials(
+    request: SetNamespaceCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetNamespaceCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceCredentials(
+    request: SetNamespaceCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetNamespaceCredentialsResponse) => void,
   ): ClientUnaryCall;
 }
 
