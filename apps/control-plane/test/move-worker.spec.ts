@@ -32,13 +32,14 @@ beforeEach(async () => {
 });
 afterEach(async () => h.close());
 
-function worker(pauseBudgetMs = 1_000) {
+/** The worker, on the injected wall clock; `tickMs` > 0 advances it at each read (the unavailability's ends are reads of it). */
+function worker(pauseBudgetMs = 1_000, tickMs = 0) {
   return moveWorker({
     meta: h.group,
     term: () => h.group.replica.status().term,
     cells: h.cells,
     logger,
-    wallMs: () => nowMs,
+    wallMs: () => (nowMs += tickMs),
     pauseBudgetMs,
   });
 }
@@ -88,10 +89,13 @@ describe('the move worker', () => {
   it('carries a move to done: freeze, export, import, switch, unfreeze, drop; the figures in the contract’s Move', async () => {
     await tenantWithSessions('pay', 3);
     const id = await startMove('pay', 'cell-2');
-    await worker().runPass(new AbortController().signal);
+    const startedMs = nowMs;
+    await worker(1_000, 10).runPass(new AbortController().signal);
     const move = await moveOf(id);
     expect(move).toMatchObject({ state: 'done', sessions: 3, locks: 6, revision: 42 });
+    // From the freeze sent to the target's unfreeze (20 ms before it was looked at) and its first write 7 ms after.
     expect(move['unavailableMs']).toBeGreaterThanOrEqual(7);
+    expect(move['unavailableMs']).toBeLessThanOrEqual(nowMs - startedMs - 20 + 7);
     expect(move['finishedAt']).toBeDefined();
     expect(h.cells.calls.filter((c) => !c.startsWith('claim'))).toEqual([
       'freeze cell-1 pay',
@@ -119,7 +123,7 @@ describe('the move worker', () => {
       looks++;
       return looks < 3 ? { ...v, firstWriteSeen: false, unfrozenAgoMs: 50 * looks } : { ...v, firstWriteAfterMs: 130 };
     };
-    await worker(5_000).runPass(new AbortController().signal);
+    await worker(5_000, 10).runPass(new AbortController().signal);
     expect(looks).toBe(3);
     const move = await moveOf(id);
     expect(move).toMatchObject({ state: 'done' });

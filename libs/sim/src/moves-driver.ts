@@ -186,6 +186,7 @@ export class MoveDriver {
           on(() => (facts.targetCleared = true)),
         );
       case 'freeze-source':
+        facts.freezeSentAtMs ??= this.w.wallMs();
         return c.freeze(
           from,
           ns,
@@ -229,7 +230,12 @@ export class MoveDriver {
             facts.firstWrite =
               u === undefined
                 ? null
-                : { seen: u.firstWriteAfterMs !== undefined, afterMs: u.firstWriteAfterMs ?? 0, unfrozenAgoMs: u.unfrozenAgoMs };
+                : {
+                    seen: u.firstWriteAfterMs !== undefined,
+                    afterMs: u.firstWriteAfterMs ?? 0,
+                    unfrozenAgoMs: u.unfrozenAgoMs,
+                    lookedAtMs: this.w.wallMs(),
+                  };
           }),
         );
       case 'unfreeze-source':
