@@ -19,7 +19,7 @@
  */
 import type { MoveFence } from '@fencer/lock-fsm';
 import { type MetaCommand, type Move, type MoveFacts, type MoveStep, isMetaFailure, nextMoveStep } from '@fencer/meta-fsm';
-import type { CellAnswer, MoveCells } from './moves-cells.js';
+import type { CellAnswer, MoveCells, NamespaceStatus } from './moves-cells.js';
 import { MOVE_CELLS, type Member, type MovesWorld } from './moves-world.js';
 import { Tag } from './tags.js';
 
@@ -225,18 +225,7 @@ export class MoveDriver {
           to,
           ns,
           false,
-          on((s) => {
-            const u = s.unfreeze;
-            facts.firstWrite =
-              u === undefined
-                ? null
-                : {
-                    seen: u.firstWriteAfterMs !== undefined,
-                    afterMs: u.firstWriteAfterMs ?? 0,
-                    unfrozenAgoMs: u.unfrozenAgoMs,
-                    lookedAtMs: this.w.wallMs(),
-                  };
-          }),
+          on((s) => (facts.firstWrite = this.firstWriteOf(s))),
         );
       case 'unfreeze-source':
         // A source that no longer holds it has nothing left to give back.
@@ -256,6 +245,18 @@ export class MoveDriver {
       default:
         throw new Error(`the driver performs no ${step.kind} step on a cell`);
     }
+  }
+
+  /** What the target's status says of its first write after the unfreeze, timed on the driver's clock. */
+  private firstWriteOf(s: NamespaceStatus): MoveFacts['firstWrite'] {
+    const u = s.unfreeze;
+    if (u === undefined) return null;
+    return {
+      seen: u.firstWriteAfterMs !== undefined,
+      afterMs: u.firstWriteAfterMs ?? 0,
+      unfrozenAgoMs: u.unfrozenAgoMs,
+      lookedAtMs: this.w.wallMs(),
+    };
   }
 
   /** Measure-size: the source's export size, and whether the target holds a copy already. */
