@@ -37,6 +37,23 @@ function requireLeader(node: CellNode): void {
   if (!node.isLeader) throw new FencerError('NOT_LEADER', 'membership and transfer calls go to the leader', node.leaderAddress());
 }
 
+/**
+ * A leader asked to remove itself first hands leadership to its most up-to-date voter, then answers NOT_LEADER
+ * naming it, so the caller asks the new leader (`fencer cell remove-member` does). Removed directly, it would step
+ * down before the entry applied, and the caller would hear OUTCOME_UNKNOWN for a change that may have gone through.
+ */
+async function handOffBeforeLeaving(node: CellNode, electionMs: number): Promise<never> {
+  const to = node.bestTransferTarget();
+  if (!to) throw new FencerError('INVALID_ARGUMENT', `${node.id} is the cell's only voter: add and promote another before removing it`);
+  node.replica.transferLeadership(to);
+  await until(() => !node.isLeader && node.replica.leader !== null, 4 * electionMs, `leadership transfer to ${to} before leaving`);
+  throw new FencerError(
+    'NOT_LEADER',
+    `${node.id} handed leadership to ${to} before leaving the cell: ask the new leader`,
+    node.leaderAddress(),
+  );
+}
+
 /** Resolves once `predicate` holds, checking every tick-ish interval, or rejects after timeoutMs. */
 function until(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -134,6 +151,7 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
     }),
     removeMember: handle(node, async (req: adminpb.RemoveMemberRequest) => {
       requireLeader(node);
+      if (req.id === node.id) await handOffBeforeLeaving(node, electionMs);
       const index = await node.proposeConfChange({ type: ConfChangeType.RemoveNode, node: NodeId(req.id) });
       // Its addresses go once it is out; if this fails the entry stays, which is harmless.
       await node

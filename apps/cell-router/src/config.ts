@@ -16,6 +16,8 @@ export interface RouterConfig {
   readonly cellCallsInFlightMax: number;
   /** Identical watches share one upstream stream (off with --no-coalesce-watches, for A/B benchmarks). */
   readonly coalesceWatches: boolean;
+  /** A group of coalesced watches encodes each event once for all its members (off with --no-encode-watch-events-once, for A/B benchmarks). */
+  readonly encodeWatchEventsOnce: boolean;
   /** Mutual TLS to the cells, TLS to clients (--tls-cert, --tls-key, --tls-ca). */
   readonly tls: TlsPaths | undefined;
 }
@@ -38,7 +40,8 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
         positiveInt('--cell-calls-in-flight-max'),
         limits.CELL_CALLS_IN_FLIGHT_MAX,
       )
-      .option('--no-coalesce-watches', 'give every watch its own upstream stream (identical watches share one by default)'),
+      .option('--no-coalesce-watches', 'give every watch its own upstream stream (identical watches share one by default)')
+      .option('--no-encode-watch-events-once', 'encode a shared watch event for each watcher (once for all of them by default)'),
   )
     .exitOverride()
     .allowExcessArguments(false);
@@ -55,6 +58,7 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     cellCallsInFlightMax: o.cellCallsInFlightMax,
     coalesceWatches: o.coalesceWatches,
+    encodeWatchEventsOnce: o.encodeWatchEventsOnce,
     tls: checkTlsChoice(o),
   };
 }

@@ -21,6 +21,7 @@ const router = buildRouter({
   heartbeatIntervalMs: config.heartbeatIntervalMs,
   cellCallsInFlightMax: config.cellCallsInFlightMax,
   coalesceWatches: config.coalesceWatches,
+  watchOptions: { encodeOnce: config.encodeWatchEventsOnce },
   id: config.id,
   tls: tlsFilesFor(config.tls, logger),
 });

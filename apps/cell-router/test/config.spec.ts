@@ -28,5 +28,7 @@ describe('parseRouterConfig', () => {
 
   it('turns watch coalescing off with --no-coalesce-watches (the watch-fanout benchmark runs both)', () => {
     expect(parseRouterConfig(['--routing', 'r.json', '--no-coalesce-watches']).coalesceWatches).toBe(false);
+    expect(parseRouterConfig(['--routing', 'r.json']).encodeWatchEventsOnce).toBe(true);
+    expect(parseRouterConfig(['--routing', 'r.json', '--no-encode-watch-events-once']).encodeWatchEventsOnce).toBe(false);
   });
 });

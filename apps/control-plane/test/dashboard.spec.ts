@@ -213,10 +213,12 @@ describe('the event stream', () => {
     events.close();
   });
 
-  it('answers a read index on the leader', async () => {
-    const res = await fetch(`${url}/v1/dashboard/read-index`);
+  it("has one read index, the group's internal one: the leader answers it to a member (the admin token), the dashboard has none of its own", async () => {
+    const res = await fetch(`${url}/v1/internal/read-index`, { headers: admin });
     expect(res.status).toBe(200);
     const { index } = (await res.json()) as { index: number };
     expect(index).toBe(h.group.state.appliedIndex);
+    expect((await fetch(`${url}/v1/internal/read-index`)).status).toBe(401);
+    expect((await fetch(`${url}/v1/dashboard/read-index`)).status).toBe(404);
   });
 });

@@ -3,7 +3,8 @@
  * and GET /v1/fleet from its own state after a read barrier through its
  * leader, so the leader sees only the barrier; a write that completed
  * before the read is in the answer; auth is still checked; and with no
- * leader to confirm the read, the follower answers 503 NOT_LEADER.
+ * leader to confirm the read, the follower answers 503 NOT_LEADER. The
+ * dashboard's reads on a follower ask the same one read index.
  * Method: a real one-member meta group (support/harness.ts) served by two
  * apps on 127.0.0.1: the leader's app, which counts the paths it is asked,
  * and a follower's app over a MetaStore that shares the group's state and
@@ -14,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { NodeId } from '@fencer/base';
 import { buildApp, type MetaStore } from '../src/index.js';
+import { readAnywhere } from '../src/dashboard/read-anywhere.js';
 import { call, startHarness, type Harness } from './support/harness.js';
 
 const ADMIN = 'admin-secret-token';
@@ -58,6 +60,17 @@ afterAll(async () => {
 });
 
 describe('reads on a meta-group follower', () => {
+  it("the dashboard's reads on a follower pass the same barrier: the leader's one read index, asked with the admin token", async () => {
+    const created = await call(leaderApp, 'POST', '/v1/tenants', { namespace: 'fr-dash', cell: 'cell-1' }, admin);
+    expect(created.statusCode).toBe(201);
+    const url = `http://127.0.0.1:${(leaderApp.server.address() as { port: number }).port}`;
+    asked.length = 0;
+    const state = await readAnywhere(followerOf(url), ADMIN);
+    expect(asked).toEqual([READ_INDEX]);
+    expect(state.appliedIndex).toBeGreaterThanOrEqual(h.group.appliedIndex);
+    await expect(readAnywhere(followerOf(url), 'not-the-admin-token')).rejects.toMatchObject({ code: 'NOT_LEADER' });
+  });
+
   it('serves GET /v1/routing itself after a barrier, with a write done just before', async () => {
     const created = await call(leaderApp, 'POST', '/v1/tenants', { namespace: 'fr-one', cell: 'cell-1' }, admin);
     expect(created.statusCode).toBe(201);

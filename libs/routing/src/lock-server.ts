@@ -14,6 +14,20 @@ import { type GrpcTlsPort, listenGrpcTls } from '@fencer/peer-transport';
 import type { TlsFiles } from '@fencer/service';
 import { MESSAGE_BYTES_MAX } from './keepalive-h2.js';
 
+/**
+ * The contract's service, except that a Watch stream may also be written
+ * bytes already encoded: a group of coalesced watches encodes each event
+ * once for all its members (watch-group.ts).
+ */
+const LOCK_SERVICE = {
+  ...lockservice.LockServiceService,
+  watch: {
+    ...lockservice.LockServiceService.watch,
+    responseSerialize: (value: lockservice.WatchEvent | Buffer): Buffer =>
+      Buffer.isBuffer(value) ? value : lockservice.LockServiceService.watch.responseSerialize(value),
+  },
+};
+
 /** Calls still open this long after a stop began are cut. */
 const SHUTDOWN_GRACE_MS = 2_000;
 
@@ -76,7 +90,7 @@ export async function startLockServer(
 ): Promise<LockServer> {
   // Channelz stays off: the raw route replaces the handler used without it.
   const server = new TolerantServer({ 'grpc.max_receive_message_length': MESSAGE_BYTES_MAX, 'grpc.enable_channelz': 0 });
-  server.addService(lockservice.LockServiceService, handlers);
+  server.addService(LOCK_SERVICE, handlers);
   if (raw.size > 0) routeRawStreams(server, raw);
   let tlsPort: GrpcTlsPort | undefined;
   let port: number;

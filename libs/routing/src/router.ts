@@ -45,7 +45,7 @@ export interface RouterDeps {
   readonly tls?: TlsFiles | undefined;
   /** Identical watches share one upstream stream (default true; watch-group.ts). */
   readonly coalesceWatches?: boolean;
-  /** Watch coalescing's bounds, for tests (watch-proxy.ts). */
+  /** Watch coalescing's bounds and encoding (watch-proxy.ts). */
   readonly watchOptions?: Omit<WatchOptions, 'coalesce'>;
 }
 
@@ -54,7 +54,12 @@ export interface Router {
   readonly pool: CellPool;
   readonly source: RoutingSource;
   readonly batcher: HeartbeatBatcher;
-  /** The grpc-js handlers of LockService (also usable on a server you own). */
+  /**
+   * The grpc-js handlers of LockService. On a server of your own, serve them
+   * with `encodeOnce: false` in watchOptions: a group of coalesced watches
+   * otherwise writes encoded bytes, which only startLockServer's Watch
+   * serializer passes through.
+   */
   readonly handlers: lockservice.LockServiceServer;
   /** Starts the routing source and the heartbeat timer, then listens on host:port (port 0 picks one); resolves with the address. */
   listen(address: string): Promise<string>;

@@ -24,8 +24,8 @@ import { WatchCursor } from './watch-cursor.js';
 
 /** A client watch as a group sees it. */
 export interface GroupMember {
-  /** Passes on one event; the member may leave the group (and stop) inside it. */
-  deliver(ev: lockservice.WatchEvent): void;
+  /** Passes on one event (`wire`: the event, or its bytes encoded once for every member); the member may leave the group (and stop) inside it. */
+  deliver(wire: lockservice.WatchEvent | Buffer): void;
   /** The group ended: the member ends with the upstream's error, or with the stream's end. */
   stop(err?: Partial<ServiceError>): void;
 }
@@ -39,6 +39,8 @@ export class WatchGroups {
   constructor(
     private readonly deps: WatchDeps,
     private readonly bufferMax = WATCH_BUFFER_EVENTS_MAX,
+    /** Encode each event once for all members (the server's Watch serializer passes bytes through: lock-server.ts). */
+    private readonly encodeOnce = true,
   ) {}
 
   /**
@@ -52,7 +54,7 @@ export class WatchGroups {
     let group = this.groups.get(key);
     if (group && !group.covers(revision)) return undefined;
     if (!group) {
-      const created = new WatchGroup(this.deps, target, revision, this.bufferMax, () => {
+      const created = new WatchGroup(this.deps, target, revision, this.bufferMax, this.encodeOnce, () => {
         if (this.groups.get(key) === created) this.groups.delete(key);
         this.deps.metrics.watchGroups.set(this.groups.size);
       });
@@ -87,6 +89,7 @@ export class WatchGroup {
     target: WatchTarget,
     revision: number,
     private readonly bufferMax: number,
+    private readonly encodeOnce: boolean,
     private readonly closed: () => void,
   ) {
     this.cursor = new WatchCursor(revision);
@@ -112,7 +115,7 @@ export class WatchGroup {
     this.members.set(member, revision);
     for (let i = this.head; i < this.buffer.length; i++) {
       const ev = this.buffer[i]!;
-      if (ev.revision > revision) member.deliver(ev);
+      if (ev.revision > revision) member.deliver(this.wire(ev));
       if (!this.members.has(member)) return;
     }
   }
@@ -131,8 +134,13 @@ export class WatchGroup {
   private event(ev: lockservice.WatchEvent): void {
     if (!this.cursor.admit(ev)) return;
     if (ev.type !== lockservice.WatchEventType.WATCH_EVENT_TYPE_PROGRESS) this.remember(ev);
+    const wire = this.wire(ev);
     // Deleting from a Map while iterating it is safe: a member cut here is not visited again.
-    for (const [member, since] of this.members) if (ev.revision > since) member.deliver(ev);
+    for (const [member, since] of this.members) if (ev.revision > since) member.deliver(wire);
+  }
+
+  private wire(ev: lockservice.WatchEvent): lockservice.WatchEvent | Buffer {
+    return this.encodeOnce ? lockservice.LockServiceService.watch.responseSerialize(ev) : ev;
   }
 
   private remember(ev: lockservice.WatchEvent): void {

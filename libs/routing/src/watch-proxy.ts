@@ -34,6 +34,8 @@ export interface WatchOptions {
   readonly memberBacklogMax?: number;
   /** Events a group keeps for members that join late or resume. */
   readonly groupBufferMax?: number;
+  /** A group encodes each event once for all members (default true; needs startLockServer's service, lock-server.ts). */
+  readonly encodeOnce?: boolean;
 }
 
 /** The Watch handler of a router, counting the watches it proxies. */
@@ -46,7 +48,7 @@ export class WatchProxies {
     private readonly deps: WatchDeps,
     options: WatchOptions = {},
   ) {
-    this.groups = (options.coalesce ?? true) ? new WatchGroups(deps, options.groupBufferMax) : undefined;
+    this.groups = (options.coalesce ?? true) ? new WatchGroups(deps, options.groupBufferMax, options.encodeOnce ?? true) : undefined;
     this.backlogMax = options.memberBacklogMax ?? WATCH_MEMBER_BACKLOG_MAX;
   }
 
@@ -108,9 +110,10 @@ class ClientWatch implements GroupMember {
   }
 
   /** An event of a group: written at once; a reader too far behind is cut rather than waited for. */
-  deliver(ev: lockservice.WatchEvent): void {
+  deliver(wire: lockservice.WatchEvent | Buffer): void {
     if (!this.live) return;
-    this.call.write(ev);
+    // Bytes go through the server's Watch serializer unchanged (lock-server.ts).
+    this.call.write(wire as lockservice.WatchEvent);
     if (this.call.writableLength > this.backlogMax) {
       this.deps.metrics.slowWatchers.inc();
       this.stop(

@@ -111,6 +111,8 @@ export interface MovesNemesisOptions {
   /** Tenants moved back and forth between the two cells. */
   readonly tenants: readonly string[];
   readonly intervalMs: readonly [number, number];
+  /** The move loops start this long after the run (the workloads get going on the tenants' first cells). */
+  readonly firstMoveAfterMs: number;
   readonly kinds: readonly MovesFaultKind[];
   readonly scheduleFile: string;
   readonly t0Ms: number;
@@ -203,6 +205,7 @@ export class MovesNemesis {
 
   private async moveLoop(ns: string, untilMs: number): Promise<void> {
     const urls = this.o.fleet.controlPlaneUrls;
+    await sleep(this.o.firstMoveAfterMs);
     while (Date.now() < untilMs) {
       const tenant = await cpGet<{ cell: string }>(urls, `/v1/tenants/${ns}`, Date.now() + MOVE_END_MS_MAX);
       if (!tenant) {

@@ -57,6 +57,8 @@ export interface MovesChaosOptions {
   readonly bug?: MovesBug;
   /** Each cell step of a move waits this long first (--move-step-pause-ms), so faults land in every move state. */
   readonly moveStepPauseMs?: number;
+  /** The first move starts this long into the run (default 5 s): the workloads first run on the tenants' first cells. */
+  readonly firstMoveAfterMs?: number;
   readonly ttlMs?: number;
   readonly cleanOnSuccess?: boolean;
   readonly log?: (line: string) => void;
@@ -264,6 +266,7 @@ export async function runMovesChaos(o: MovesChaosOptions): Promise<MovesReport> 
       random: random.fork(),
       tenants: MOVING_TENANTS,
       intervalMs: o.nemesisIntervalMs ?? [2_000, 5_000],
+      firstMoveAfterMs: o.firstMoveAfterMs ?? 5_000,
       kinds: o.faults ?? MOVES_FAULT_KINDS,
       scheduleFile,
       t0Ms: t0,

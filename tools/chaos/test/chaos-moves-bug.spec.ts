@@ -7,8 +7,9 @@
  * tokens below those it was granted before: the tokens checker flags it.
  * Method: runMovesChaos with the bug and no faults (moves only, so the
  * catch depends on nothing but the moves), 40 s. The tenants that move
- * start on cell-1 beside a third tenant, while cell-2 serves one: cell-1's
- * revisions run ahead, so the first move lands below them. The same mode
+ * start on cell-1 beside a third tenant, while cell-2 serves one, and the
+ * first move waits 12 s: cell-1's revisions run ahead meanwhile, so the
+ * first move lands below them. The same mode
  * without the bug passes (chaos-moves.spec.ts, under faults as well).
  */
 import { rmSync } from 'node:fs';
@@ -22,6 +23,7 @@ describe('chaos, moves mode, negative control', () => {
       seconds: 40,
       seed: chaosSeed(32),
       faults: [],
+      firstMoveAfterMs: 12_000,
       bug: 'importWithoutRevisionRaise',
       log: (l) => console.log(l),
     });

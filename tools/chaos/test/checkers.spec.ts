@@ -47,6 +47,14 @@ describe('tokens and revisions in real time', () => {
     expect(checkTokens(history([grant('A', '/ls/t/a', 0, 10, 9), grant('B', '/ls/t/a', 5, 12, 9)])).violationCount).toBeGreaterThan(0);
     expect(checkTokens(history([grant('A', '/ls/t/a', 0, 10, 9), read('/ls/t/z', 20, 25, 8)])).violationCount).toBe(1);
   });
+
+  it('with a revision scope per namespace (two cells), compares revisions only within a namespace', () => {
+    const byNamespace = (name: string): string => name.split('/')[2]!;
+    const twoCells = history([grant('A', '/ls/t/a', 0, 10, 9), read('/ls/u/z', 20, 25, 8)]);
+    expect(checkTokens(twoCells, byNamespace).violationCount).toBe(0);
+    const sameNamespace = history([grant('A', '/ls/t/a', 0, 10, 9), read('/ls/t/z', 20, 25, 8)]);
+    expect(checkTokens(sameNamespace, byNamespace).violationCount).toBe(1);
+  });
 });
 
 describe('resource', () => {

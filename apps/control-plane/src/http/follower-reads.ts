@@ -20,7 +20,12 @@ import type { MetaStore } from '../meta-group.js';
 import { ProblemError } from '../problems.js';
 import { routeConfig } from './route-config.js';
 
-/** The leader's route that answers a follower's read barrier. Not part of the contract: members call it among themselves. */
+/**
+ * The leader's route that answers a follower's read barrier, for the
+ * routing and fleet reads here and for the dashboard's stream
+ * (dashboard/read-anywhere.ts): the one home of the read index. Not part
+ * of the contract: members call it among themselves, with the admin token.
+ */
 export const READ_INDEX_PATH = '/v1/internal/read-index';
 /** Follower reads waiting for the next round through the leader; beyond it, the read is forwarded instead. */
 const FOLLOWER_READS_WAITING_MAX = 10_000;
@@ -73,22 +78,26 @@ export function followerReads(meta: MetaStore, adminToken: string | undefined): 
   };
 }
 
-async function leaderIndex(meta: MetaStore, adminToken: string | undefined): Promise<number> {
+/** The leader's read index, asked by a follower (READ_INDEX_PATH); NOT_LEADER when no leader confirms one within `timeoutMs`. */
+export async function leaderIndex(meta: MetaStore, adminToken: string | undefined, timeoutMs = forwardTimeoutMs): Promise<number> {
   const url = meta.leader === null ? undefined : meta.leaderAddress();
   if (url === undefined) throw new ProblemError('NOT_LEADER', 'no known meta leader to confirm a read');
   const res = await fetch(`${url}${READ_INDEX_PATH}`, {
     headers: adminToken ? { authorization: `Bearer ${adminToken}` } : {},
-    signal: AbortSignal.timeout(forwardTimeoutMs),
+    signal: AbortSignal.timeout(timeoutMs),
+  }).catch((e: Error) => {
+    throw new ProblemError('NOT_LEADER', `the leader did not confirm a read (${e.message}); retry`);
   });
-  const body = (await res.json()) as { index?: unknown };
+  const body = (await res.json().catch(() => ({}))) as { index?: unknown };
   if (!res.ok || typeof body.index !== 'number')
     throw new ProblemError('NOT_LEADER', `the leader did not confirm a read (HTTP ${res.status})`);
   return body.index;
 }
 
-function appliedHere(meta: MetaStore, index: number): Promise<void> {
+/** Resolves once this instance has applied `index`; NOT_LEADER when it has not within `timeoutMs`. */
+export function appliedHere(meta: MetaStore, index: number, timeoutMs = forwardTimeoutMs): Promise<void> {
   return new Promise((resolve, reject) => {
-    meta.waitApplied(index, forwardTimeoutMs, (reached) =>
+    meta.waitApplied(index, timeoutMs, (reached) =>
       reached ? resolve() : reject(new ProblemError('NOT_LEADER', `index ${index} was not applied here in time`)),
     );
   });

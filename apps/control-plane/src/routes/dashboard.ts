@@ -5,7 +5,8 @@
  * (`local` routes): a follower forwards other calls and reads the leader's
  * whole answer first, which a stream never finishes. The stream's views
  * are read after a ReadIndex barrier, on a follower through the leader's
- * read index (dashboard/read-anywhere.ts), so any instance shows what the
+ * read index (dashboard/read-anywhere.ts, the one route http/follower-reads.ts
+ * installs), so any instance shows what the
  * group has committed. With auth on, the stream
  * needs a token: the admin's sees everything, a tenant's its own tenant.
  */
@@ -13,7 +14,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { dashboardAssets, dashboardPage, type LocksEvent, type StreamEventName } from '@fencer/dashboard-ui';
 import { FleetFeed } from '../dashboard/fleet-feed.js';
 import { narrowed, type Scope } from '../dashboard/fleet-view.js';
-import { READ_INDEX_PATH, readableAnywhere } from '../dashboard/read-anywhere.js';
+import { readableAnywhere } from '../dashboard/read-anywhere.js';
 import { grpcWatchClient, TenantLocksHub, type WatchClientFactory } from '../dashboard/tenant-locks.js';
 import { identify } from '../http/access.js';
 import { routeConfig } from '../http/route-config.js';
@@ -137,7 +138,7 @@ async function serveStream(parts: StreamParts, request: FastifyRequest, reply: F
 }
 
 export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app, leaderCtx) => {
-  const ctx: DashboardContext = { ...leaderCtx, meta: readableAnywhere(leaderCtx.meta) };
+  const ctx: DashboardContext = { ...leaderCtx, meta: readableAnywhere(leaderCtx.meta, leaderCtx.adminToken) };
   const assets = dashboardAssets();
   const page = dashboardPage({ auth: ctx.adminToken !== undefined });
   const feed = new FleetFeed({
@@ -161,11 +162,6 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardContext> = async (app,
   });
 
   const local = { config: routeConfig('public', true) };
-  // Only an index: it tells nothing about the state, and a follower needs it before any token can be checked.
-  app.get(READ_INDEX_PATH, local, async () => {
-    if (!leaderCtx.meta.isLeader) throw new ProblemError('NOT_LEADER', 'this instance does not lead the meta group; ask the leader');
-    return { index: (await leaderCtx.meta.read()).appliedIndex };
-  });
   app.get('/', local, async (_request, reply) => reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page));
   for (const [url, asset] of assets)
     app.get(url, local, async (_request, reply) => reply.type(asset.type).header('cache-control', 'no-cache').send(asset.body));

@@ -3,8 +3,10 @@
 // grant at every watcher), and the server CPU per delivered event, per
 // process, in one run:
 // - Fencer, one cell of 5 through a router with watch coalescing off
-//   (--no-coalesce-watches: one upstream watch per client watch) and
-//   through a second router with it on (one upstream watch per prefix);
+//   (--no-coalesce-watches: one upstream watch per client watch), through
+//   a second router with it on (one upstream watch per prefix) but each
+//   event encoded per watcher (--no-encode-watch-events-once), and through
+//   a third with both (each event encoded once per group);
 //   watchers and the writer on the same router;
 // - etcd, 5 members, watchers through `etcd grpc-proxy` (which coalesces
 //   watchers of the same range), and watchers spread over the members
@@ -139,14 +141,14 @@ async function scenario({ label, procs, openWatch, writer, prefix, o }) {
   }
 }
 
-/** Fencer: one cell of 5, router-1 without coalescing, router-2 with it; each scenario's watchers and writer on its router. */
+/** Fencer: one cell of 5, router-1 without coalescing, router-2 with it (events encoded per watcher), router-3 with both; each scenario's watchers and writer on its router. */
 async function fencerRuns(o) {
   const fleet = new FencerFleet({
     cells: 1,
     replicas: 5,
-    routers: 2,
+    routers: 3,
     proxies: 0,
-    routerArgs: [['--no-coalesce-watches'], []],
+    routerArgs: [['--no-coalesce-watches'], ['--no-encode-watch-events-once'], []],
     label: 'Fencer, cell of 5 via a router',
   });
   const stopAll = stopOnSignal([fleet]);
@@ -155,7 +157,8 @@ async function fencerRuns(o) {
     const out = [];
     for (const [i, label] of [
       [0, 'Fencer via router, coalescing off'],
-      [1, 'Fencer via router, coalescing on'],
+      [1, 'Fencer via router, coalescing on, encoded per watcher'],
+      [2, 'Fencer via router, coalescing on, encoded once'],
     ]) {
       const leader = await fleet.leader();
       const at = fleet.endpoints[i];
