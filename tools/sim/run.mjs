@@ -3,7 +3,7 @@
 //
 //   node tools/sim/run.mjs --seeds N --seconds S [--from F] [--replicas 3|5] [--machine lock|kv|meta] [--bug NAME] [--jobs J]
 //   node tools/sim/run.mjs --seed X --seconds S [--replicas R] [--machine lock|kv] [--bug NAME | --profile NAME] [--planted NAME] [--verbose]
-//   node tools/sim/run.mjs --machine moves --seeds N [--seconds S] [--bug importWithoutRevisionRaise|switchBeforeImport] [--jobs J]
+//   node tools/sim/run.mjs --machine moves --seeds N [--seconds S] [--bug importWithoutRevisionRaise|switchBeforeImport|unfencedSteps] [--no-stale-meta-leader] [--jobs J]
 //
 // Runs seeds F..F+N-1 (default F=1) of the CI sweep (all faults on; five
 // replicas, every fifth seed three, unless --replicas is given), or with one
@@ -16,7 +16,8 @@
 // control plane's meta group (three members, its own faults and checkers:
 // runMetaSimulation; --seconds, --bug ackBeforeFsync and --jobs apply, the
 // other options do not); --machine moves runs tenant moves: two lock cells and
-// the meta group, a namespace moved back and forth under crashes
+// the meta group, a namespace moved back and forth under crashes, pauses and
+// partitions (--no-stale-meta-leader: the meta group only crashes)
 // (runMovesSimulation; --seconds, --bug with a move bug and --jobs apply);
 // --planted puts in a lock-level
 // bug (reuseToken, doubleGrant, staleLockRead, heartbeatWithoutConfirmation)
@@ -60,11 +61,8 @@ const program = new Command('run.mjs')
   .option('--bug <name>', 'plant this Raft-level bug under its fault profile (exits 1 unless a seed catches it)')
   .option('--profile <name>', "a bug's fault profile with the bug off")
   .option('--planted <name>', 'plant this lock-level bug')
-  .option(
-    '--stale-meta-leader',
-    'with --machine moves: pauses and partitions hit the meta group too (an open bug: unfenced move steps)',
-    false,
-  )
+  .option('--stale-meta-leader', 'with --machine moves: pauses and partitions hit the meta group too (the default)')
+  .option('--no-stale-meta-leader', 'with --machine moves: the meta group only crashes (no pauses or partitions)')
   .option('--jobs <j>', 'worker threads', count('--jobs'), 1)
   .option('--verbose', "with --seed: print the run's event log", false)
   .option('--json', 'print each seed and a JSON summary', false)
@@ -86,7 +84,7 @@ function parseArgs(argv) {
   if (args.machine !== undefined && !['lock', 'kv', 'meta', 'moves'].includes(args.machine))
     usage(`--machine is lock, kv, meta or moves, got ${args.machine}`);
   const ownRun = args.machine === 'meta' || args.machine === 'moves';
-  if (args.staleMetaLeader && args.machine !== 'moves') usage('--stale-meta-leader goes with --machine moves');
+  if (args.staleMetaLeader !== undefined && args.machine !== 'moves') usage('--[no-]stale-meta-leader goes with --machine moves');
   if (ownRun && (args.replicas !== undefined || args.profile !== undefined || args.planted !== undefined)) {
     usage(`--machine ${args.machine} takes --seconds, --bug and --jobs; not --replicas, --profile or --planted`);
   }
@@ -110,7 +108,7 @@ function runMetaSeed(sim, args, seed) {
     seed,
     ...(args.seconds !== undefined ? { runMs: args.seconds * 1000 } : {}),
     ...(args.bug !== undefined ? { bug: args.bug } : {}),
-    ...(args.staleMetaLeader ? { staleMetaLeader: true } : {}),
+    ...(args.staleMetaLeader === false ? { staleMetaLeader: false } : {}),
   };
   const started = performance.now();
   const moves = args.machine === 'moves';

@@ -13,11 +13,24 @@
 import { type ErrorCode, FencerError, Namespace, RequestId, SessionId } from '@fencer/base';
 import { heldImport, waitKey } from '@fencer/cell';
 import type { adminpb } from '@fencer/protocol';
+import { limits } from '@fencer/replica';
 import { checkMoveFence, NO_QUOTAS, type Command, type ExportNamespaceOutcome, type MoveFence, type Outcome } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 
-/** Bytes of one export page and one import piece: far below a proposal's 1 MiB and gRPC's 4 MiB message. */
-export const MOVE_CHUNK_BYTES_MAX = 512 * 1024;
+/**
+ * Bytes of one export page: below gRPC's 4 MiB message with room for the
+ * response's other fields, so the test tenant's export (0.7-0.9 MB) and
+ * anything up to 3 MiB is read in one call.
+ */
+export const EXPORT_PAGE_BYTES_MAX = 3 * 1024 * 1024;
+/**
+ * Bytes of one import piece: a proposal holds at most proposalBytesMax (1 MiB,
+ * libs/replica/src/limits.ts), and the command around the piece (kind, fence,
+ * namespace, offsets) takes well under the 16 KiB left. An export that fits
+ * one piece imports as one entry (one commit) instead of staged pieces and an
+ * import entry (three).
+ */
+export const IMPORT_PIECE_BYTES_MAX = limits.proposalBytesMax - 16 * 1024;
 /** Waits carried with one import (a namespace's waiters, bounded by the session and per-lock limits in practice). */
 const WAITS_LEFT_MAX = 1_000_000;
 
@@ -104,7 +117,7 @@ export class MoveAdmin {
     }
     const { outcome } = held;
     return {
-      data: outcome.data.subarray(req.offset, req.offset + MOVE_CHUNK_BYTES_MAX),
+      data: outcome.data.subarray(req.offset, req.offset + EXPORT_PAGE_BYTES_MAX),
       totalBytes: outcome.data.length,
       highestRevision: outcome.highestRevision,
       namespaceRevision: outcome.namespaceRevision,
@@ -119,8 +132,8 @@ export class MoveAdmin {
     requireLeader(this.node);
     const namespace = Namespace(req.namespace);
     const { data, offset, totalBytes } = req;
-    if (data.length > MOVE_CHUNK_BYTES_MAX || data.length === 0 || offset + data.length > totalBytes)
-      throw new FencerError('INVALID_ARGUMENT', `a piece of 1..${MOVE_CHUNK_BYTES_MAX} bytes within the export's ${totalBytes}, please`);
+    if (data.length > IMPORT_PIECE_BYTES_MAX || data.length === 0 || offset + data.length > totalBytes)
+      throw new FencerError('INVALID_ARGUMENT', `a piece of 1..${IMPORT_PIECE_BYTES_MAX} bytes within the export's ${totalBytes}, please`);
     const fence = fenceOf(req.fence);
     if (offset === 0) {
       // An earlier attempt of this move imported it already: the same export, since its source stayed frozen.

@@ -412,8 +412,12 @@ const LEADER_CHANGES_WINDOW_MS = 60 * 60 * 1000;
 /** Changes remembered per cell: one a second for the whole window at most. */
 const LEADER_CHANGES_KEPT_MAX = 3_600;
 
-/** Pieces of an import, far below the cell's proposal limit (1 MiB) and its 512 KiB piece limit. */
-const IMPORT_PIECE_BYTES = 512 * 1024;
+/**
+ * Pieces of an import: the cell node takes pieces up to its proposal limit
+ * (1 MiB) less 16 KiB (apps/cell-node/src/move-admin.ts); 1000 KiB leaves a
+ * margin, and an export up to that size imports as one entry.
+ */
+const IMPORT_PIECE_BYTES = 1000 * 1024;
 
 /** gRPC statuses that are the leader's own answer, not a replica that cannot serve. */
 const REFUSALS = new Set<grpcStatus>([grpcStatus.INVALID_ARGUMENT, grpcStatus.RESOURCE_EXHAUSTED, grpcStatus.FAILED_PRECONDITION]);

@@ -19,7 +19,7 @@ export const cellCallTimeoutMs = 3_000;
 /**
  * A move's own cell calls (freeze, export page, import piece, unfreeze, an
  * export's size) give up after this long per replica tried: an import piece
- * is a 512 KiB proposal committed on the target and the last one decodes
+ * is a proposal of up to 1 MiB committed on the target and the last one decodes
  * the whole export, which a loaded machine took more than 3 s for, so the
  * copy started over and over. Only the move worker waits for these; the
  * frozen-too-long rule (MOVE_TIMING.frozenMsMax, 30 s) still bounds a move.

@@ -5,8 +5,11 @@
  * unavailableMs) and the route on the target; a move too large is `failed`
  * before anything froze; a target that stops answering mid-move leaves the
  * namespace frozen only until the move rolls back, then the source serves
- * again; and a tenant created while its cell had no leader is claimed by
- * the ownership reconciler once the cell answers.
+ * again; every cell step carries the move's fence (this leader's term, the
+ * journal index of the move's state, its id), and a step a cell refuses as
+ * fenced ends the pass without failing the move; and a tenant created while
+ * its cell had no leader is claimed by the ownership reconciler once the
+ * cell answers.
  * Method: the in-process harness (a real one-member meta group under the
  * real app) with its fake cell directory, which models each cell's
  * namespaces and frozen flags; each task's pass is run directly, with an
@@ -29,13 +32,14 @@ beforeEach(async () => {
 });
 afterEach(async () => h.close());
 
-function worker(pauseBudgetMs = 1_000) {
+/** The worker, on the injected wall clock; `tickMs` > 0 advances it at each read (the unavailability's ends are reads of it). */
+function worker(pauseBudgetMs = 1_000, tickMs = 0) {
   return moveWorker({
     meta: h.group,
     term: () => h.group.replica.status().term,
     cells: h.cells,
     logger,
-    wallMs: () => nowMs,
+    wallMs: () => (nowMs += tickMs),
     pauseBudgetMs,
   });
 }
@@ -60,13 +64,38 @@ async function moveOf(id: string): Promise<Record<string, unknown>> {
 }
 
 describe('the move worker', () => {
+  it('fences every cell step with its term and the move’s journal index; a fenced step ends the pass and fails nothing', async () => {
+    await tenantWithSessions('pay', 1);
+    const id = await startMove('pay', 'cell-2');
+    const term = h.group.replica.status().term;
+    h.cells.fencedBelowTerm = term + 1;
+    await worker().runPass(new AbortController().signal);
+    // The freeze was refused as fenced: nothing more was tried, the move is still where the journal had it.
+    expect(h.cells.calls.filter((c) => !c.startsWith('claim'))).toEqual(['freeze cell-1 pay']);
+    expect(await moveOf(id)).toMatchObject({ state: 'freezing' });
+    const journalIndex = h.group.state.move(id)?.journalIndex;
+    expect(journalIndex).toBeGreaterThan(0);
+    expect(h.cells.fences).toEqual([{ term, journalIndex, moveId: id }]);
+    // A cell that no longer fences this term: the next pass carries the move on, each step fenced by the state it came from.
+    h.cells.fencedBelowTerm = 0;
+    await worker().runPass(new AbortController().signal);
+    expect(await moveOf(id)).toMatchObject({ state: 'done' });
+    const indexes = h.cells.fences.map((f) => f?.journalIndex ?? -1);
+    expect(h.cells.fences.every((f) => f?.term === term && f.moveId === id)).toBe(true);
+    expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
+    expect(new Set(indexes).size).toBeGreaterThan(2);
+  });
+
   it('carries a move to done: freeze, export, import, switch, unfreeze, drop; the figures in the contract’s Move', async () => {
     await tenantWithSessions('pay', 3);
     const id = await startMove('pay', 'cell-2');
-    await worker().runPass(new AbortController().signal);
+    const startedMs = nowMs;
+    await worker(1_000, 10).runPass(new AbortController().signal);
     const move = await moveOf(id);
     expect(move).toMatchObject({ state: 'done', sessions: 3, locks: 6, revision: 42 });
+    // From the freeze sent to the target's unfreeze (20 ms before it was looked at) and its first write 7 ms after.
     expect(move['unavailableMs']).toBeGreaterThanOrEqual(7);
+    expect(move['unavailableMs']).toBeLessThanOrEqual(nowMs - startedMs - 20 + 7);
     expect(move['finishedAt']).toBeDefined();
     expect(h.cells.calls.filter((c) => !c.startsWith('claim'))).toEqual([
       'freeze cell-1 pay',
@@ -94,7 +123,7 @@ describe('the move worker', () => {
       looks++;
       return looks < 3 ? { ...v, firstWriteSeen: false, unfrozenAgoMs: 50 * looks } : { ...v, firstWriteAfterMs: 130 };
     };
-    await worker(5_000).runPass(new AbortController().signal);
+    await worker(5_000, 10).runPass(new AbortController().signal);
     expect(looks).toBe(3);
     const move = await moveOf(id);
     expect(move).toMatchObject({ state: 'done' });

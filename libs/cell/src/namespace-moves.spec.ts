@@ -8,14 +8,17 @@
  * them) at once, resumes a watch from the freeze revision across the move
  * with no gap even below its own history floor, and times the first write
  * after the unfreeze; the old cell forgets the dropped sessions without
- * calling them expired.
+ * calling them expired; a move's import counts as done only in a copy the
+ * same move left, never in another move's or for an older fence.
  * Method: two three-replica cells (test/harness.ts) on manual clocks; the
  * export goes from one leader's state to the other's log as a move worker
  * would carry it.
  */
 import { describe, expect, it } from 'vitest';
 import { type FencerError, Namespace } from '@fencer/base';
+import { LockStateMachine } from '@fencer/lock-fsm';
 import { Harness, answer, openSession } from '../test/harness.js';
+import { heldImport } from './namespace-moves.js';
 import type { HubEvent, WatchSink } from './watch-hub.js';
 import { WIRE_MODE } from './wire.js';
 
@@ -212,5 +215,30 @@ describe('a move from one cell to another', () => {
     target.cell('c2').watch({ name: '/ls/pay/', prefix: true, sinceRevision: 3 }, recordingSink(), (e) => started.push(e));
     target.pump();
     expect(started.map((e) => e?.code)).toEqual(['COMPACTED']);
+  });
+});
+
+describe('heldImport: is a move’s import done here already?', () => {
+  const fence = (term: number, journalIndex: number, moveId: string) => ({ term, journalIndex, moveId });
+
+  function target(): LockStateMachine {
+    const source = new LockStateMachine({ autoClaim: false });
+    source.apply(1, { kind: 'ClaimNamespace', namespace: NS });
+    source.apply(2, { kind: 'FreezeNamespace', namespace: NS, fence: fence(4, 30, 'mv-a') });
+    const out = source.readExport(NS);
+    if (!out.ok) throw new Error(out.code);
+    const t = new LockStateMachine({ autoClaim: false });
+    t.apply(1, { kind: 'ImportNamespace', namespace: NS, data: out.data, activate: false, fence: fence(4, 31, 'mv-a') });
+    return t;
+  }
+
+  it('answers the copy of the same move as done, none as "import it", another move’s copy and an older fence as refusals', () => {
+    const t = target();
+    expect(heldImport(t, NS, fence(5, 31, 'mv-a'))).toEqual({ sessions: 0, locks: 0 });
+    expect(heldImport(t, 'other', fence(5, 31, 'mv-a'))).toBeUndefined();
+    expect(heldImport(t, NS, fence(5, 40, 'mv-b'))).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    expect(heldImport(t, NS, fence(3, 99, 'mv-a'))).toMatchObject({ ok: false, code: 'MOVE_FENCED' });
+    // An operator's import (no fence) takes any copy held as done, as before fences.
+    expect(heldImport(t, NS, undefined)).toEqual({ sessions: 0, locks: 0 });
   });
 });

@@ -231,6 +231,12 @@ describe('the move worker’s steps', () => {
     expect(unavailableMs(move, { seen: true, afterMs: 30, unfrozenAgoMs: 90 })).toBe(110);
     expect(unavailableMs(move, { seen: false, afterMs: 0, unfrozenAgoMs: 9_000 })).toBe(80);
     expect(unavailableMs(move, null)).toBe(80);
+    // With this pass's freeze time and the target's view on the driver's clock: from the freeze sent (120) to the
+    // unfreeze the target saw (look at 200, 50 ms after it: 150) plus its first write 30 ms later.
+    expect(unavailableMs(move, { seen: true, afterMs: 30, unfrozenAgoMs: 50, lookedAtMs: 200 }, 120)).toBe(60);
+    expect(unavailableMs(move, { seen: false, afterMs: 0, unfrozenAgoMs: 50, lookedAtMs: 200 }, 120)).toBe(30);
+    // A freeze sent by an earlier pass: 'freezing' journaled (100) is the start.
+    expect(unavailableMs(move, { seen: true, afterMs: 30, unfrozenAgoMs: 50, lookedAtMs: 200 })).toBe(80);
     const cleaning = { ...move, state: 'cleaning' } as Move;
     const facts: MoveFacts = { nowMs: 0, sourceDropped: true, firstWrite: { seen: false, afterMs: 0, unfrozenAgoMs: 10 } };
     expect(nextMoveStep(cleaning, facts)).toMatchObject({ kind: 'wait' });

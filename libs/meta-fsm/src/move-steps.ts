@@ -31,14 +31,24 @@ export interface MoveFacts {
   size?: { readonly exportBytes: number; readonly importBytesMax: number; readonly targetHolds: boolean };
   /** A copy the target held before this move (left by a failed one) was dropped, so an import found there later is this move's. */
   targetCleared?: boolean;
+  /** The driver's wall clock when it first sent this pass's freeze (the freeze applied no earlier). */
+  freezeSentAtMs?: number;
   /** The source froze the namespace; its last change is this revision. */
   frozenRevision?: number;
   /** The target holds the copy (frozen). */
   copied?: { readonly sessions: number; readonly locks: number };
   targetUnfrozen?: boolean;
   sourceDropped?: boolean;
-  /** The target's view of the first write after its unfreeze (undefined: it did not see the unfreeze, a new leader). */
-  firstWrite?: { readonly seen: boolean; readonly afterMs: number; readonly unfrozenAgoMs: number } | null;
+  /**
+   * The target's view of the first write after its unfreeze (null: it did not see the unfreeze, a new leader);
+   * `lookedAtMs` is the driver's wall clock when the answer came.
+   */
+  firstWrite?: {
+    readonly seen: boolean;
+    readonly afterMs: number;
+    readonly unfrozenAgoMs: number;
+    readonly lookedAtMs?: number;
+  } | null;
   /** A step failed for good (or the namespace stayed frozen too long): roll back, then record this. */
   failure?: string;
   /** The last step failed in a way a retry may fix (a cell without a leader). */
@@ -170,20 +180,28 @@ function cleaning(move: Move, facts: MoveFacts): MoveStep {
   if (w !== null && !w.seen && w.unfrozenAgoMs < MOVE_TIMING.firstWriteWaitMs) {
     return { kind: 'wait', ms: MOVE_TIMING.firstWritePollMs, why: 'waiting for the first write the target serves' };
   }
-  return { kind: 'journal', state: 'done', unavailableMs: unavailableMs(move, w) };
+  return { kind: 'journal', state: 'done', unavailableMs: unavailableMs(move, w, facts.freezeSentAtMs) };
 }
 
 /**
- * From the freeze to the first write the target served: 'freezing' was
- * journaled before the freeze and 'cleaning' after the unfreeze, so their
- * distance bounds the frozen time from above; the target's leader times its
- * first write from the unfreeze. With no write within the wait (an idle
- * tenant) or no view of the unfreeze (the target's leader changed), only the
- * frozen time counts.
+ * From the freeze to the first write the target served. The start: when
+ * this pass sent the freeze (it applied no earlier), or when 'freezing' was
+ * journaled if the freeze was another pass's. The end, when the target's
+ * leader saw its unfreeze: that time on the driver's clock (when its answer
+ * came, less how long ago it unfroze: no earlier than the unfreeze itself)
+ * plus its time from the unfreeze to the first write it served. Both ends
+ * err late, so this bounds the time from above by the network's one-way
+ * times and the freeze's commit, not by the journal writes around the
+ * steps. Without that view (an older target), 'cleaning' journaled (after
+ * the unfreeze) plus the first write's delay, a looser bound. With no write
+ * within the wait (an idle tenant) or no view of the unfreeze (the target's
+ * leader changed), the frozen time alone.
  */
-export function unavailableMs(move: Move, firstWrite: MoveFacts['firstWrite']): number {
-  const frozeAt = move.stateAtMs?.freezing ?? move.createdAtMs;
-  const unfrozeAt = move.stateAtMs?.cleaning ?? frozeAt;
+export function unavailableMs(move: Move, firstWrite: MoveFacts['firstWrite'], freezeSentAtMs?: number): number {
+  const frozeAt = freezeSentAtMs ?? move.stateAtMs?.freezing ?? move.createdAtMs;
   const writeAfter = firstWrite?.seen === true ? firstWrite.afterMs : 0;
+  const lookedAt = firstWrite?.lookedAtMs;
+  const unfrozeAt =
+    firstWrite != null && lookedAt !== undefined ? lookedAt - firstWrite.unfrozenAgoMs : (move.stateAtMs?.cleaning ?? frozeAt);
   return Math.max(0, Math.round(unfrozeAt - frozeAt + writeAfter));
 }

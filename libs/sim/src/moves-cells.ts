@@ -11,7 +11,8 @@
  * step older than one it applied for the namespace (MOVE_FENCED), which the
  * driver takes as "this pass is stale" and ends it.
  *
- * The planted bug 'switchBeforeImport' answers an import as done as soon as
+ * The planted bug 'unfencedSteps' (the driver's) sends every step without a
+ * fence, as before fences existed. The planted bug 'switchBeforeImport' answers an import as done as soon as
  * the target's leader proposed it, before it committed: the driver then
  * journals the switch with the import still uncommitted.
  */
@@ -54,6 +55,11 @@ function proposeThen<T>(cell: LockCell, command: Parameters<LockCell['propose']>
     const o = r.value.result as Outcome;
     answer(o.ok ? { kind: 'ok', value: then(o) } : { kind: 'refused', code: o.code, message: o.message });
   });
+}
+
+/** The command field of a fence: none without one (the planted bug 'unfencedSteps'). */
+function fenced(fence: MoveFence | undefined): { fence?: MoveFence } {
+  return fence === undefined ? {} : { fence };
 }
 
 export class MoveCells {
@@ -99,13 +105,13 @@ export class MoveCells {
   }
 
   /** Freezes; the value is the namespace's last revision. */
-  freeze(cell: string, namespace: string, fence: MoveFence, done: Answer<number>): void {
+  freeze(cell: string, namespace: string, fence: MoveFence | undefined, done: Answer<number>): void {
     this.onLeader<number>(
       cell,
       (c, answer) =>
         proposeThen(
           c,
-          { kind: 'FreezeNamespace', namespace: Namespace(namespace), fence },
+          { kind: 'FreezeNamespace', namespace: Namespace(namespace), ...fenced(fence) },
           answer,
           () => c.fsm.namespaceInfo(namespace)?.lastRevision ?? 0,
         ),
@@ -113,27 +119,27 @@ export class MoveCells {
     );
   }
 
-  unfreeze(cell: string, namespace: string, fence: MoveFence, done: Answer<null>): void {
+  unfreeze(cell: string, namespace: string, fence: MoveFence | undefined, done: Answer<null>): void {
     this.onLeader<null>(
       cell,
-      (c, answer) => proposeThen(c, { kind: 'UnfreezeNamespace', namespace: Namespace(namespace), fence }, answer, () => null),
+      (c, answer) => proposeThen(c, { kind: 'UnfreezeNamespace', namespace: Namespace(namespace), ...fenced(fence) }, answer, () => null),
       done,
     );
   }
 
   /** Freezes (if it still serves) and drops; a namespace not held here answers ok. */
-  drop(cell: string, namespace: string, fence: MoveFence, done: Answer<null>): void {
+  drop(cell: string, namespace: string, fence: MoveFence | undefined, done: Answer<null>): void {
     const ns = Namespace(namespace);
     this.onLeader<null>(
       cell,
       (c, answer) =>
         proposeThen<null>(
           c,
-          { kind: 'FreezeNamespace', namespace: ns, fence },
+          { kind: 'FreezeNamespace', namespace: ns, ...fenced(fence) },
           (a) => {
             if (a.kind === 'refused' && a.code === 'NAMESPACE_NOT_HERE') return answer({ kind: 'ok', value: null });
             if (a.kind !== 'ok') return answer(a);
-            proposeThen(c, { kind: 'DropNamespace', namespace: ns, fence }, answer, () => null);
+            proposeThen(c, { kind: 'DropNamespace', namespace: ns, ...fenced(fence) }, answer, () => null);
           },
           () => null,
         ),
@@ -142,7 +148,7 @@ export class MoveCells {
   }
 
   /** The export of the frozen namespace, read behind a barrier on the leader, with what is left of its waits. */
-  exportNamespace(cell: string, namespace: string, fence: MoveFence, done: Answer<HeldExport>): void {
+  exportNamespace(cell: string, namespace: string, fence: MoveFence | undefined, done: Answer<HeldExport>): void {
     this.onLeader<HeldExport>(
       cell,
       (c, answer) =>
@@ -160,7 +166,7 @@ export class MoveCells {
   importNamespace(
     cell: string,
     namespace: string,
-    fence: MoveFence,
+    fence: MoveFence | undefined,
     held: HeldExport,
     done: Answer<{ sessions: number; locks: number }>,
   ): void {
@@ -175,7 +181,7 @@ export class MoveCells {
           );
         c.moves.carryWaits(namespace, held.waitsLeft);
         const counts = { sessions: held.outcome.sessions, locks: held.outcome.locks };
-        const command = { kind: 'ImportNamespace', namespace: ns, data: held.outcome.data, activate: false, fence } as const;
+        const command = { kind: 'ImportNamespace', namespace: ns, data: held.outcome.data, activate: false, ...fenced(fence) } as const;
         proposeThen(c, command, answer, () => counts);
         // The planted bug: the import is reported done before it committed.
         if (this.bug.switchBeforeImport) answer({ kind: 'ok', value: counts });

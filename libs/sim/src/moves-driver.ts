@@ -19,7 +19,7 @@
  */
 import type { MoveFence } from '@fencer/lock-fsm';
 import { type MetaCommand, type Move, type MoveFacts, type MoveStep, isMetaFailure, nextMoveStep } from '@fencer/meta-fsm';
-import type { CellAnswer, MoveCells } from './moves-cells.js';
+import type { CellAnswer, MoveCells, NamespaceStatus } from './moves-cells.js';
 import { MOVE_CELLS, type Member, type MovesWorld } from './moves-world.js';
 import { Tag } from './tags.js';
 
@@ -60,6 +60,8 @@ export class MoveDriver {
     private readonly w: MovesWorld,
     private readonly cells: MoveCells,
     private readonly namespace: string,
+    /** The planted bug 'unfencedSteps': cell steps carry no fence (a deposed leader's steps land). */
+    private readonly unfenced = false,
   ) {}
 
   /** Called every few ms: starts a pass on the meta leader unless one runs there. */
@@ -172,7 +174,9 @@ export class MoveDriver {
     const { namespace: ns, fromCell: from, toCell: to } = move;
     const on = this.answers(pass, step, facts, () => then(move));
     const c = this.cells;
-    const fence: MoveFence = { term: pass.term, journalIndex: move.journalIndex ?? 0, moveId: move.id };
+    const fence: MoveFence | undefined = this.unfenced
+      ? undefined
+      : { term: pass.term, journalIndex: move.journalIndex ?? 0, moveId: move.id };
     switch (step.kind) {
       case 'clear-target':
         return c.drop(
@@ -182,6 +186,7 @@ export class MoveDriver {
           on(() => (facts.targetCleared = true)),
         );
       case 'freeze-source':
+        facts.freezeSentAtMs ??= this.w.wallMs();
         return c.freeze(
           from,
           ns,
@@ -220,13 +225,7 @@ export class MoveDriver {
           to,
           ns,
           false,
-          on((s) => {
-            const u = s.unfreeze;
-            facts.firstWrite =
-              u === undefined
-                ? null
-                : { seen: u.firstWriteAfterMs !== undefined, afterMs: u.firstWriteAfterMs ?? 0, unfrozenAgoMs: u.unfrozenAgoMs };
-          }),
+          on((s) => (facts.firstWrite = this.firstWriteOf(s))),
         );
       case 'unfreeze-source':
         // A source that no longer holds it has nothing left to give back.
@@ -246,6 +245,18 @@ export class MoveDriver {
       default:
         throw new Error(`the driver performs no ${step.kind} step on a cell`);
     }
+  }
+
+  /** What the target's status says of its first write after the unfreeze, timed on the driver's clock. */
+  private firstWriteOf(s: NamespaceStatus): MoveFacts['firstWrite'] {
+    const u = s.unfreeze;
+    if (u === undefined) return null;
+    return {
+      seen: u.firstWriteAfterMs !== undefined,
+      afterMs: u.firstWriteAfterMs ?? 0,
+      unfrozenAgoMs: u.unfrozenAgoMs,
+      lookedAtMs: this.w.wallMs(),
+    };
   }
 
   /** Measure-size: the source's export size, and whether the target holds a copy already. */

@@ -12,7 +12,7 @@
  * (torn in-flight writes; restarted 50-800 ms later), a pause (as SIGSTOP:
  * 0.2-2.5 s, its timers and messages wait), or a partition cutting it off
  * (0.3-3 s); at most one faulty member per group at once (the meta group's
- * only crash, unless `staleMetaLeader`). Messages are lost now and then. In the quiet tail no move starts and
+ * only crash when `staleMetaLeader` is false). Messages are lost now and then. In the quiet tail no move starts and
  * nothing fails; every move must finish.
  *
  * Checkers: moves-checkers.ts (tokens only grow per lock across every move,
@@ -27,7 +27,11 @@
  *   revision base, so tokens there can fall below the source's;
  * - switchBeforeImport: the driver's copy step reports the import done as
  *   soon as the target proposed it, so the route may switch before it
- *   committed.
+ *   committed;
+ * - unfencedSteps: the driver's cell steps carry no move fence, so a step of
+ *   a paused or cut-off meta leader, or a call a paused cell replica held,
+ *   lands after the namespace moved on (run it with meta pauses and
+ *   partitions on, as the default is).
  */
 import { Namespace } from '@fencer/base';
 import { type Move, isMetaFailure } from '@fencer/meta-fsm';
@@ -40,7 +44,7 @@ import { MOVES_TICK_MS, type Member, MovesWorld } from './moves-world.js';
 import { Tag } from './tags.js';
 import { US_PER_MS } from './time.js';
 
-export const MOVE_BUGS = ['importWithoutRevisionRaise', 'switchBeforeImport'] as const;
+export const MOVE_BUGS = ['importWithoutRevisionRaise', 'switchBeforeImport', 'unfencedSteps'] as const;
 export type MoveBug = (typeof MOVE_BUGS)[number];
 export const MOVES_RUN_MS_DEFAULT = 12_000;
 /** The quiet tail: long enough for a move caught mid-way to finish (its first-write wait is 5 s). */
@@ -64,10 +68,10 @@ export interface MovesSimOptions {
   readonly bug?: MoveBug;
   /**
    * Pauses and partitions hit the meta group's members too (crashes always
-   * do). Off by default: a paused or cut-off meta leader's move worker
-   * resumes a pass from stale facts and performs its step, an unfreeze or a
-   * drop, after the namespace moved on (seeds 49 and 51 of 1-200): cell
-   * steps carry no fencing yet. On once they do.
+   * do): a paused or cut-off meta leader's move worker resumes a pass from
+   * stale facts and tries its next step after the namespace moved on, which
+   * the cells' move fences refuse. On by default; false leaves the meta
+   * group to crashes alone.
    */
   readonly staleMetaLeader?: boolean;
 }
@@ -124,7 +128,7 @@ class MovesRun {
       (ns) => Array.from({ length: LOCKS_PER_NAMESPACE }, (_, k) => lockName(ns, k)),
     );
     const cells = new MoveCells(this.w, { switchBeforeImport: options.bug === 'switchBeforeImport' });
-    this.driver = new MoveDriver(this.w, cells, MOVING);
+    this.driver = new MoveDriver(this.w, cells, MOVING, options.bug === 'unfencedSteps');
     this.clients = new MoveClients(this.w, CLIENTS, (ns) => this.routeNow(ns));
   }
 
@@ -239,7 +243,7 @@ class MovesRun {
     if (members.some((m) => w.faulty(m))) return;
     const victim = (w.random.chance(0.5) ? w.leaderOf(group) : undefined) ?? w.random.pick(members);
     const kind = w.random.int(6);
-    if (kind < 3 || (group === 'meta' && this.options.staleMetaLeader !== true)) {
+    if (kind < 3 || (group === 'meta' && this.options.staleMetaLeader === false)) {
       this.faultCounts.crash++;
       w.crash(victim);
       w.later(w.random.range(...RESTART_AFTER_MS), Tag.restart | (victim.n << 8), () => w.start(victim));
@@ -299,6 +303,6 @@ const EXPIRY_SLACK_MS = 4_000;
 
 /** The replay line for one seed of the moves sweep. */
 export function movesReplayCommand(options: MovesSimOptions): string {
-  const stale = options.staleMetaLeader === true ? ' --stale-meta-leader' : '';
+  const stale = options.staleMetaLeader === false ? ' --no-stale-meta-leader' : '';
   return `node tools/sim/run.mjs --machine moves --seed ${options.seed}${options.runMs ? ` --seconds ${options.runMs / 1000}` : ''}${options.bug ? ` --bug ${options.bug}` : ''}${stale}`;
 }

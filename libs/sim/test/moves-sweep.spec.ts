@@ -1,20 +1,25 @@
 /**
  * Goal: tenant moves keep the lock service's promises across cells. Under
- * crashes of either cell's replicas and of the meta group's members, and
+ * crashes, pauses and partitions of either cell's replicas and of the meta
+ * group's members (a paused or cut-off meta leader resumes its move pass
+ * from stale facts: the cells' move fences must refuse its steps), and
  * message loss, a namespace moved back and forth between two cells keeps
  * its tokens growing per lock, keeps every acknowledged grant and every
  * queue's order, never has its route switched ahead of its import, expires
  * no session within an acknowledged lease and every dead client's session
  * in time, and ends owned by the cell its route names with every move
  * finished. And the
- * checkers catch both planted move bugs within 200 seeds.
+ * checkers catch each planted move bug within 200 seeds, unfenced move
+ * steps included.
  * Method: runMovesSimulation (two production LockCells of three replicas and
  * the production MetaGroup, the move worker's pure nextMoveStep driving the
  * moves), one deterministic run per seed: seeds 1-MOVES_SWEEP_SEEDS (default
  * 20) clean; the same seed twice gives the same trace; each planted bug
- * fires its checker on some seed of 1-200 (the first such seed is tried
- * first, so the test stops early), and that very seed is clean with the bug
- * off.
+ * fires its checker on some seed of 1-200 (the seeds known to catch it are
+ * tried first, so the test stops early), and that very seed is clean with
+ * the bug off; seeds 49 and 51, where a deposed meta leader's step once
+ * reactivated or dropped the namespace on the cell it had left, are clean
+ * and fence at least one step each.
  */
 import { describe, expect, it } from 'vitest';
 import { type MoveBug, type MoveCheckerName, type MovesSimOptions, movesReplayCommand, runMovesSimulation } from '../src/index.js';
@@ -44,6 +49,13 @@ describe(`moves sweep, seeds 1-${SWEEP_SEEDS}`, () => {
     expect(report.stats.grantsAcked).toBeGreaterThan(0);
   });
 
+  it.each([49, 51])('seed %i (a stale meta leader once lost the namespace here): clean, its stale step fenced', (seed) => {
+    const report = runMovesSimulation({ seed });
+    expect(report.violations.length, describeViolations(report, { seed })).toBe(0);
+    expect(report.stats.pauses + report.stats.isolations).toBeGreaterThan(0);
+    expect(report.stats.fencedSteps).toBeGreaterThan(0);
+  });
+
   it('is deterministic: one seed twice gives one trace', () => {
     const a = runMovesSimulation({ seed: 7, runMs: 4_000, healMs: 6_000 });
     const b = runMovesSimulation({ seed: 7, runMs: 4_000, healMs: 6_000 });
@@ -52,19 +64,22 @@ describe(`moves sweep, seeds 1-${SWEEP_SEEDS}`, () => {
   });
 });
 
-const BUG_CHECKERS: Record<MoveBug, MoveCheckerName> = {
-  importWithoutRevisionRaise: 'fencing-token',
-  switchBeforeImport: 'route-ahead-of-import',
+/** Each bug's checkers (any of them), and the seeds known to catch it (tried first). */
+const BUG_CHECKERS: Record<MoveBug, { readonly checkers: readonly MoveCheckerName[]; readonly knownSeeds: readonly number[] }> = {
+  importWithoutRevisionRaise: { checkers: ['fencing-token'], knownSeeds: [] },
+  switchBeforeImport: { checkers: ['route-ahead-of-import'], knownSeeds: [] },
+  // A stale unfreeze reactivates the namespace on the cell it left (seed 49), a stale drop loses it (seed 51).
+  unfencedSteps: { checkers: ['early-expiry', 'ownership'], knownSeeds: [49, 51] },
 };
 
 describe('moves sweep, planted bugs', () => {
-  it.each(Object.entries(BUG_CHECKERS) as [MoveBug, MoveCheckerName][])(
-    '%s fires %s on some seed of 1-200, and that seed is clean with the bug off',
-    (bug, checker) => {
+  it.each(Object.entries(BUG_CHECKERS) as [MoveBug, (typeof BUG_CHECKERS)[MoveBug]][])(
+    '%s fires its checker on some seed of 1-200, and that seed is clean with the bug off',
+    (bug, { checkers, knownSeeds }) => {
       let caught: number | undefined;
-      for (const seed of seedRange(1, BUG_SEEDS)) {
+      for (const seed of [...knownSeeds, ...seedRange(1, BUG_SEEDS).filter((s) => !knownSeeds.includes(s))]) {
         const report = runMovesSimulation({ seed, bug });
-        if (report.fired.includes(checker)) {
+        if (report.fired.some((c) => checkers.includes(c))) {
           caught = seed;
           break;
         }

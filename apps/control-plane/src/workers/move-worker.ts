@@ -166,6 +166,8 @@ async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: 
       facts.targetCleared = true;
       return move;
     case 'freeze-source':
+      // The first send of this pass's freeze starts the unavailability (a retry may follow a freeze that applied).
+      facts.freezeSentAtMs ??= deps.wallMs();
       facts.frozenRevision = (await cells.freeze(from, ns, fence)).namespaceRevision;
       return move;
     case 'copy': {
@@ -184,7 +186,10 @@ async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: 
       return move;
     case 'first-write': {
       const v = await cells.namespaceStatus(to, ns, false);
-      facts.firstWrite = v.unfrozenHere ? { seen: v.firstWriteSeen, afterMs: v.firstWriteAfterMs, unfrozenAgoMs: v.unfrozenAgoMs } : null;
+      const lookedAtMs = deps.wallMs();
+      facts.firstWrite = v.unfrozenHere
+        ? { seen: v.firstWriteSeen, afterMs: v.firstWriteAfterMs, unfrozenAgoMs: v.unfrozenAgoMs, lookedAtMs }
+        : null;
       return move;
     }
     case 'unfreeze-source':

@@ -46,6 +46,10 @@ export class FakeCells implements CellDirectory {
   readonly calls: string[] = [];
   /** Quotas each namespace's cell holds, as `cell/namespace`; none until setQuotas. */
   readonly quotas = new Map<string, adminpb.NamespaceQuotas>();
+  /** The fence each move call carried, in call order (`calls` has the calls). */
+  readonly fences: (adminpb.MoveFence | undefined)[] = [];
+  /** Move calls with a fence term below this are refused MOVE_FENCED, as a cell that applied a newer leader's step. */
+  fencedBelowTerm = 0;
   /** Token hashes each namespace's cell holds, as `cell/namespace`; none until setCredentials. */
   readonly credentials = new Map<string, adminpb.CredentialHash[]>();
 
@@ -64,8 +68,9 @@ export class FakeCells implements CellDirectory {
     const owned = this.owned.get(cell)!;
     if (!owned.has(namespace)) owned.set(namespace, 0);
   }
-  async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
+  async drop(cell: string, namespace: string, force: boolean, fence?: adminpb.MoveFence): Promise<DropResult> {
     this.calls.push(`drop ${cell} ${namespace} ${force}`);
+    this.fenced(cell, fence);
     if (this.unavailable) throw new ProblemError('CELL_UNAVAILABLE', `cell ${cell} did not answer`);
     const owned = this.owned.get(cell)!;
     const live = owned.get(namespace);
@@ -104,26 +109,39 @@ export class FakeCells implements CellDirectory {
   private quotasOf(cell: string, namespace: string): adminpb.NamespaceQuotas {
     return this.quotas.get(`${cell}/${namespace}`) ?? { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
   }
-  async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
+  private fenced(cell: string, fence: adminpb.MoveFence | undefined): void {
+    this.fences.push(fence);
+    if (fence !== undefined && fence.term < this.fencedBelowTerm)
+      throw new CellRefusal(
+        cell,
+        'MOVE_FENCED',
+        `a step of move ${fence.moveId} at term ${fence.term} is older than term ${this.fencedBelowTerm}`,
+      );
+  }
+  async freeze(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<{ changed: boolean; namespaceRevision: number }> {
     this.calls.push(`freeze ${cell} ${namespace}`);
+    this.fenced(cell, fence);
     this.holding(cell, namespace);
     const changed = !this.frozen.has(`${cell}/${namespace}`);
     this.frozen.add(`${cell}/${namespace}`);
     return { changed, namespaceRevision: 42 };
   }
-  async unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }> {
+  async unfreeze(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<{ changed: boolean }> {
     this.calls.push(`unfreeze ${cell} ${namespace}`);
+    this.fenced(cell, fence);
     this.holding(cell, namespace);
     return { changed: this.frozen.delete(`${cell}/${namespace}`) };
   }
-  async exportNamespace(cell: string, namespace: string): Promise<NamespaceExport> {
+  async exportNamespace(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<NamespaceExport> {
     this.calls.push(`export ${cell} ${namespace}`);
+    this.fenced(cell, fence);
     const live = this.holding(cell, namespace);
     if (!this.frozen.has(`${cell}/${namespace}`)) throw new CellRefusal(cell, 'INVALID_ARGUMENT', 'freeze it first');
     return { data: Uint8Array.of(live), highestRevision: 50, namespaceRevision: 42, sessions: live, locks: 2 * live, waitsLeft: [] };
   }
-  async importNamespace(cell: string, namespace: string, exported: NamespaceExport) {
+  async importNamespace(cell: string, namespace: string, exported: NamespaceExport, fence?: adminpb.MoveFence) {
     this.calls.push(`import ${cell} ${namespace}`);
+    this.fenced(cell, fence);
     const owned = this.answering(cell);
     if (owned.has(namespace)) return { sessions: owned.get(namespace)!, locks: 0, already: true };
     owned.set(namespace, exported.sessions);

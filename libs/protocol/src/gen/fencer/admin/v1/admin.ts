@@ -259,7 +259,7 @@ export interface ExportNamespaceRequest {
 }
 
 export interface ExportNamespaceResponse {
-  /** the export's bytes from offset, at most 512 KiB */
+  /** the export's bytes from offset, at most 3 MiB */
   data: Uint8Array;
   totalBytes: number;
   /** every revision the namespace saw is at most this */
@@ -274,7 +274,8 @@ export interface ExportNamespaceResponse {
 }
 
 /**
- * An export arrives in pieces of at most 512 KiB, from offset 0 in order; the
+ * An export arrives in pieces of at most 1 MiB less 16 KiB (a proposal's limit less
+ * room for the command), from offset 0 in order; the
  * piece that completes it imports it (frozen unless activate). A namespace
  * this cell owns already (an earlier attempt's import: with a fence, one whose
  * fence names the same move) answers done with already set, and changes
