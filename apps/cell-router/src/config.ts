@@ -16,6 +16,8 @@ export interface RouterConfig {
   readonly cellCallsInFlightMax: number;
   /** Mutual TLS to the cells, TLS to clients (--tls-cert, --tls-key, --tls-ca). */
   readonly tls: TlsPaths | undefined;
+  /** A fleet with tenant tokens (--auth; decision 0016). */
+  readonly auth: boolean;
 }
 
 export function parseRouterConfig(argv: readonly string[]): RouterConfig {
@@ -52,5 +54,6 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     cellCallsInFlightMax: o.cellCallsInFlightMax,
     tls: checkTlsChoice(o),
+    auth: o.auth === true,
   };
 }

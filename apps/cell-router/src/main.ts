@@ -22,6 +22,7 @@ const router = buildRouter({
   cellCallsInFlightMax: config.cellCallsInFlightMax,
   id: config.id,
   tls: tlsFilesFor(config.tls, logger),
+  auth: config.auth,
 });
 // Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
 const metricsServer = config.metricsListen

@@ -12,6 +12,7 @@ import { toServiceError, type lockservice } from '@fencer/protocol';
 import type { HeartbeatBatcher, HeartbeatDone } from './heartbeat-batcher.js';
 import { KEEPALIVE_STREAMS_MAX, STREAM_PENDING_MAX } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
+import { missingToken, tokenOf } from './auth.js';
 
 type Stream = ServerDuplexStream<lockservice.KeepAliveRequest, lockservice.KeepAliveResponse>;
 
@@ -23,6 +24,8 @@ export class KeepAliveStreams {
     private readonly metrics: RouterMetrics,
     private readonly streamsMax = KEEPALIVE_STREAMS_MAX,
     private readonly pendingMax = STREAM_PENDING_MAX,
+    /** A fleet with tenant tokens: a stream without one is refused; each session goes to its leader with the stream's token. */
+    private readonly auth = false,
   ) {}
 
   get streams(): number {
@@ -37,6 +40,12 @@ export class KeepAliveStreams {
           new FencerError('TOO_MANY_REQUESTS', `this process serves ${this.streamsMax} KeepAlive streams already; connect to another`),
         ) as ServiceError,
       );
+      return;
+    }
+    // The stream's token (when it has one) goes with each of its heartbeats: the leader checks the session's namespace against it.
+    const token = tokenOf(call);
+    if (this.auth && token === undefined) {
+      call.emit('error', toServiceError(missingToken()) as ServiceError);
       return;
     }
     this.open++;
@@ -73,7 +82,7 @@ export class KeepAliveStreams {
         );
       }
       pending++;
-      this.batcher.heartbeat(req.sessionId, answer);
+      this.batcher.heartbeat(req.sessionId, answer, token);
     });
     call.on('end', () => {
       finish();

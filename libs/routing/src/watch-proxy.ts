@@ -6,7 +6,7 @@
  * call in flight towards its cell for as long as it lasts.
  */
 import { FencerError } from '@fencer/base';
-import type { ClientReadableStream, ServerWritableStream, ServiceError } from '@grpc/grpc-js';
+import { type ClientReadableStream, Metadata, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import { fromServiceError, lockservice, toServiceError } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import type { CellPool, CellState } from './cell-pool.js';
@@ -16,6 +16,7 @@ import type { RouterMetrics } from './metrics.js';
 import { fail, namespaceOfCall } from './namespace-of-call.js';
 import { RETRY_CODES, backoffMs, sleep, toClientError } from './retry-policy.js';
 import type { RoutingSource } from './routing-source.js';
+import { missingToken, tokenOf } from './auth.js';
 
 type WatchCall = ServerWritableStream<lockservice.WatchRequest, lockservice.WatchEvent>;
 
@@ -26,6 +27,8 @@ export interface WatchDeps {
   readonly metrics: RouterMetrics;
   readonly cellOf: CellOf;
   readonly inFlightMax: number;
+  /** A fleet with tenant tokens: a watch without one is refused here; the cell checks the one it has. */
+  readonly auth?: boolean;
 }
 
 /** The Watch handler of a router, counting the watches it proxies. */
@@ -91,6 +94,8 @@ class ProxiedWatch {
   async open(): Promise<void> {
     const req = this.call.request;
     const { namespace } = namespaceOfCall('watch', req as unknown as Record<string, unknown>);
+    const token = tokenOf(this.call);
+    if (this.deps.auth === true && token === undefined) throw missingToken();
     const c = await this.deps.cellOf(namespace, false);
     if (!this.live) return;
     if (!this.cell) {
@@ -100,7 +105,10 @@ class ProxiedWatch {
       this.cell.inFlight++;
     }
     const target = c.target();
-    const u = this.deps.pool.lockStub(target).watch({ name: req.name, prefix: req.prefix, sinceRevision: this.lastRevision });
+    // The client's token goes with the stream: the cell that serves it checks it.
+    const md = new Metadata();
+    if (token !== undefined) md.set('authorization', `Bearer ${token}`);
+    const u = this.deps.pool.lockStub(target).watch({ name: req.name, prefix: req.prefix, sinceRevision: this.lastRevision }, md);
     this.upstream = u;
     u.on('data', (ev: lockservice.WatchEvent) => {
       if (this.upstream === u) this.passOn(u, ev);
