@@ -47,7 +47,12 @@ const DEFAULT_SHAPE: FleetShape = { cells: 2, replicas: 5, routers: 1, proxies: 
  * (or with no shape flags at all: the launcher's own defaults); rejects
  * after `upMs` or if it exits.
  */
-export async function launchFleet(prefix: string, shape: FleetShape | undefined, upMs: number): Promise<LaunchedFleet> {
+export async function launchFleet(
+  prefix: string,
+  shape: FleetShape | undefined,
+  upMs: number,
+  extraArgs: readonly string[] = [],
+): Promise<LaunchedFleet> {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   const s = shape ?? DEFAULT_SHAPE;
   const portBase = await freeFleetPortBase(s.cells, s.replicas, s.routers, s.proxies, s.controlPlanes);
@@ -65,7 +70,7 @@ export async function launchFleet(prefix: string, shape: FleetShape | undefined,
         shape.controlPlanes,
       ]
     : [];
-  const argv = [LAUNCHER, ...shapeArgs.map(String), '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer')];
+  const argv = [LAUNCHER, ...shapeArgs.map(String), '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer'), ...extraArgs];
   const launcher = spawn(process.execPath, argv, {
     cwd: root,
     env: { ...process.env, FENCER_LOG_LEVEL: 'warn' },
