@@ -41,6 +41,13 @@ function rootProgram(io: CliIo): Command {
     .option('--endpoints <list>', 'lock service endpoints, host:port[,host:port…] (default: $FENCER_ENDPOINTS, then .fencer/fleet.json)')
     .option('--fleet <file>', 'fleet description to read endpoints from (default: $FENCER_FLEET, then .fencer/fleet.json here or above)')
     .option('--json', 'machine-readable output: one JSON object per line')
+    .option(
+      '--token <token>',
+      "bearer token, sent as authorization: Bearer: a tenant's on the lock service; on the control plane a tenant's or the admin's (default: $FENCER_TOKEN; the control-plane commands then read admin-token beside fleet.json)",
+    )
+    .option('--tls-ca <file>', "TLS to a --secure fleet, trusting this CA's certificates (default: $FENCER_TLS_CA)")
+    .option('--tls-cert <file>', "with --tls-key: an operator's certificate, for the cells' admin ports (default: $FENCER_TLS_CERT)")
+    .option('--tls-key <file>', 'the key of --tls-cert (default: $FENCER_TLS_KEY)')
     .addOption(
       new Option('--timeout <duration>', 'how long each call keeps retrying while the cell is unavailable')
         .default(30_000, '30s')

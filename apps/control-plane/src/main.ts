@@ -63,6 +63,7 @@ const leaderTasks = new LeaderLoop(
   [
     moveWorker({
       meta: group,
+      term: () => group.replica.status().term,
       cells,
       logger: taskLogger,
       wallMs: () => Date.now(),

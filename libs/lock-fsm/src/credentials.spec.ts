@@ -83,12 +83,13 @@ describe('tenant credentials in the lock state machine', () => {
     source.run({ kind: 'FreezeNamespace', namespace: NS });
     const out = source.run({ kind: 'ExportNamespace', namespace: NS }).outcome;
     if (!out.ok) throw new Error(out.code);
-    // Format 4 = format 3 with a credential count (here 0) after the three quota varuints; drop it to get format 3.
+    // Format 4 = format 3 with the move fence's flag and a credential count (here 0, 0) after the three quota
+    // varuints; drop them to get format 3.
     const v4 = out.data;
     const head = 1 + 1 + v4[1]! + varuintLength(v4, 2 + v4[1]!);
     const quotasEnd = head + varuintLength(v4, head) + 3;
-    expect(v4[quotasEnd]).toBe(0);
-    const v3 = new Uint8Array([3, ...v4.subarray(1, quotasEnd), ...v4.subarray(quotasEnd + 1)]);
+    expect([...v4.subarray(quotasEnd, quotasEnd + 2)]).toEqual([0, 0]);
+    const v3 = new Uint8Array([3, ...v4.subarray(1, quotasEnd), ...v4.subarray(quotasEnd + 2)]);
     const target = new Cell({ autoClaim: false });
     expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: v3, activate: true }).outcome).toMatchObject({
       ok: true,

@@ -39,8 +39,11 @@ export {
   type SetMemberAddressCommand,
   type ForgetMemberCommand,
   type SetNamespaceQuotasCommand,
+  type FencedCommand,
+  FENCED_KINDS,
   type SetNamespaceCredentialsCommand,
 } from './commands.js';
+export { MOVE_ID_CHARS_MAX, checkMoveFence, type MoveFence } from './move-fence.js';
 export { NO_QUOTAS, QUOTA_VALUE_MAX, checkQuotas, type NamespaceQuotas } from './quotas.js';
 export {
   CREDENTIAL_HASHES_MAX,

@@ -391,15 +391,15 @@ describe('an export too large for one entry: staged in chunks, then imported as 
     expect(imp.outcome).toMatchObject({ ok: true, namespaceRevision: freeze.revision, highestRevision: read.highestRevision });
     // Format 1: the same without the namespace revision, which then reads as the highest, and
     // without the quotas that format 3 added after it (three zero varuints here: none were set) and
-    // the credentials that format 4 added after those (a zero count here).
+    // the move fence's flag and the credentials that format 4 added after those (0: no fence; a zero count).
     const v3 = read.data;
     const nameBytes = 1 + NS.length;
     let at = 1 + nameBytes;
     while ((v3[at]! & 0x80) !== 0) at++;
     let end = at + 1;
     while ((v3[end]! & 0x80) !== 0) end++;
-    expect([...v3.subarray(end + 1, end + 5)]).toEqual([0, 0, 0, 0]);
-    const v1 = Uint8Array.from([1, ...v3.subarray(1, at + 1), ...v3.subarray(end + 5)]);
+    expect([...v3.subarray(end + 1, end + 6)]).toEqual([0, 0, 0, 0, 0]);
+    const v1 = Uint8Array.from([1, ...v3.subarray(1, at + 1), ...v3.subarray(end + 6)]);
     const old = new Cell({ autoClaim: false }, 2).run({ kind: 'ImportNamespace', namespace: NS, data: v1, activate: true });
     expect(old.outcome).toMatchObject({ ok: true, namespaceRevision: read.highestRevision });
   });

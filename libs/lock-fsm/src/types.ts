@@ -76,6 +76,7 @@ export type FsmErrorCode = Extract<
   | 'NAMESPACE_NOT_HERE'
   | 'QUOTA_EXCEEDED'
   | 'INVALID_ARGUMENT'
+  | 'MOVE_FENCED'
 >;
 
 export interface Failure {

@@ -23,6 +23,7 @@ import {
 } from '@fencer/contract';
 import type { Command } from './commands.js';
 import { checkQuotas } from './quotas.js';
+import { checkMoveFence } from './move-fence.js';
 import { checkCredentials } from './credentials.js';
 import type { Failure, FsmErrorCode, LockMode } from './types.js';
 
@@ -158,14 +159,15 @@ export function validateCommand(command: Command): Failure | undefined {
     case 'LiftLockDelay':
       return checkName(command.name) ?? checkToken(command.delayRevision);
     case 'ClaimNamespace':
+    case 'ExportNamespace':
+      return checkNamespaceName(command.namespace);
     case 'FreezeNamespace':
     case 'UnfreezeNamespace':
-    case 'ExportNamespace':
     case 'DropNamespace':
     case 'ImportNamespace':
     case 'ImportStagedNamespace':
     case 'StageImportChunk':
-      return checkNamespaceName(command.namespace);
+      return checkNamespaceName(command.namespace) ?? (command.fence === undefined ? undefined : checkMoveFence(command.fence));
     case 'SetMemberAddress':
       return checkMemberId(command.id) ?? checkHostPort(command.address, 'address') ?? checkHostPort(command.peerAddress, 'peer address');
     case 'ForgetMember':

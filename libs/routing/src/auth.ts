@@ -10,7 +10,11 @@ import { FencerError } from '@fencer/base';
 
 /** The token of a call's `authorization: Bearer <token>` metadata; undefined for none or another form. */
 export function tokenOf(call: { metadata: { get(key: string): unknown[] } }): string | undefined {
-  const value = call.metadata.get('authorization')[0];
+  return bearerOf(call.metadata.get('authorization')[0]);
+}
+
+/** The token of an `authorization` value (`Bearer <token>`), from metadata or an HTTP/2 header; undefined for any other form. */
+export function bearerOf(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   return /^Bearer ([\x21-\x7e]{1,512})$/.exec(value)?.[1];
 }

@@ -7,12 +7,11 @@
  * and, if leadership moved meanwhile (NOT_LEADER, NO_LEADER), looks again
  * until --timeout.
  */
-import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { type ChannelCredentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { adminpb, fromServiceError } from '@fencer/protocol';
 import type { CliIo } from '../io.js';
 import { EXIT } from '../exit-codes.js';
-import { channelCredentialsOf } from '../run-context.js';
 
 export interface AdminReplica {
   readonly id: string;
@@ -21,6 +20,8 @@ export interface AdminReplica {
 
 interface Ctx {
   readonly replicas: readonly AdminReplica[];
+  /** TLS with an operator's certificate on a `--secure` fleet (run-context.ts adminCredentialsOf), else plaintext. */
+  readonly credentials: ChannelCredentials;
   readonly timeoutMs: number;
   readonly json: boolean;
   readonly io: CliIo;
@@ -30,10 +31,14 @@ const retryPauseMs = 200;
 /** How long one Status call may take when looking over the replicas. */
 export const statusTimeoutMs = 3_000;
 
-/** One admin call to one replica; a refusal arrives as a FencerError. */
-export function adminCall<Res>(address: string, method: string, request: unknown, deadlineMs: number): Promise<Res> {
-  // A cell of a `--secure` fleet takes an operator's certificate only ($FENCER_TLS_CA, $FENCER_TLS_CERT, $FENCER_TLS_KEY).
-  const creds = process.env['FENCER_TLS_CA'] ? channelCredentialsOf(process.env) : credentials.createInsecure();
+/** One admin call to one replica; a refusal arrives as a FencerError. A cell of a `--secure` fleet takes an operator's certificate only. */
+export function adminCall<Res>(
+  address: string,
+  method: string,
+  request: unknown,
+  deadlineMs: number,
+  creds: ChannelCredentials,
+): Promise<Res> {
   const client = new adminpb.CellAdminClient(address, creds) as unknown as Record<string, (...args: unknown[]) => unknown> & {
     close(): void;
   };
@@ -50,7 +55,7 @@ export function adminCall<Res>(address: string, method: string, request: unknown
 async function statuses(ctx: Ctx): Promise<{ replica: AdminReplica; status: adminpb.StatusResponse }[]> {
   const answers = await Promise.all(
     ctx.replicas.map((r) =>
-      adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(ctx.timeoutMs, statusTimeoutMs)).then(
+      adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(ctx.timeoutMs, statusTimeoutMs), ctx.credentials).then(
         (s) => ({ replica: r, status: s }),
         () => undefined,
       ),
@@ -76,7 +81,7 @@ async function onLeader<Res>(ctx: Ctx, method: string, request: unknown): Promis
     try {
       if (leader === undefined)
         throw new FencerError('NO_LEADER', `no replica among ${ctx.replicas.map((r) => r.admin).join(', ')} says it leads`);
-      const response = await adminCall<Res>(leader.replica.admin, method, request, Math.max(1_000, until - Date.now()));
+      const response = await adminCall<Res>(leader.replica.admin, method, request, Math.max(1_000, until - Date.now()), ctx.credentials);
       return { leader: leader.status.nodeId, response };
     } catch (e) {
       const code = e instanceof FencerError ? e.code : '';
@@ -142,7 +147,7 @@ export async function takeSnapshot(ctx: Ctx, replicaId: string | undefined): Pro
       );
   }
   if (target === undefined) throw new FencerError('NO_LEADER', 'no leader reachable; name a replica with --replica');
-  const r = await adminCall<adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {}, ctx.timeoutMs);
+  const r = await adminCall<adminpb.TakeSnapshotResponse>(target.admin, 'takeSnapshot', {}, ctx.timeoutMs, ctx.credentials);
   return report(
     ctx,
     { replica: name ?? target.id, index: r.index, bytes: r.bytes },

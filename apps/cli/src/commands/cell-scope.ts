@@ -11,6 +11,7 @@ import { UsageError } from '../config.js';
 import type { AdminReplica } from './cell-admin.js';
 import { adminCall, statusTimeoutMs } from './cell-admin.js';
 import type { adminpb } from '@fencer/protocol';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 
 export interface CellReplica extends AdminReplica {
   /** '' while unknown: given by address only, and not answering. */
@@ -18,11 +19,13 @@ export interface CellReplica extends AdminReplica {
 }
 
 /** Each replica's cell: the fleet description's, else the one its Status names; unreachable unknowns stay ''. */
-export async function learnCells(replicas: readonly CellReplica[], timeoutMs: number): Promise<CellReplica[]> {
+export async function learnCells(replicas: readonly CellReplica[], timeoutMs: number, creds: ChannelCredentials): Promise<CellReplica[]> {
   return Promise.all(
     replicas.map(async (r) => {
       if (r.cellId !== '') return r;
-      const s = await adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(timeoutMs, statusTimeoutMs)).catch(() => undefined);
+      const s = await adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(timeoutMs, statusTimeoutMs), creds).catch(
+        () => undefined,
+      );
       return s?.cellId ? { ...r, cellId: s.cellId } : r;
     }),
   );
@@ -53,8 +56,9 @@ export async function scopeForChange(
   replicas: readonly CellReplica[],
   cell: string | undefined,
   timeoutMs: number,
+  creds: ChannelCredentials,
 ): Promise<CellReplica[]> {
-  const known = await learnCells(replicas, timeoutMs);
+  const known = await learnCells(replicas, timeoutMs, creds);
   if (cell !== undefined) return replicasOfCell(known, cell);
   const cells = cellsOf(known);
   if (cells.length > 1) throw new UsageError(`the admin endpoints span cells ${cells.join(', ')}: name the one to change with --cell ID`);

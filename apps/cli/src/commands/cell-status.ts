@@ -8,6 +8,7 @@
  * answered.
  */
 import type { adminpb } from '@fencer/protocol';
+import type { ChannelCredentials } from '@grpc/grpc-js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { adminCall, leaderAmong, statusTimeoutMs } from './cell-admin.js';
@@ -30,10 +31,14 @@ interface CellTable {
 }
 
 /** One row per admin endpoint, its cell as the replica says it, else as the fleet description does. */
-async function statusRows(replicas: readonly { id: string; admin: string; cellId: string }[], timeoutMs: number): Promise<ReplicaRow[]> {
+async function statusRows(
+  replicas: readonly { id: string; admin: string; cellId: string }[],
+  timeoutMs: number,
+  creds: ChannelCredentials,
+): Promise<ReplicaRow[]> {
   const answers = await Promise.all(
     replicas.map((r) =>
-      adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(timeoutMs, statusTimeoutMs)).catch(() => undefined),
+      adminCall<adminpb.StatusResponse>(r.admin, 'status', {}, Math.min(timeoutMs, statusTimeoutMs), creds).catch(() => undefined),
     ),
   );
   return replicas.map((r, i) => {
@@ -126,10 +131,10 @@ function statusTable({ cellId, rows, leader }: CellTable): string {
 
 export async function cellStatus(
   replicas: readonly { id: string; admin: string; cellId: string }[],
-  o: { timeoutMs: number; json: boolean; cell?: string | undefined },
+  o: { timeoutMs: number; json: boolean; cell?: string | undefined; credentials: ChannelCredentials },
   io: CliIo,
 ): Promise<number> {
-  const all = await statusRows(replicas, o.timeoutMs);
+  const all = await statusRows(replicas, o.timeoutMs, o.credentials);
   const rows = o.cell === undefined ? all : replicasOfCell(all, o.cell);
   const tables = byCell(rows);
   io.stdout(o.json ? statusJson(tables) : tables.map(statusTable).join('\n'));

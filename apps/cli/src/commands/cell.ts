@@ -6,7 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { resolveAdminEndpoints } from '../config.js';
-import type { CliRun, GlobalOptions } from '../run-context.js';
+import { adminCredentialsOf, type CliRun, type GlobalOptions } from '../run-context.js';
 import { addMember, promoteLearner, removeMember, takeSnapshot, transferLeader } from './cell-admin.js';
 import { cellStatus } from './cell-status.js';
 import { scopeForChange } from './cell-scope.js';
@@ -30,8 +30,9 @@ interface AdminOptions {
 async function adminCtxOf(run: CliRun, o: AdminOptions, cmd: Command, scoped = true) {
   const g = cmd.optsWithGlobals<GlobalOptions>();
   const all = resolveAdminEndpoints(o.admin, g, run.io.env, run.io.cwd);
-  const replicas = scoped || o.cell !== undefined ? await scopeForChange(all, o.cell, g.timeout) : all;
-  return { replicas, timeoutMs: g.timeout, json: g.json === true, io: run.io };
+  const credentials = adminCredentialsOf(run.io.env, g);
+  const replicas = scoped || o.cell !== undefined ? await scopeForChange(all, o.cell, g.timeout, credentials) : all;
+  return { replicas, credentials, timeoutMs: g.timeout, json: g.json === true, io: run.io };
 }
 
 function addStatusCommand(cell: Command, run: CliRun): void {
@@ -43,7 +44,8 @@ function addStatusCommand(cell: Command, run: CliRun): void {
     .action(async (o: AdminOptions, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const replicas = resolveAdminEndpoints(o.admin, g, run.io.env, run.io.cwd);
-      run.setExitCode(await cellStatus(replicas, { timeoutMs: g.timeout, json: g.json === true, cell: o.cell }, run.io));
+      const credentials = adminCredentialsOf(run.io.env, g);
+      run.setExitCode(await cellStatus(replicas, { timeoutMs: g.timeout, json: g.json === true, cell: o.cell, credentials }, run.io));
     });
 }
 

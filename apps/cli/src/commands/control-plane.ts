@@ -5,24 +5,26 @@
  * $FENCER_CONTROL_PLANE, then fleet.json's `controlPlane.urls`; each URL is
  * tried in turn (any instance forwards to the meta group's leader). The
  * bearer token comes from --token, then $FENCER_TOKEN, then the
- * `admin-token` file beside fleet.json when there is one.
+ * `admin-token` file beside fleet.json when there is one. An https URL of a
+ * `--secure` fleet is verified against --tls-ca (else $FENCER_TLS_CA), else
+ * the system's CAs.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigError, findFleetFile, type EndpointSources } from '../config.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
-import type { CliRun } from '../run-context.js';
+import { tlsFilesOf, type CliRun, type SecurityFlags } from '../run-context.js';
 import { addSnapshotCommands } from './snapshots.js';
 import { addMoveCommands, addTenantMove } from './moves.js';
 
-interface CpOptions extends EndpointSources {
+interface CpOptions extends EndpointSources, SecurityFlags {
   json?: boolean;
   timeout: number;
   controlPlane?: string;
-  token?: string;
 }
 
 export interface Ctx {
@@ -31,6 +33,15 @@ export interface Ctx {
   readonly json: boolean;
   readonly timeoutMs: number;
   readonly io: CliIo;
+  /** HTTPS trusting the fleet's CA (--tls-ca), presenting --tls-cert/--tls-key when given; the global fetch without. */
+  readonly tls?: Agent;
+}
+
+/** The HTTPS agent of a `--secure` fleet's CA (and an operator's pair when given), or undefined without --tls-ca / $FENCER_TLS_CA. */
+export function httpsAgentOf(env: Readonly<Record<string, string | undefined>>, flags: SecurityFlags): Agent | undefined {
+  const files = tlsFilesOf(env, flags);
+  if (files === undefined) return undefined;
+  return new Agent({ connect: { ca: files.ca, ...(files.cert && files.key ? { cert: files.cert, key: files.key } : {}) } });
 }
 
 /** The control plane answered with a problem document, or no instance answered. */
@@ -93,14 +104,15 @@ export async function request(ctx: Ctx, method: string, urlPath: string, body?: 
   let last = 'no instance tried';
   for (let round = 0; Date.now() - started < ctx.timeoutMs; round++) {
     for (const base of ctx.urls) {
-      let res: Response;
+      let res: Pick<Response, 'ok' | 'status' | 'text'>;
       try {
-        res = await fetch(`${base}${urlPath}`, {
+        const init = {
           method,
           headers,
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
           signal: AbortSignal.timeout(Math.max(1_000, ctx.timeoutMs)),
-        });
+        };
+        res = ctx.tls ? await undiciFetch(`${base}${urlPath}`, { ...init, dispatcher: ctx.tls }) : await fetch(`${base}${urlPath}`, init);
       } catch (e) {
         last = `${base}: ${(e as Error).message}`;
         continue;
@@ -205,18 +217,22 @@ export function cpActions(run: CliRun): (body: CpAction) => (...args: ActionArgs
   const ctxOf = (cmd: Command): Ctx => {
     const g = cmd.optsWithGlobals<CpOptions>();
     const { urls, token } = resolveControlPlane(g, io.env, io.cwd);
-    return { urls, token, json: g.json === true, timeoutMs: g.timeout, io };
+    const tls = urls.some((u) => u.startsWith('https:')) ? httpsAgentOf(io.env, g) : undefined;
+    return { urls, token, json: g.json === true, timeoutMs: g.timeout, io, ...(tls ? { tls } : {}) };
   };
   return (body) =>
     async (...args) => {
       const cmd = args[args.length - 1] as Command;
+      const ctx = ctxOf(cmd);
       try {
-        await body(ctxOf(cmd), ...args.slice(0, -1));
+        await body(ctx, ...args.slice(0, -1));
         run.setExitCode(EXIT.OK);
       } catch (e) {
         if (!(e instanceof CpError)) throw e;
         io.stderr(`fencer: ${e.message}\n`);
         run.setExitCode(e.exitCode);
+      } finally {
+        await ctx.tls?.close();
       }
     };
 }

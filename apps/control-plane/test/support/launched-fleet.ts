@@ -44,8 +44,8 @@ const DEFAULT_SHAPE: FleetShape = { cells: 2, replicas: 5, routers: 1, proxies: 
 
 /**
  * Starts the launcher under a new folder named from `prefix`, with `shape`
- * (or with no shape flags at all: the launcher's own defaults); rejects
- * after `upMs` or if it exits.
+ * (or with no shape flags at all: the launcher's own defaults) and
+ * `extraArgs` (e.g. `--secure`); rejects after `upMs` or if it exits.
  */
 export async function launchFleet(
   prefix: string,
@@ -70,7 +70,7 @@ export async function launchFleet(
         shape.controlPlanes,
       ]
     : [];
-  const argv = [LAUNCHER, ...shapeArgs.map(String), '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer'), ...extraArgs];
+  const argv = [LAUNCHER, ...shapeArgs.map(String), ...extraArgs, '--port-base', String(portBase), '--data-dir', path.join(dir, '.fencer')];
   const launcher = spawn(process.execPath, argv, {
     cwd: root,
     env: { ...process.env, FENCER_LOG_LEVEL: 'warn' },

@@ -77,6 +77,8 @@ export interface FakeLockServiceOptions {
   readonly scheduler?: Scheduler;
   /** Also serve CellAdmin.Status with this answer (see `status`). */
   readonly adminStatus?: adminpb.StatusResponse;
+  /** How its ports listen: plaintext by default; TLS (e.g. requiring a client certificate) for the tests of secure clients. */
+  readonly serverCredentials?: ServerCredentials;
 }
 
 export interface FakeEvents {
@@ -156,7 +158,9 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
 
   private bind(port: number): Promise<number> {
     return new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+      this.server.bindAsync(`127.0.0.1:${port}`, this.options.serverCredentials ?? ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
     );
   }
 
@@ -220,6 +224,11 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
    */
   appendEvents(events: readonly lockservice.WatchEvent[]): void {
     this.cell.appendEvents(events);
+  }
+
+  /** Watch streams open on the fake now. */
+  get watchStreams(): number {
+    return this.watchers.size;
   }
 
   get keepAliveStreams(): number {
