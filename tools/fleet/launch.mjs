@@ -34,7 +34,8 @@
 // with the fewest namespaces and rewrite the file. A restart keeps the
 // routes of cells that still exist, so a namespace stays on the cell that
 // holds its data.
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -110,6 +111,16 @@ if (opts.auth && opts.controlPlanes === 0) {
   process.exit(2);
 }
 
+/** The admin token's file, made (mode 0600, never overwritten) in the control plane's own format when it is not there yet. */
+function ensureAdminToken(file) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  try {
+    writeFileSync(file, `fencer_admin_${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if (e.code !== 'EEXIST') throw e;
+  }
+}
+
 const startedAt = performance.now();
 const dataDir = path.resolve(opts.dataDir);
 const logDir = opts.logs ? path.join(dataDir, 'logs') : undefined;
@@ -117,16 +128,19 @@ const withControlPlane = opts.controlPlanes > 0;
 const tlsDir = path.join(dataDir, 'tls');
 // Certificates are issued as each process is planned, so TLS is turned on before any plan.
 if (opts.secure) useFleetTls(tlsDir);
+const adminTokenFile = path.join(dataDir, 'admin-token');
+// With auth the cells check tenant tokens (docs/decisions/0016-tenant-credentials-and-mtls.md) and let the admin token
+// reach every namespace: the token is made here, before any process starts (the control plane reads an existing file).
+if (opts.auth) ensureAdminToken(adminTokenFile);
 const plan = planFleet({
   replicas: opts.replicas,
   cells: opts.cells,
   portBase: opts.portBase,
   dataDir,
-  extraArgs: withControlPlane ? ['--managed'] : [],
+  extraArgs: [...(withControlPlane ? ['--managed'] : []), ...(opts.auth ? ['--auth', '--admin-token-file', adminTokenFile] : [])],
 });
 const fleetFile = path.join(dataDir, 'fleet.json');
 const cellsFile = path.join(dataDir, 'control-plane', 'cells.json');
-const adminTokenFile = path.join(dataDir, 'admin-token');
 const controlPlanes = withControlPlane
   ? planControlPlanes({
       count: opts.controlPlanes,
@@ -213,7 +227,7 @@ try {
     // the control plane writes it beside the admin token, and it reaches routing, fleet status and tenant creation only.
     if (token) {
       const frontEndToken = await waitForFile(path.join(dataDir, 'front-end-token'), 30_000);
-      for (const p of [...routers, ...proxies]) p.env.FENCER_CONTROL_PLANE_TOKEN = frontEndToken;
+      for (const p of [...routers, ...proxies]) Object.assign(p.env, { FENCER_CONTROL_PLANE_TOKEN: frontEndToken, FENCER_AUTH: '1' });
     }
   }
   for (const p of [...routers, ...proxies]) start(p, spawnPlanned);

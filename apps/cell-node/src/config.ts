@@ -47,6 +47,13 @@ export interface CellNodeConfig {
   readonly join: boolean;
   /** A control plane decides which namespaces this cell owns (admin ClaimNamespace): no auto-claim on first use. */
   readonly managed?: boolean;
+  /**
+   * Tenant tokens are required on every lock-service call and checked against
+   * the namespace's replicated hashes (--auth; docs/decisions/0016-tenant-credentials-and-mtls.md).
+   */
+  readonly auth?: boolean;
+  /** The admin token's file (--admin-token-file): that token reaches every namespace of the lock service. */
+  readonly adminTokenFile?: string;
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly heartbeatTicks: number;
@@ -161,6 +168,12 @@ function addPlacementOptions(program: Command, e: EnvOf): Command {
     .option('--join', 'join an existing cell instead of bootstrapping', e('join') === '1')
     .option('--managed', 'a control plane assigns namespaces (admin ClaimNamespace); none is claimed on first use', e('managed') === '1')
     .option(
+      '--auth',
+      'require a tenant token (authorization: Bearer) on every lock-service call, checked against its namespace',
+      e('auth') === '1',
+    )
+    .option('--admin-token-file <file>', "the control plane's admin token (it reaches every namespace); with --auth", e('admin-token-file'))
+    .option(
       '--tls-cert <file>',
       "this replica's certificate (PEM; its URI SAN names fencer://cell/<cell>/<id>); turns mutual TLS on",
       e('tls-cert'),
@@ -223,6 +236,8 @@ function configOf(o: Record<string, string | number | boolean | undefined>): Cel
     heartbeatRoundSpacingMs: n('heartbeatRoundSpacingMs'),
     join: Boolean(o.join),
     managed: Boolean(o.managed),
+    auth: Boolean(o.auth),
+    ...(typeof o.adminTokenFile === 'string' ? { adminTokenFile: o.adminTokenFile } : {}),
     tickMs: n('tickMs'),
     electionTicks: n('electionTicks'),
     heartbeatTicks: n('heartbeatTicks'),

@@ -36,11 +36,21 @@ export class GrpcForwarder implements LeaderForwarder {
     return this.tls === undefined ? credentials.createInsecure() : grpcChannelCredentials(this.tls.files, this.tls.accepts);
   }
 
-  forward<M extends CellMethod>(_leader: string, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {
+  forward<M extends CellMethod>(
+    _leader: string,
+    address: string,
+    method: M,
+    request: RequestOf<M>,
+    done: CallDone<ResponseOf<M>>,
+    token?: string,
+  ): Cancel {
     let c = this.lockClients.get(address);
     if (!c) this.lockClients.set(address, (c = new lockservice.LockServiceClient(address, this.credentials())));
     const client = c as unknown as Record<string, Unary>;
-    const call = client[method]!.call(client, request, this.metadata(), (e, res) => {
+    const md = this.metadata();
+    // The caller's token goes with its call: the leader checks it.
+    if (token !== undefined) md.set('authorization', `Bearer ${token}`);
+    const call = client[method]!.call(client, request, md, (e, res) => {
       if (e) return done(err(this.leaderError(e, address)));
       done(ok(res as ResponseOf<M>));
     });
@@ -56,7 +66,7 @@ export class GrpcForwarder implements LeaderForwarder {
     let c = this.internalClients.get(address);
     if (!c) this.internalClients.set(address, (c = new internalpb.CellInternalClient(address, this.credentials())));
     const call = c.heartbeatBatch(
-      { sessionIds: [...sessionIds], proxyId: this.selfId },
+      { sessionIds: [...sessionIds], proxyId: this.selfId, tokens: [], tokenIndex: [] },
       this.metadata(),
       (e: ServiceError | null, res: internalpb.HeartbeatBatchResponse) => {
         if (e) return done(err(new FencerError('NO_LEADER', `heartbeat relay to ${address} failed: ${e.details}`, address)));
@@ -112,12 +122,19 @@ export class LaneForwarder implements LeaderForwarder {
     private readonly tls?: ForwardTls,
   ) {}
 
-  forward<M extends CellMethod>(leader: string, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel {
+  forward<M extends CellMethod>(
+    leader: string,
+    address: string,
+    method: M,
+    request: RequestOf<M>,
+    done: CallDone<ResponseOf<M>>,
+    token?: string,
+  ): Cancel {
     let to = this.lanes.get(address);
     if (!to) this.lanes.set(address, (to = { lane: new LaneClient(address, this.tls), inFlight: 0 }));
     const lane = to.lane;
     // A lane connection carries laneCallsMax calls at once (held-open Acquires count); beyond, gRPC has no such bound.
-    if (!lane.available || to.inFlight >= this.laneCallsMax) return this.byGrpc(leader, address, method, request, done);
+    if (!lane.available || to.inFlight >= this.laneCallsMax) return this.byGrpc(leader, address, method, request, done, token);
     const slot = to;
     slot.inFlight++;
     let settled = false;
@@ -127,18 +144,24 @@ export class LaneForwarder implements LeaderForwarder {
       slot.inFlight--;
     };
     let fallback: Cancel | undefined;
-    const cancel = lane.call(method, request, Date.now() + LANE_DEADLINE_MS, (r) => {
-      settle();
-      if (r.ok) {
-        this.onForward('lane');
-        done(ok(r.value as ResponseOf<M>));
-      } else if ('error' in r) {
-        this.onForward('lane');
-        // A lost connection says nothing of the leader's answer: NO_LEADER naming where it was, as over gRPC.
-        const e = r.error;
-        done(err(e.code === 'NO_LEADER' && e.leaderHint === undefined ? new FencerError('NO_LEADER', e.message, address) : e));
-      } else fallback = this.byGrpc(leader, address, method, request, done);
-    });
+    const cancel = lane.call(
+      method,
+      request,
+      Date.now() + LANE_DEADLINE_MS,
+      (r) => {
+        settle();
+        if (r.ok) {
+          this.onForward('lane');
+          done(ok(r.value as ResponseOf<M>));
+        } else if ('error' in r) {
+          this.onForward('lane');
+          // A lost connection says nothing of the leader's answer: NO_LEADER naming where it was, as over gRPC.
+          const e = r.error;
+          done(err(e.code === 'NO_LEADER' && e.leaderHint === undefined ? new FencerError('NO_LEADER', e.message, address) : e));
+        } else fallback = this.byGrpc(leader, address, method, request, done, token);
+      },
+      token,
+    );
     return () => {
       settle();
       cancel();
@@ -167,8 +190,9 @@ export class LaneForwarder implements LeaderForwarder {
     method: M,
     request: RequestOf<M>,
     done: CallDone<ResponseOf<M>>,
+    token?: string,
   ): Cancel {
     this.onForward('grpc');
-    return this.grpc.forward(leader, address, method, request, done);
+    return this.grpc.forward(leader, address, method, request, done, token);
   }
 }

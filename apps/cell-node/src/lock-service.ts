@@ -24,8 +24,10 @@ import {
   type RequestOf,
   type ResponseOf,
   type WatchSink,
+  bearerToken,
   lockToWire,
 } from '@fencer/cell';
+import { namespaceOfSessionId } from '@fencer/contract';
 import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
 import type { LaneDispatch } from '@fencer/peer-transport';
 
@@ -35,8 +37,10 @@ import type { CellNode } from './node.js';
 type Pb = typeof lockservice;
 const { WatchEventType } = lockservice as Pb;
 
+/** How the call came (forwarded by a router or replica) and the token it presented (`authorization: Bearer`). */
 function contextOf(call: { metadata: { get(key: string): unknown[] } }): CallContext {
-  return { forwarded: call.metadata.get(FORWARDED_KEY).length > 0 };
+  const token = bearerToken(call.metadata.get('authorization')[0]);
+  return { forwarded: call.metadata.get(FORWARDED_KEY).length > 0, ...(token !== undefined ? { token } : {}) };
 }
 
 function watchEventToPb(e: HubEvent): lockservice.WatchEvent {
@@ -62,6 +66,11 @@ function watchEventToPb(e: HubEvent): lockservice.WatchEvent {
     case 'progress':
       return { revision: e.revision, type: WatchEventType.WATCH_EVENT_TYPE_PROGRESS, name: '', sessionId: '', token: 0, lock: undefined };
   }
+}
+
+/** The namespace a Watch names (`/ls/<namespace>/...`); '' for a name the watch itself refuses as invalid. */
+function watchNamespace(name: string): string {
+  return /^\/ls\/([^/]+)/.exec(name)?.[1] ?? '';
 }
 
 export class LockServiceImpl {
@@ -127,8 +136,13 @@ export class LockServiceImpl {
    * call, so a follower answers NOT_LEADER with a leader-hint and the router
    * goes to the leader itself from then on.
    */
-  lane: LaneDispatch = (method, request, answer) =>
-    this.serve(method, request as RequestOf<typeof method>, { forwarded: true }, answer as (o: Result<unknown, FencerError>) => void);
+  lane: LaneDispatch = (method, request, answer, token) =>
+    this.serve(
+      method,
+      request as RequestOf<typeof method>,
+      token !== undefined ? { forwarded: true, token } : { forwarded: true },
+      answer as (o: Result<unknown, FencerError>) => void,
+    );
 
   openSession = this.unary('openSession');
   closeSession = this.unary('closeSession');
@@ -140,8 +154,17 @@ export class LockServiceImpl {
 
   keepAlive = (call: ServerDuplexStream<lockservice.KeepAliveRequest, lockservice.KeepAliveResponse>): void => {
     let open = true;
+    const ctx = contextOf(call);
     call.on('data', (req: lockservice.KeepAliveRequest) => {
-      this.node.cell.heartbeat([req.sessionId], contextOf(call), (r) => {
+      if (!open) return;
+      // A session of a namespace the stream's token does not grant is refused, not extended (this replica's copy of the hashes).
+      const refused = this.node.cell.refusal(namespaceOfSessionId(req.sessionId) ?? '', ctx.token);
+      if (refused !== undefined) {
+        open = false;
+        call.emit('error', toServiceError(refused));
+        return;
+      }
+      this.node.cell.heartbeat([req.sessionId], ctx, (r) => {
         if (!open) return;
         if (!r.ok) {
           open = false;
@@ -175,6 +198,9 @@ export class LockServiceImpl {
       },
     };
     const req = call.request;
+    // Checked on the replica that serves the watch, against its copy of the namespace's hashes.
+    const refused = this.node.cell.refusal(watchNamespace(req.name), contextOf(call).token);
+    if (refused !== undefined) return reject(refused);
     const stop = this.node.cell.watch({ name: req.name, prefix: req.prefix, sinceRevision: req.sinceRevision }, sink, (error) => {
       if (error) reject(error);
     });
@@ -183,21 +209,50 @@ export class LockServiceImpl {
     call.on('error', stop);
   };
 
-  /** The leader's internal HeartbeatBatch (session proxies, and followers relaying KeepAlive): never relayed again; counted in fencer_rpcs_total. */
+  /**
+   * The leader's internal HeartbeatBatch (session proxies, and followers
+   * relaying KeepAlive): never relayed again; counted in fencer_rpcs_total.
+   * A session that came with its stream's token is checked against it first:
+   * one its token does not grant is answered `forbidden`, not extended. A
+   * relay from a follower carries no tokens: the follower checked each
+   * session where its stream arrived.
+   */
   heartbeatBatch = (
     call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>,
     cb: sendUnaryData<internalpb.HeartbeatBatchResponse>,
   ): void => {
-    this.node.cell.heartbeat(call.request.sessionIds, { forwarded: true }, (r: Result<HeartbeatAnswer[], FencerError>) => {
+    const { sessionIds, tokens, tokenIndex } = call.request;
+    const forbidden = new Set<number>();
+    sessionIds.forEach((id, i) => {
+      const at = tokenIndex[i] ?? 0;
+      if (at === 0) return;
+      if (this.node.cell.refusal(namespaceOfSessionId(id) ?? '', tokens[at - 1]) !== undefined) forbidden.add(i);
+    });
+    const admitted = forbidden.size === 0 ? sessionIds : sessionIds.filter((_, i) => !forbidden.has(i));
+    this.node.cell.heartbeat(admitted, { forwarded: true }, (r: Result<HeartbeatAnswer[], FencerError>) => {
       if (r.ok) {
         this.metrics.rpcs.inc({ method: 'heartbeatBatch', code: 'OK' });
-        return cb(null, { sessions: r.value });
+        return cb(null, { sessions: withForbidden(sessionIds, forbidden, r.value) });
       }
       const error = toServiceError(r.error);
       this.metrics.rpcs.inc({ method: 'heartbeatBatch', code: status[error.code] ?? 'UNKNOWN' });
       cb(error as ServiceError);
     });
   };
+}
+
+/** The batch's answers in its order: the cell's for the admitted sessions, `forbidden` for the others. */
+function withForbidden(
+  sessionIds: readonly string[],
+  forbidden: ReadonlySet<number>,
+  answers: HeartbeatAnswer[],
+): internalpb.SessionHeartbeat[] {
+  let next = 0;
+  return sessionIds.map((sessionId, i) =>
+    forbidden.has(i)
+      ? { sessionId, ttlMsRemaining: 0, expired: false, forbidden: true }
+      : { ...(answers[next++] as HeartbeatAnswer), forbidden: false },
+  );
 }
 
 /** The LockService implementation object for grpc-js. */

@@ -5,7 +5,9 @@
  * (lock-service.ts, admin-service.ts) and build.ts's sockets sit on top.
  */
 import { FencerError, type LogIndex, type NodeId } from '@fencer/base';
-import { type CellEnv, type LeaderForwarder, type LockCellConfig, type LockCellTestHooks, LockCell } from '@fencer/cell';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { type CellAuth, type CellEnv, type LeaderForwarder, type LockCellConfig, type LockCellTestHooks, LockCell } from '@fencer/cell';
 import type { ConfChange } from '@fencer/raft';
 import type { Replica } from '@fencer/replica';
 import type { RaftLogStore } from '@fencer/wal';
@@ -18,8 +20,27 @@ export interface NodeEnv extends CellEnv {
   readonly logger: Logger;
 }
 
+/** The hash a token is stored as, as the control plane makes it (apps/control-plane/src/auth.ts). */
+export function hashToken(token: string): string {
+  return `sha256:${createHash('sha256').update(token).digest('hex')}`;
+}
+
+/**
+ * With --auth, how the cell checks tokens: SHA-256 like the control plane,
+ * and the admin token of --admin-token-file (read once at start; it is
+ * written before the fleet starts and never rewritten).
+ */
+export function cellAuth(config: CellNodeConfig): CellAuth | undefined {
+  if (config.auth !== true) return undefined;
+  if (config.adminTokenFile === undefined) return { hashToken };
+  const admin = readFileSync(config.adminTokenFile, 'utf8').trim();
+  if (admin === '') throw new Error(`${config.adminTokenFile} is empty: it must hold the control plane's admin token`);
+  return { hashToken, adminTokenHash: hashToken(admin) };
+}
+
 /** The cell library's configuration for this node. */
 export function lockCellConfig(config: CellNodeConfig): LockCellConfig {
+  const auth = cellAuth(config);
   return {
     id: config.id,
     peers: config.peers,
@@ -52,6 +73,7 @@ export function lockCellConfig(config: CellNodeConfig): LockCellConfig {
     watchProgressMs: config.watchProgressMs,
     heartbeatRoundSpacingMs: config.heartbeatRoundSpacingMs,
     autoClaim: !config.managed,
+    ...(auth !== undefined ? { auth } : {}),
   };
 }
 

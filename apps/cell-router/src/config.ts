@@ -20,6 +20,8 @@ export interface RouterConfig {
   readonly encodeWatchEventsOnce: boolean;
   /** Mutual TLS to the cells, TLS to clients (--tls-cert, --tls-key, --tls-ca). */
   readonly tls: TlsPaths | undefined;
+  /** A fleet with tenant tokens (--auth; decision 0016). */
+  readonly auth: boolean;
 }
 
 export function parseRouterConfig(argv: readonly string[]): RouterConfig {
@@ -60,5 +62,6 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
     coalesceWatches: o.coalesceWatches,
     encodeWatchEventsOnce: o.encodeWatchEventsOnce,
     tls: checkTlsChoice(o),
+    auth: o.auth === true,
   };
 }

@@ -24,6 +24,7 @@ const router = buildRouter({
   watchOptions: { encodeOnce: config.encodeWatchEventsOnce },
   id: config.id,
   tls: tlsFilesFor(config.tls, logger),
+  auth: config.auth,
 });
 // Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
 const metricsServer = config.metricsListen

@@ -25,6 +25,7 @@ interface ProxyOptions {
   readonly tlsCert?: string;
   readonly tlsKey?: string;
   readonly tlsCa?: string;
+  readonly auth?: boolean;
 }
 
 const cmd = routingOptions(
@@ -59,6 +60,7 @@ const proxy = buildProxy({
   heartbeatIntervalMs: o.heartbeatIntervalMs,
   streamsMax: o.streamsMax,
   tls: tlsFilesFor(tlsPaths, logger),
+  auth: o.auth === true,
 });
 // Readiness: a routing table is held (routingReadiness); liveness: the listener answers.
 const metricsServer = o.metricsListen

@@ -26,6 +26,8 @@ export interface ProxyDeps {
   readonly streamPendingMax?: number;
   /** Mutual TLS to the cells and TLS to clients (@fencer/routing tlsFilesFor). */
   readonly tls?: TlsFiles | undefined;
+  /** A fleet with tenant tokens (decision 0016): streams without one are refused, each session checked by its leader. */
+  readonly auth?: boolean;
 }
 
 export interface Proxy {
@@ -57,6 +59,7 @@ export function buildProxy(deps: ProxyDeps): Proxy {
     streamsMax: deps.streamsMax,
     streamPendingMax: deps.streamPendingMax,
     tls: deps.tls,
+    auth: deps.auth === true,
   });
   const handlers: lockservice.LockServiceServer = {
     keepAlive: front.keepAlives.serve,

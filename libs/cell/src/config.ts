@@ -7,6 +7,7 @@ import type { Entry } from '@fencer/raft';
 import type { GroupConfig, ReplicaFactory } from '@fencer/group';
 import type { ApplyResult, Command, LockStateMachine } from '@fencer/lock-fsm';
 import type { DutyCommand } from './leader-duties.js';
+import type { CellAuth } from './auth.js';
 
 export interface LockCellConfig extends GroupConfig {
   readonly tickMs: number;
@@ -26,6 +27,12 @@ export interface LockCellConfig extends GroupConfig {
    * False for a cell a control plane manages: it owns only what ClaimNamespace gave it (docs/decisions/0005-cells-own-namespaces.md).
    */
   readonly autoClaim: boolean;
+  /**
+   * Tenant tokens are required and checked on every lock-service call
+   * (auth.ts; docs/decisions/0016-tenant-credentials-and-mtls.md). None: no
+   * call is refused for its token (a fleet without --auth, the simulator).
+   */
+  readonly auth?: CellAuth;
 }
 
 /**

@@ -28,6 +28,7 @@ import { Heartbeats } from './heartbeats.js';
 import { type DutyCommand, LeaderDuties, waitKey } from './leader-duties.js';
 import { namespaceOfSessionId } from '@fencer/contract';
 import { type CallContext, type CallDone, type LeaderForwarder, RequestApi } from './request-api.js';
+import { refusal } from './auth.js';
 import { WaitingCalls } from './waiting-calls.js';
 import { NamespaceMoves } from './namespace-moves.js';
 import type { WatchSink } from './watch-hub.js';
@@ -91,7 +92,8 @@ export class LockCell {
       moves: this.moves,
     });
     const acquires = new HeldAcquires({ env, hooks, core, waits: this.waits, fsm, propose: (command) => this.propose(command, () => {}) });
-    this.requests = new RequestApi({ config, env, hooks, core, forwarder, acquires, fsm });
+    const refusal = (namespace: string, token: string | undefined): FencerError | undefined => this.refusal(namespace, token);
+    this.requests = new RequestApi({ config, env, hooks, core, forwarder, acquires, fsm, refusal });
     this.heartbeats = new Heartbeats({ config, env, hooks, core, duties: this.duties, moves: this.moves, forwarder, fsm });
     // Last, with every part built: the replica restores its snapshot and replays its log through the stream.
     this.core.open();
@@ -153,6 +155,15 @@ export class LockCell {
   }
 
   /** Heartbeats for a batch of sessions: after a confirmation round on the leader, relayed from a follower (heartbeats.ts). */
+  /**
+   * Why `token` may not call `namespace` on this replica now (auth.ts), by its
+   * applied copy of the namespace's hashes; undefined when it may, or when the
+   * cell runs without auth.
+   */
+  refusal(namespace: string, token: string | undefined): FencerError | undefined {
+    return refusal({ auth: this.config.auth, clock: this.env.clock, autoClaim: this.config.autoClaim }, this.fsm, namespace, token);
+  }
+
   heartbeat(sessionIds: readonly string[], ctx: CallContext, done: Done<HeartbeatAnswer[]>): Cancel {
     return this.heartbeats.heartbeat(sessionIds, ctx, done);
   }

@@ -9,7 +9,7 @@
  * Each call is answered once, through the `done` it came with.
  */
 import { FencerError, type LogIndex, Namespace, type NodeId, Revision, SessionId, type Result, err, ok, unreachable } from '@fencer/base';
-import { LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, WAIT_MS_MAX, makeSessionId } from '@fencer/contract';
+import { LIST_LOCKS_LIMIT_DEFAULT, LIST_LOCKS_LIMIT_MAX, WAIT_MS_MAX, makeSessionId, namespaceOfSessionId } from '@fencer/contract';
 import { type Cancel, type Done, type GroupCore, afterChained } from '@fencer/group';
 import {
   type CloseSessionOutcome,
@@ -24,7 +24,7 @@ import type { LockCellConfig, LockCellTestHooks } from './config.js';
 import type { CellEnv } from './env.js';
 import type { HeldAcquires } from './held-acquire.js';
 import { FORWARD_TIMEOUT_MS } from './limits.js';
-import { fail, failureOf, requireOwned, validators } from './validation.js';
+import { fail, failureOf, namespaceOfName, requireOwned, validators } from './validation.js';
 import { type AcquireRequest, type CellMethod, type HeartbeatAnswer, type RequestOf, type ResponseOf, lockToWire } from './wire.js';
 
 /** Where a write landed in the log (the simulator's durability checkers use it; the gRPC layer ignores it). */
@@ -41,11 +41,21 @@ export type CallDone<T> = (outcome: Result<T, FencerError>, receipt?: Receipt) =
 export interface CallContext {
   /** Forwarded by another replica: never forwarded again (answered NOT_LEADER with a leader hint instead). */
   readonly forwarded: boolean;
+  /** The tenant (or admin) token the call presented (`authorization: Bearer`); checked where the call is served (auth.ts). */
+  readonly token?: string;
 }
 
 /** Sends calls to the leader (gRPC to its client port in production, the simulated network in the simulator). */
 export interface LeaderForwarder {
-  forward<M extends CellMethod>(leader: NodeId, address: string, method: M, request: RequestOf<M>, done: CallDone<ResponseOf<M>>): Cancel;
+  /** Carries `token` (the call's own) to the leader, which checks it. */
+  forward<M extends CellMethod>(
+    leader: NodeId,
+    address: string,
+    method: M,
+    request: RequestOf<M>,
+    done: CallDone<ResponseOf<M>>,
+    token?: string,
+  ): Cancel;
   heartbeats(leader: NodeId, address: string, sessionIds: readonly string[], done: Done<HeartbeatAnswer[]>): Cancel;
 }
 
@@ -71,6 +81,27 @@ export interface RequestApiParts {
   readonly acquires: HeldAcquires;
   /** The lock state as applied here now. */
   readonly fsm: () => LockStateMachine;
+  /** Why `token` may not call `namespace` here now (auth.ts), or undefined. */
+  readonly refusal: (namespace: string, token: string | undefined) => FencerError | undefined;
+}
+
+/** The namespace a validated request is about: named, or embedded in its session id or lock name. */
+export function namespaceOfRequest<M extends CellMethod>(method: M, request: RequestOf<M>): string {
+  switch (method) {
+    case 'openSession':
+      return (request as RequestOf<'openSession'>).namespace;
+    case 'closeSession':
+    case 'release':
+    case 'acquire':
+      return namespaceOfSessionId((request as RequestOf<'closeSession'>).sessionId) ?? '';
+    case 'checkToken':
+    case 'getLock':
+      return namespaceOfName((request as RequestOf<'getLock'>).name);
+    case 'listLocks':
+      return namespaceOfName((request as RequestOf<'listLocks'>).prefix);
+    default:
+      return unreachable(method as never, 'cell method');
+  }
 }
 
 export class RequestApi {
@@ -92,7 +123,12 @@ export class RequestApi {
     try {
       (validators[method] as (req: RequestOf<M>) => void)(request);
       const local = this.parts.core.isLeader || (this.parts.hooks.readWithoutBarrier === true && READ_METHODS.has(method));
-      if (local) return this.serve(method, request, answer);
+      // The token is checked where the call is served: the leader's applied copy of the namespace's hashes.
+      if (local) {
+        const refused = this.parts.refusal(namespaceOfRequest(method, request), ctx.token);
+        if (refused !== undefined) throw refused;
+        return this.serve(method, request, answer);
+      }
       return this.forward(method, request, ctx, answer);
     } catch (e) {
       if (!(e instanceof FencerError)) throw e;
@@ -136,10 +172,17 @@ export class RequestApi {
       cancelCall();
       done(err(new FencerError('NO_LEADER', `the leader at ${target.address} did not answer within ${timeoutMs} ms`, target.address)));
     });
-    cancelCall = this.parts.forwarder.forward(target.id, target.address, method, request, (outcome, receipt) => {
-      timer();
-      done(outcome, receipt);
-    });
+    cancelCall = this.parts.forwarder.forward(
+      target.id,
+      target.address,
+      method,
+      request,
+      (outcome, receipt) => {
+        timer();
+        done(outcome, receipt);
+      },
+      ctx.token,
+    );
     return () => {
       timer();
       cancelCall();

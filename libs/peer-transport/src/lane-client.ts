@@ -23,6 +23,7 @@ import {
   LaneFrameType,
   type LaneMethod,
   encodeLaneFrame,
+  withToken,
   errorOfPayload,
   writeCoalesced,
 } from './lane-frames.js';
@@ -84,7 +85,7 @@ export class LaneClient {
   }
 
   /** One call; `done` is called exactly once unless the returned cancel runs first. */
-  call(method: LaneMethod, request: unknown, deadlineMs: number, done: (r: LaneResult) => void): () => void {
+  call(method: LaneMethod, request: unknown, deadlineMs: number, done: (r: LaneResult) => void, token?: string): () => void {
     if (!this.available) {
       done({ ok: false, unsupported: true });
       return () => {};
@@ -92,7 +93,11 @@ export class LaneClient {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffff_fffe ? 1 : this.nextId + 1;
     const bytes = (LockServiceService[method].requestSerialize as (v: unknown) => Buffer)(request);
-    const frame = encodeLaneFrame(LaneFrameType.CALL, id, bytes, METHOD_INDEX.get(method)!);
+    // The caller's token rides in the call's own frame: the node checks it (CALL_WITH_TOKEN).
+    const frame =
+      token === undefined
+        ? encodeLaneFrame(LaneFrameType.CALL, id, bytes, METHOD_INDEX.get(method)!)
+        : encodeLaneFrame(LaneFrameType.CALL_WITH_TOKEN, id, withToken(token, bytes), METHOD_INDEX.get(method)!);
     const sentAt = performance.now();
     const timer = setTimeout(
       () => {

@@ -20,6 +20,10 @@
  * an oversized length or an unknown type from the header alone).
  * - CALL (caller): u8 method index (LANE_METHODS), then the request's
  *   protobuf bytes;
+ * - CALL_WITH_TOKEN (caller): u8 method index, u16 token length, the
+ *   token's bytes (the caller's `authorization: Bearer` token, which the node
+ *   checks: docs/decisions/0016-tenant-credentials-and-mtls.md), then the
+ *   request's protobuf bytes;
  * - CANCEL (caller): empty; the caller gave up (deadline, its client left);
  * - OK (node): the response's protobuf bytes;
  * - ERROR (node): JSON {code, message, leaderHint?}, a FencerError;
@@ -46,7 +50,28 @@ export type LaneMethod = (typeof LANE_METHODS)[number];
 
 /** u32 payload length, u8 type, u32 call id. */
 const laneHeaderBytes = 9;
-export const LaneFrameType = { CALL: 1, CANCEL: 2, OK: 3, ERROR: 4, PING: 5, PONG: 6 } as const;
+export const LaneFrameType = { CALL: 1, CANCEL: 2, OK: 3, ERROR: 4, PING: 5, PONG: 6, CALL_WITH_TOKEN: 7 } as const;
+/** Bytes of a token a CALL_WITH_TOKEN frame carries at most (the contract's bearer tokens are far shorter). */
+export const LANE_TOKEN_BYTES_MAX = 1024;
+
+/** A CALL_WITH_TOKEN payload's body after the method byte: u16 token length, token, request bytes. */
+export function withToken(token: string, request: Uint8Array): Buffer {
+  const t = Buffer.from(token, 'latin1');
+  if (t.length > LANE_TOKEN_BYTES_MAX) throw new FencerError('INVALID_ARGUMENT', `a token is at most ${LANE_TOKEN_BYTES_MAX} bytes`);
+  const b = Buffer.allocUnsafe(2 + t.length + request.length);
+  b.writeUInt16BE(t.length, 0);
+  t.copy(b, 2);
+  b.set(request, 2 + t.length);
+  return b;
+}
+
+/** Splits a CALL_WITH_TOKEN body (after the method byte); undefined when its length lies. */
+export function splitToken(body: Buffer): { token: string; request: Buffer } | undefined {
+  if (body.length < 2) return undefined;
+  const n = body.readUInt16BE(0);
+  if (n > LANE_TOKEN_BYTES_MAX || 2 + n > body.length) return undefined;
+  return { token: body.toString('latin1', 2, 2 + n), request: body.subarray(2 + n) };
+}
 const TYPES = new Set<number>(Object.values(LaneFrameType));
 const CODES = new Set<string>(ERROR_CODES);
 

@@ -21,6 +21,7 @@ import {
   type LaneMethod,
   encodeLaneFrame,
   errorPayload,
+  splitToken,
   writeCoalesced,
 } from './lane-frames.js';
 import { laneCallsMax, laneSniffTimeoutMs } from './limits.js';
@@ -33,7 +34,8 @@ export type LaneOutcome = { ok: true; value: unknown } | { ok: false; error: Fen
  * marked forwarded (a follower answers NOT_LEADER with a leader-hint rather
  * than forwarding). Returns how to cancel it.
  */
-export type LaneDispatch = (method: LaneMethod, request: unknown, answer: (o: LaneOutcome) => void) => () => void;
+/** `token`: the caller's `authorization: Bearer` token, when its frame carried one (CALL_WITH_TOKEN). */
+export type LaneDispatch = (method: LaneMethod, request: unknown, answer: (o: LaneOutcome) => void, token?: string) => () => void;
 
 /** A node's end of one lane connection (after the handshake). */
 export class LaneConnection {
@@ -80,7 +82,7 @@ export class LaneConnection {
         this.maybeEnd();
       } else if (f.type === LaneFrameType.PING) {
         this.write(encodeLaneFrame(LaneFrameType.PONG, f.id, Buffer.alloc(0)));
-      } else if (f.type === LaneFrameType.CALL) {
+      } else if (f.type === LaneFrameType.CALL || f.type === LaneFrameType.CALL_WITH_TOKEN) {
         if (this.calls.has(f.id)) return this.broken(`call id ${f.id} reused while in flight`);
         this.call(f);
       } else {
@@ -103,9 +105,16 @@ export class LaneConnection {
     if (this.calls.size >= laneCallsMax)
       return fail(new FencerError('TOO_MANY_REQUESTS', `this lane connection has ${laneCallsMax} calls in flight; retry with backoff`));
     const def = lockservice.LockServiceService[method];
+    let body = f.payload.subarray(1);
+    let token: string | undefined;
+    if (f.type === LaneFrameType.CALL_WITH_TOKEN) {
+      const split = splitToken(body);
+      if (split === undefined) return fail(new FencerError('INVALID_ARGUMENT', `lane call ${f.id}: its token's length is wrong`));
+      ({ token, request: body } = split);
+    }
     let request: unknown;
     try {
-      request = def.requestDeserialize(Buffer.from(f.payload.subarray(1)));
+      request = def.requestDeserialize(Buffer.from(body));
     } catch (e) {
       return fail(
         new FencerError('INVALID_ARGUMENT', `${def.path}: the request is not a valid message of the contract (${(e as Error).message})`),
@@ -113,18 +122,23 @@ export class LaneConnection {
     }
     let answered = false;
     this.calls.set(f.id, () => (answered = true));
-    const cancel = this.dispatch(method, request, (o) => {
-      if (answered || this.closed) return;
-      answered = true;
-      this.calls.delete(f.id);
-      if (o.ok) {
-        const bytes = (def.responseSerialize as (v: unknown) => Buffer)(o.value);
-        this.write(encodeLaneFrame(LaneFrameType.OK, f.id, bytes));
-      } else {
-        this.write(encodeLaneFrame(LaneFrameType.ERROR, f.id, errorPayload(o.error)));
-      }
-      this.maybeEnd();
-    });
+    const cancel = this.dispatch(
+      method,
+      request,
+      (o) => {
+        if (answered || this.closed) return;
+        answered = true;
+        this.calls.delete(f.id);
+        if (o.ok) {
+          const bytes = (def.responseSerialize as (v: unknown) => Buffer)(o.value);
+          this.write(encodeLaneFrame(LaneFrameType.OK, f.id, bytes));
+        } else {
+          this.write(encodeLaneFrame(LaneFrameType.ERROR, f.id, errorPayload(o.error)));
+        }
+        this.maybeEnd();
+      },
+      token,
+    );
     if (!answered) {
       this.calls.set(f.id, () => {
         answered = true;

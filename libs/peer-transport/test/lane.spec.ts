@@ -36,6 +36,7 @@ interface Held {
   readonly request: Record<string, unknown>;
   readonly answer: (o: LaneOutcome) => void;
   cancelled: boolean;
+  readonly token?: string | undefined;
 }
 
 const cleanup: (() => unknown)[] = [];
@@ -53,8 +54,8 @@ async function node(): Promise<{ port: MuxedPort; held: Held[]; next(): Promise<
     getLock: (_call: unknown, cb: (e: ServiceError | null, r?: lockservice.GetLockResponse) => void) =>
       cb(null, { lock: undefined, revision: 42 } as unknown as lockservice.GetLockResponse),
   } as unknown as lockservice.LockServiceServer);
-  const dispatch: LaneDispatch = (method, request, answer) => {
-    const h: Held = { method, request: request as Record<string, unknown>, answer, cancelled: false };
+  const dispatch: LaneDispatch = (method, request, answer, token) => {
+    const h: Held = { method, request: request as Record<string, unknown>, answer, cancelled: false, token };
     held.push(h);
     const w = waiting.shift();
     if (w) {
@@ -263,6 +264,34 @@ describe('lane', () => {
     const c = lane(`127.0.0.1:${port}`);
     expect(await call(c, 'getLock', { name: '/ls/ns/x' })).toEqual({ ok: false, unsupported: true });
     expect(c.available).toBe(false);
+  });
+
+  it("carries the caller's token with its call (CALL_WITH_TOKEN), and none when the caller has none", async () => {
+    const n = await node();
+    const c = lane(n.port.address);
+    const withToken = new Promise<LaneResult>((resolve) => c.call('getLock', { name: '/ls/ns/x' }, Date.now() + 10_000, resolve, 'tok-1'));
+    const first = await n.next();
+    expect(first).toMatchObject({ method: 'getLock', request: { name: '/ls/ns/x' }, token: 'tok-1' });
+    first.answer({ ok: true, value: { lock: undefined, revision: 7 } });
+    expect(await withToken).toMatchObject({ ok: true });
+    const without = call(c, 'getLock', { name: '/ls/ns/y' });
+    const second = await n.next();
+    expect(second.token).toBeUndefined();
+    second.answer({ ok: true, value: { lock: undefined, revision: 8 } });
+    await without;
+    // A token length that runs past the frame is that call's INVALID_ARGUMENT; the connection keeps serving.
+    const lying = Buffer.from([0x00, 0xff, 0x41]);
+    const answers = await rawFrames(
+      n.port.address,
+      Buffer.concat([
+        LANE_MAGIC,
+        encodeLaneFrame(LaneFrameType.CALL_WITH_TOKEN, 1, lying, 5),
+        encodeLaneFrame(LaneFrameType.PING, 2, Buffer.alloc(0)),
+      ]),
+      2,
+    );
+    expect(answers.map((f) => f.type)).toEqual([LaneFrameType.ERROR, LaneFrameType.PONG]);
+    expect(JSON.parse(answers[0]!.payload.toString())).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/token/) });
   });
 
   it('answers undecodable request bytes and unknown methods INVALID_ARGUMENT, on a connection that keeps serving', async () => {

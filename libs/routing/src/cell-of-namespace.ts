@@ -10,6 +10,7 @@ import type { CellPool, CellState } from './cell-pool.js';
 import type { RouterMetrics } from './metrics.js';
 import { fail } from './namespace-of-call.js';
 import type { RoutingSource } from './routing-source.js';
+import { forbidden } from './auth.js';
 
 export type CellOf = (namespace: string, bySession: boolean) => Promise<CellState>;
 
@@ -19,6 +20,8 @@ export interface CellOfDeps {
   readonly metrics: RouterMetrics;
   /** Create the tenant of an unknown namespace on first use, instead of NOT_FOUND NAMESPACE_NOT_FOUND. */
   readonly autoTenants: boolean;
+  /** A fleet with tenant tokens: a namespace with no tenant is NAMESPACE_FORBIDDEN, as another tenant's is at its cell. */
+  readonly auth?: boolean;
 }
 
 export function cellOfNamespace(deps: CellOfDeps): CellOf {
@@ -28,6 +31,7 @@ export function cellOfNamespace(deps: CellOfDeps): CellOf {
   return async (namespace, bySession) => {
     let route = source.table().routes.get(namespace);
     if (route === undefined) {
+      if (deps.auth === true) throw forbidden(namespace);
       if (bySession) fail('SESSION_NOT_FOUND', `the session's namespace "${namespace}" has no tenant, so the session does not exist`);
       if (!deps.autoTenants) fail('NAMESPACE_NOT_FOUND', `namespace "${namespace}" has no tenant: create it through the control plane`);
       let p = creating.get(namespace);

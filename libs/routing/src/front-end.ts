@@ -36,6 +36,8 @@ export interface FrontEndDeps {
   readonly streamPendingMax?: number | undefined;
   /** Mutual TLS to the cells, and TLS to clients (decision 0016). */
   readonly tls?: TlsFiles | undefined;
+  /** A fleet with tenant tokens: KeepAlive streams without one are refused (docs/decisions/0016-tenant-credentials-and-mtls.md). */
+  readonly auth?: boolean | undefined;
   /** KeepAlive streams through grpc-js's call objects instead of node:http2 directly (keepalive-h2.ts); for comparisons. */
   readonly keepAliveOnGrpcJs?: boolean | undefined;
 }
@@ -66,8 +68,9 @@ export function buildFrontEnd(deps: FrontEndDeps): FrontEnd {
     metrics,
     proxyId: deps.id,
     intervalMs: deps.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS_DEFAULT,
+    auth: deps.auth === true,
   });
-  const keepAlives = new KeepAliveStreams(batcher, metrics, deps.streamsMax, deps.streamPendingMax);
+  const keepAlives = new KeepAliveStreams(batcher, metrics, deps.streamsMax, deps.streamPendingMax, deps.auth === true);
   let server: LockServer | undefined;
   return {
     source,

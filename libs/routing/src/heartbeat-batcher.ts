@@ -32,6 +32,7 @@ import type { RouterMetrics } from './metrics.js';
 import type { RoutingSource } from './routing-source.js';
 import { searchLeader } from './leader-search.js';
 import { type Attempt, upstreamAttempt } from './upstream.js';
+import { forbidden } from './auth.js';
 
 export interface HeartbeatAnswer {
   readonly sessionId: string;
@@ -55,6 +56,19 @@ interface Entry {
   readonly done: HeartbeatDone;
   readonly arrivedAtMs: number;
   more: Waiter[] | undefined;
+  readonly sessionId: string;
+  /** The token of the stream(s) this heartbeat came from: the leader checks the session's namespace against it. */
+  readonly token: string | undefined;
+}
+
+/**
+ * Where a heartbeat waits: by session, and by token too, so heartbeats of one
+ * session from streams with different tokens are never answered together (a
+ * stream without a right to the session must not share, or spoil, the
+ * answer of one with it).
+ */
+function keyOf(sessionId: string, token: string | undefined): string {
+  return token === undefined ? sessionId : `${sessionId}\n${token}`;
 }
 
 interface CellQueue {
@@ -74,6 +88,8 @@ export interface HeartbeatBatcherDeps {
   /** Names this process in the batches (for the cells' operators). */
   readonly proxyId: string;
   readonly intervalMs: number;
+  /** A fleet with tenant tokens: a session of a namespace with no tenant is forbidden, not expired. */
+  readonly auth?: boolean;
 }
 
 /** Unroutable heartbeats refresh the routing table at most this often. */
@@ -89,6 +105,30 @@ function connectionLost(err: ServiceError | null): boolean {
 }
 
 /** Adds the waiters of `from` to `into` (the same session met twice: after a failed batch, or a partial answer). */
+/** A batch as its request: each session once, each distinct token once, and which token each session came with (1-based, 0 = none). */
+function batchRequest(batch: Map<string, Entry>): { sessionIds: string[]; tokens: string[]; tokenIndex: number[] } {
+  const sessionIds: string[] = [];
+  const tokens: string[] = [];
+  const tokenIndex: number[] = [];
+  let indexOf: Map<string, number> | undefined;
+  for (const e of batch.values()) {
+    sessionIds.push(e.sessionId);
+    if (e.token === undefined) {
+      tokenIndex.push(0);
+      continue;
+    }
+    indexOf ??= new Map();
+    let at = indexOf.get(e.token);
+    if (at === undefined) {
+      at = tokens.push(e.token);
+      indexOf.set(e.token, at);
+    }
+    tokenIndex.push(at);
+  }
+  // No token at all (a fleet without auth): the request stays as it was, without the token fields' bytes.
+  return indexOf === undefined ? { sessionIds, tokens, tokenIndex: [] } : { sessionIds, tokens, tokenIndex };
+}
+
 function merge(into: Entry, from: Entry): void {
   const more = (into.more ??= []);
   more.push({ done: from.done, arrivedAtMs: from.arrivedAtMs });
@@ -151,11 +191,12 @@ export class HeartbeatBatcher {
    * the session, with `expired` for an id no cell could have issued (or whose
    * namespace no cell holds), or with TOO_MANY_REQUESTS when the batcher is full.
    */
-  heartbeat(sessionId: string, done: HeartbeatDone): void {
-    const cellId = this.cachedCellOf(sessionId) ?? this.routeSlowly(sessionId, done);
+  heartbeat(sessionId: string, done: HeartbeatDone, token?: string): void {
+    const cellId = this.cachedCellOf(sessionId) ?? this.routeSlowly(sessionId, done, token);
     if (cellId === undefined) return;
     const q = this.queue(cellId);
-    const entry = q.pending.get(sessionId);
+    const key = keyOf(sessionId, token);
+    const entry = q.pending.get(key);
     if (entry) {
       (entry.more ??= []).push({ done, arrivedAtMs: performance.now() });
       return;
@@ -166,7 +207,7 @@ export class HeartbeatBatcher {
       );
     }
     this.sessions++;
-    q.pending.set(sessionId, { done, arrivedAtMs: performance.now(), more: undefined });
+    q.pending.set(key, { done, arrivedAtMs: performance.now(), more: undefined, sessionId, token });
   }
 
   /** The cell of a session id whose namespace a heartbeat routed already under the table in force; else undefined. */
@@ -185,11 +226,13 @@ export class HeartbeatBatcher {
    * or undefined once `done` was answered (or will be, after a refresh of the
    * routing source).
    */
-  private routeSlowly(sessionId: string, done: HeartbeatDone): string | undefined {
+  private routeSlowly(sessionId: string, done: HeartbeatDone, token: string | undefined): string | undefined {
     const ns = namespaceOfSessionId(sessionId);
+    // With tenant tokens, a session of a namespace nobody holds is forbidden, as another tenant's is (docs/decisions/0016-tenant-credentials-and-mtls.md).
+    const unroutable = (): HeartbeatAnswer | FencerError => (this.deps.auth === true ? forbidden(ns ?? '') : expired(sessionId));
     if (ns === undefined) {
       this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
-      done(expired(sessionId));
+      done(unroutable());
       return undefined;
     }
     const cellId = this.routable(ns);
@@ -201,11 +244,11 @@ export class HeartbeatBatcher {
     this.refreshSoon().then(
       () => {
         if (this.closed) return;
-        if (this.routable(ns) !== undefined) return this.heartbeat(sessionId, done);
+        if (this.routable(ns) !== undefined) return this.heartbeat(sessionId, done, token);
         this.deps.metrics.heartbeats.inc({ cell: '', outcome: 'unroutable' });
-        done(expired(sessionId));
+        done(unroutable());
       },
-      () => done(expired(sessionId)),
+      () => done(unroutable()),
     );
     return undefined;
   }
@@ -275,12 +318,12 @@ export class HeartbeatBatcher {
     q.inFlight = batch;
     if (!cell) return this.answerBatch(q, batch, cellId, undefined);
     const target = cell.target();
-    const sessionIds = [...batch.keys()];
+    const { sessionIds, tokens, tokenIndex } = batchRequest(batch);
     this.deps.metrics.batchSessions.observe({ cell: cellId }, sessionIds.length);
     this.deps.pool
       .internalStub(target)
       .heartbeatBatch(
-        { sessionIds, proxyId: this.deps.proxyId },
+        { sessionIds, proxyId: this.deps.proxyId, tokens, tokenIndex },
         new Metadata(),
         { deadline: Date.now() + BATCH_TIMEOUT_MS },
         (err: ServiceError | null, res?: internalpb.HeartbeatBatchResponse) => {
@@ -336,8 +379,8 @@ export class HeartbeatBatcher {
    * answers, rather than at the next tick to the next replica in turn.
    */
   private followAfterLoss(cellId: string, cell: CellState, target: string, batch: Map<string, Entry>): void {
-    const first = batch.keys().next();
-    const namespace = first.done === true ? undefined : namespaceOfSessionId(first.value);
+    const first = batch.values().next();
+    const namespace = first.done === true ? undefined : namespaceOfSessionId(first.value.sessionId);
     if (namespace === undefined) return cell.advance(target);
     void searchLeader(this.attempt, cell, target, namespace, Date.now() + BATCH_TIMEOUT_MS).then((found) => {
       const q = this.queues.get(cellId);
@@ -367,8 +410,9 @@ export class HeartbeatBatcher {
     let alive = 0;
     let gone = 0;
     let i = 0;
-    for (const [id, entry] of batch) {
-      let a: HeartbeatAnswer | undefined;
+    for (const [key, entry] of batch) {
+      const id = entry.sessionId;
+      let a: internalpb.SessionHeartbeat | HeartbeatAnswer | undefined;
       if (answers === undefined) a = expired(id);
       else {
         a = answers[i];
@@ -377,11 +421,19 @@ export class HeartbeatBatcher {
       i++;
       if (a === undefined) {
         // The leader did not answer this one: it goes out again next tick.
-        const again = q.pending.get(id);
+        const again = q.pending.get(key);
         if (again) {
           merge(again, entry);
           this.sessions--;
-        } else q.pending.set(id, entry);
+        } else q.pending.set(key, entry);
+        continue;
+      }
+      if ('forbidden' in a && a.forbidden) {
+        // The stream's token does not grant the session's namespace: not extended, and the stream is refused.
+        this.sessions--;
+        const refused = forbidden(namespaceOfSessionId(id) ?? '');
+        entry.done(refused);
+        if (entry.more) for (const w of entry.more) w.done(refused);
         continue;
       }
       if (a.expired) {
@@ -390,8 +442,8 @@ export class HeartbeatBatcher {
         const routedTo = ns === undefined ? undefined : table.routes.get(ns)?.cell;
         if (routedTo !== undefined && routedTo !== cellId) {
           this.sessions--;
-          this.heartbeat(id, entry.done);
-          if (entry.more) for (const w of entry.more) this.heartbeat(id, w.done);
+          this.heartbeat(id, entry.done, entry.token);
+          if (entry.more) for (const w of entry.more) this.heartbeat(id, w.done, entry.token);
           continue;
         }
         gone += 1 + (entry.more?.length ?? 0);

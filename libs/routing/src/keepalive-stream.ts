@@ -19,6 +19,7 @@ import type { HeartbeatAnswer, HeartbeatBatcher, HeartbeatDone } from './heartbe
 import { RawKeepAliveCall } from './keepalive-h2.js';
 import { KEEPALIVE_STREAMS_MAX, STREAM_PENDING_MAX } from './limits.js';
 import type { RouterMetrics } from './metrics.js';
+import { bearerOf, missingToken, tokenOf } from './auth.js';
 
 type Stream = ServerDuplexStream<lockservice.KeepAliveRequest, lockservice.KeepAliveResponse>;
 
@@ -44,6 +45,8 @@ export class KeepAliveStreams {
     private readonly metrics: RouterMetrics,
     private readonly streamsMax = KEEPALIVE_STREAMS_MAX,
     private readonly pendingMax = STREAM_PENDING_MAX,
+    /** A fleet with tenant tokens: a stream without one is refused; each session goes to its leader with the stream's token. */
+    private readonly auth = false,
   ) {}
 
   get streams(): number {
@@ -53,7 +56,7 @@ export class KeepAliveStreams {
   /** A KeepAlive stream served by grpc-js. */
   serve = (call: Stream): void => {
     const fail = (e: FencerError): void => void call.emit('error', toServiceError(e) as ServiceError);
-    const t = this.track({ write: (a) => call.write(a), fail });
+    const t = this.track({ write: (a) => call.write(a), fail }, tokenOf(call));
     if (t === undefined) return;
     call.on('data', (req: lockservice.KeepAliveRequest) => t.request(req.sessionId));
     call.on('end', () => {
@@ -68,7 +71,10 @@ export class KeepAliveStreams {
   /** A KeepAlive stream read and written on node:http2 directly (keepalive-h2.ts). */
   serveRaw = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void => {
     const call = new RawKeepAliveCall(stream, headers);
-    const t = this.track({ write: (a) => call.answer(a.sessionId, a.ttlMsRemaining, a.expired), fail: (e) => call.fail(e) });
+    const t = this.track(
+      { write: (a) => call.answer(a.sessionId, a.ttlMsRemaining, a.expired), fail: (e) => call.fail(e) },
+      bearerOf(headers['authorization']),
+    );
     if (t === undefined) return;
     call.start({
       request: t.request,
@@ -90,12 +96,19 @@ export class KeepAliveStreams {
    * Counts a new stream (refused with TOO_MANY_REQUESTS past streamsMax:
    * undefined) and bounds the heartbeats waiting on it. One answer callback
    * per stream, shared by its heartbeats: a heartbeat allocates nothing here.
+   * The stream's `token` (when it has one) goes with each of its heartbeats:
+   * the leader checks the session's namespace against it; under auth a
+   * stream without one is refused (BAD_CREDENTIALS).
    */
-  private track(sink: Sink): Tracked | undefined {
+  private track(sink: Sink, token: string | undefined): Tracked | undefined {
     if (this.open >= this.streamsMax) {
       sink.fail(
         new FencerError('TOO_MANY_REQUESTS', `this process serves ${this.streamsMax} KeepAlive streams already; connect to another`),
       );
+      return undefined;
+    }
+    if (this.auth && token === undefined) {
+      sink.fail(missingToken());
       return undefined;
     }
     this.open++;
@@ -133,7 +146,7 @@ export class KeepAliveStreams {
         );
       }
       pending++;
-      this.batcher.heartbeat(sessionId, answer);
+      this.batcher.heartbeat(sessionId, answer, token);
     };
     return { request, finish };
   }

@@ -43,6 +43,14 @@ export interface RouterDeps {
   readonly id?: string;
   /** Mutual TLS to the cells and TLS to clients (tlsFilesFor). */
   readonly tls?: TlsFiles | undefined;
+  /**
+   * A fleet with tenant tokens (docs/decisions/0016-tenant-credentials-and-mtls.md):
+   * each call's token goes to the cell, which checks it; a call without one
+   * is refused here, and a namespace with no tenant answers NAMESPACE_FORBIDDEN
+   * (the cells' answer for another tenant's namespace), never NOT_FOUND, and
+   * is never created as an auto-tenant.
+   */
+  readonly auth?: boolean;
   /** Identical watches share one upstream stream (default true; watch-group.ts). */
   readonly coalesceWatches?: boolean;
   /** Watch coalescing's bounds and encoding (watch-proxy.ts). */
@@ -70,11 +78,20 @@ export function buildRouter(deps: RouterDeps): Router {
   const { source, logger } = deps;
   const metrics = deps.metrics ?? new RouterMetrics();
   const routerId = deps.id ?? `router-${process.pid}`;
-  const front = buildFrontEnd({ source, logger, metrics, id: routerId, heartbeatIntervalMs: deps.heartbeatIntervalMs, tls: deps.tls });
+  const auth = deps.auth === true;
+  const front = buildFrontEnd({
+    source,
+    logger,
+    metrics,
+    id: routerId,
+    heartbeatIntervalMs: deps.heartbeatIntervalMs,
+    tls: deps.tls,
+    auth,
+  });
   const { pool } = front;
   metrics.inFlightSource = () => pool.all();
   const inFlightMax = deps.cellCallsInFlightMax ?? CELL_CALLS_IN_FLIGHT_MAX;
-  const cellOf = cellOfNamespace({ source, pool, metrics, autoTenants: deps.autoTenants ?? false });
+  const cellOf = cellOfNamespace({ source, pool, metrics, autoTenants: !auth && (deps.autoTenants ?? false), auth });
   const acquireLimiter = new AcquireRateLimiter(() => source.acquireRates?.());
   const unary: UnaryDeps = {
     source,
@@ -84,9 +101,10 @@ export function buildRouter(deps: RouterDeps): Router {
     attempt: upstreamAttempt(pool, metrics, routerId),
     inFlightMax,
     acquireLimiter,
+    auth,
   };
   const watches = new WatchProxies(
-    { source, pool, logger, metrics, cellOf, inFlightMax },
+    { source, pool, logger, metrics, cellOf, inFlightMax, auth },
     { ...deps.watchOptions, coalesce: deps.coalesceWatches ?? true },
   );
   const handlers: lockservice.LockServiceServer = {

@@ -39,6 +39,11 @@ export function routingOptions(cmd: Command): Command {
       'control-plane base URL, or the instances of its meta group separated by commas: the routing table is followed by long poll (GET /v1/routing) on one, and on the next when it stops answering',
       controlPlaneList,
     )
+    .option(
+      '--auth',
+      'a fleet with tenant tokens (the cells check them): calls without authorization: Bearer are refused, a namespace with no tenant is forbidden, no auto-tenants',
+      process.env.FENCER_AUTH === '1',
+    )
     .option('--tls-cert <file>', "this process's certificate (PEM): mutual TLS to the cells, TLS to clients", process.env.FENCER_TLS_CERT)
     .option('--tls-key <file>', 'the key of --tls-cert (PEM)', process.env.FENCER_TLS_KEY)
     .option('--tls-ca <file>', 'the CA that signs the cells (PEM)', process.env.FENCER_TLS_CA)

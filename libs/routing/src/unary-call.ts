@@ -24,6 +24,7 @@ import type { RoutingSource } from './routing-source.js';
 import type { Attempt } from './upstream.js';
 import type { AcquireRateLimiter } from './rate-limiter.js';
 import { searchLeader } from './leader-search.js';
+import { missingToken, tokenOf } from './auth.js';
 
 export interface UnaryDeps {
   readonly source: RoutingSource;
@@ -34,6 +35,8 @@ export interface UnaryDeps {
   readonly inFlightMax: number;
   /** Per-tenant Acquire rate limits (rate-limiter.ts); none: no limit. */
   readonly acquireLimiter?: AcquireRateLimiter;
+  /** A fleet with tenant tokens: a call without one is refused here; the cell checks the one it has. */
+  readonly auth?: boolean;
 }
 
 /** NAMESPACE_NOT_HERE refreshes the table at most this often per call: a table that stays wrong is the client's answer. */
@@ -87,6 +90,8 @@ async function callWithRetries<Res>(
 ): Promise<Res> {
   const req = call.request as Record<string, unknown>;
   const { namespace, bySession } = namespaceOfCall(method, req);
+  const token = tokenOf(call);
+  if (deps.auth === true && token === undefined) throw missingToken();
   // Once per call, before any attempt: retries inside the router are not the tenant's acquires.
   if (method === 'acquire') deps.acquireLimiter?.take(namespace);
   const waitMs = method === 'acquire' && typeof req.waitMs === 'number' ? req.waitMs : 0;
@@ -101,7 +106,7 @@ async function callWithRetries<Res>(
     // The call counts against its cell until the attempt and any pause after it are over.
     cell.inFlight++;
     try {
-      const res = await deps.attempt<Res>(target, method, call.request, deadlineMs, (c) => (state.cancelUpstream = c));
+      const res = await deps.attempt<Res>(target, method, call.request, deadlineMs, (c) => (state.cancelUpstream = c), token);
       state.servedBy = target;
       return res;
     } catch (e) {

@@ -10,7 +10,7 @@
  * identical client watches sharing it (watch-group.ts).
  */
 import type { FencerError } from '@fencer/base';
-import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
+import { type ClientReadableStream, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { fromServiceError, type lockservice } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import type { CellPool, CellState } from './cell-pool.js';
@@ -27,12 +27,16 @@ export interface WatchDeps {
   readonly metrics: RouterMetrics;
   readonly cellOf: CellOf;
   readonly inFlightMax: number;
+  /** A fleet with tenant tokens: a watch without one is refused (watch-proxy.ts); the cell checks the one it has. */
+  readonly auth?: boolean;
 }
 
 /** What a watch filter is: the lock name or prefix of a WatchRequest. */
 export interface WatchTarget {
   readonly name: string;
   readonly prefix: boolean;
+  /** The client's token: it goes with every upstream stream, and the cell that serves one checks it (decision 0016). */
+  readonly token?: string | undefined;
 }
 
 /** The owner of an upstream: where its events go, and where it resumes from. */
@@ -104,7 +108,9 @@ export class UpstreamWatch {
     }
     const target = c.target();
     const req = { name: this.target.name, prefix: this.target.prefix, sinceRevision: this.owner.since() };
-    const s = this.deps.pool.lockStub(target).watch(req);
+    const md = new Metadata();
+    if (this.target.token !== undefined) md.set('authorization', `Bearer ${this.target.token}`);
+    const s = this.deps.pool.lockStub(target).watch(req, md);
     this.stream = s;
     s.on('data', (ev: lockservice.WatchEvent) => {
       if (this.stream !== s) return;

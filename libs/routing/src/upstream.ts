@@ -20,14 +20,17 @@ export type Attempt = <Res>(
   req: unknown,
   deadlineMs: number,
   onCancel: (cancel: () => void) => void,
+  /** The client's token, passed on for the cell to check. */
+  token?: string,
 ) => Promise<Res>;
 
 /** The attempts of a router named `routerId` (the FORWARDED_KEY metadata of its gRPC calls). */
 export function upstreamAttempt(pool: CellPool, metrics: RouterMetrics, routerId: string): Attempt {
-  const grpcAttempt: Attempt = <Res>(...[target, method, req, deadlineMs, onCancel]: Parameters<Attempt>): Promise<Res> => {
+  const grpcAttempt: Attempt = <Res>(...[target, method, req, deadlineMs, onCancel, token]: Parameters<Attempt>): Promise<Res> => {
     const stub = pool.lockStub(target) as unknown as Record<string, (...args: unknown[]) => { cancel(): void }>;
     const md = new Metadata();
     md.set(FORWARDED_KEY, routerId);
+    if (token !== undefined) md.set('authorization', `Bearer ${token}`);
     metrics.upstreamCalls.inc({ transport: 'grpc' });
     return new Promise((resolve, reject) => {
       const c = stub[method]!.call(stub, req, md, { deadline: deadlineMs }, (err: ServiceError | null, res: Res) =>
@@ -37,22 +40,28 @@ export function upstreamAttempt(pool: CellPool, metrics: RouterMetrics, routerId
     });
   };
   return <Res>(...args: Parameters<Attempt>): Promise<Res> => {
-    const [target, method, req, deadlineMs, onCancel] = args;
+    const [target, method, req, deadlineMs, onCancel, token] = args;
     const lane = pool.lane(target);
     if (!lane.available) return grpcAttempt<Res>(...args);
     return new Promise((resolve, reject) => {
-      const cancel = lane.call(method, req, deadlineMs, (r) => {
-        if (r.ok) {
-          metrics.upstreamCalls.inc({ transport: 'lane' });
-          resolve(r.value as Res);
-        } else if ('error' in r) {
-          metrics.upstreamCalls.inc({ transport: 'lane' });
-          reject(r.error);
-        } else {
-          // The node speaks no lane after all: the same attempt by gRPC.
-          grpcAttempt<Res>(...args).then(resolve, reject);
-        }
-      });
+      const cancel = lane.call(
+        method,
+        req,
+        deadlineMs,
+        (r) => {
+          if (r.ok) {
+            metrics.upstreamCalls.inc({ transport: 'lane' });
+            resolve(r.value as Res);
+          } else if ('error' in r) {
+            metrics.upstreamCalls.inc({ transport: 'lane' });
+            reject(r.error);
+          } else {
+            // The node speaks no lane after all: the same attempt by gRPC.
+            grpcAttempt<Res>(...args).then(resolve, reject);
+          }
+        },
+        token,
+      );
       // A cancelled lane call is never answered: settle the attempt here, as grpc-js does with CANCELLED.
       onCancel(() => {
         cancel();

@@ -30,7 +30,12 @@ export interface GroupMember {
   stop(err?: Partial<ServiceError>): void;
 }
 
-const keyOf = (t: WatchTarget): string => `${t.prefix ? 'P' : 'N'}${t.name}`;
+/**
+ * Identical watches: the same name or prefix, and the same token, so a
+ * client only ever reads a stream the cell let its own token open (a group's
+ * stream was opened with its first member's token).
+ */
+const keyOf = (t: WatchTarget): string => `${t.prefix ? 'P' : 'N'}${t.name}${t.token === undefined ? '' : `\n${t.token}`}`;
 
 /** The groups of one router, by watch target. */
 export class WatchGroups {

@@ -18,6 +18,7 @@ import type { ServerWritableStream, ServiceError } from '@grpc/grpc-js';
 import { lockservice, toServiceError } from '@fencer/protocol';
 import { WATCH_MEMBER_BACKLOG_MAX, WATCHES_MAX } from './limits.js';
 import { namespaceOfCall } from './namespace-of-call.js';
+import { missingToken, tokenOf } from './auth.js';
 import { toClientError } from './retry-policy.js';
 import { UpstreamWatch, type WatchDeps, type WatchTarget } from './upstream-watch.js';
 import { WatchCursor } from './watch-cursor.js';
@@ -89,7 +90,8 @@ class ClientWatch implements GroupMember {
     private readonly ended: () => void,
   ) {
     const req = call.request;
-    this.target = { name: req.name, prefix: req.prefix };
+    const token = tokenOf(call);
+    this.target = token === undefined ? { name: req.name, prefix: req.prefix } : { name: req.name, prefix: req.prefix, token };
     this.cursor = new WatchCursor(req.sinceRevision);
   }
 
@@ -97,6 +99,7 @@ class ClientWatch implements GroupMember {
   begin(): void {
     try {
       namespaceOfCall('watch', this.target as unknown as Record<string, unknown>);
+      if (this.deps.auth === true && this.target.token === undefined) throw missingToken();
     } catch (err) {
       return this.stop(toClientError(err, this.deps.logger, 'watch'));
     }

@@ -68,7 +68,12 @@ function setup(routes: Record<string, string> = { a: 'cell-1', b: 'cell-2' }) {
   return { source, pool, batcher, answers, beat, counted };
 }
 
-const alive = (sessionId: string, ttlMsRemaining: number): internalpb.SessionHeartbeat => ({ sessionId, ttlMsRemaining, expired: false });
+const alive = (sessionId: string, ttlMsRemaining: number): internalpb.SessionHeartbeat => ({
+  sessionId,
+  ttlMsRemaining,
+  expired: false,
+  forbidden: false,
+});
 
 describe('HeartbeatBatcher', () => {
   it('answers each heartbeat with its own session, whatever order the leader answers in', () => {
@@ -96,7 +101,7 @@ describe('HeartbeatBatcher', () => {
     beat('a:2'); // heartbeats again while its first heartbeat waits: both are answered by the next batch
     batcher.tick();
     expect(pool.sent[1]!.sessionIds).toEqual(['a:2']);
-    pool.sent[1]!.answer(null, { sessions: [{ sessionId: 'a:2', ttlMsRemaining: 0, expired: true }] });
+    pool.sent[1]!.answer(null, { sessions: [{ sessionId: 'a:2', ttlMsRemaining: 0, expired: true, forbidden: false }] });
     expect(answers.slice(2)).toEqual(
       [expect.objectContaining({ sessionId: 'a:2', expired: true })].concat([expect.objectContaining({ sessionId: 'a:2', expired: true })]),
     );

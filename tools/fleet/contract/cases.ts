@@ -584,7 +584,7 @@ export function contractSuite(opts: ContractSuiteOptions): void {
         const call = (addr: string): Promise<internalpb.HeartbeatBatchResponse> => {
           const c = new internalpb.CellInternalClient(addr, fleetCredentials());
           return new Promise((resolve, reject) =>
-            c.heartbeatBatch({ sessionIds: [a, `${n}:gone`], proxyId: 'test' }, new Metadata(), (e, r) => {
+            c.heartbeatBatch({ sessionIds: [a, `${n}:gone`], proxyId: 'test', tokens: [], tokenIndex: [] }, new Metadata(), (e, r) => {
               c.close();
               if (e) reject(fromServiceError(e));
               else resolve(r);
@@ -593,8 +593,8 @@ export function contractSuite(opts: ContractSuiteOptions): void {
         };
         const res = await call(leaderAddr);
         expect(res.sessions).toEqual([
-          { sessionId: a, ttlMsRemaining: 3000, expired: false },
-          { sessionId: `${n}:gone`, ttlMsRemaining: 0, expired: true },
+          { sessionId: a, ttlMsRemaining: 3000, expired: false, forbidden: false },
+          { sessionId: `${n}:gone`, ttlMsRemaining: 0, expired: true, forbidden: false },
         ]);
         await expect(call(followerAddr)).rejects.toMatchObject({ code: 'NOT_LEADER', leaderHint: leaderAddr });
       });

@@ -23,7 +23,9 @@ export async function fakeLeader(): Promise<{ address: string; batches: Batch[];
         sessionIds: call.request.sessionIds,
         atMs: performance.now(),
         answer: (ttlMs) =>
-          cb(null, { sessions: call.request.sessionIds.map((sessionId) => ({ sessionId, ttlMsRemaining: ttlMs, expired: false })) }),
+          cb(null, {
+            sessions: call.request.sessionIds.map((sessionId) => ({ sessionId, ttlMsRemaining: ttlMs, expired: false, forbidden: false })),
+          }),
         fail: (e) => cb(toServiceError(e) as ServiceError),
       };
       batches.push(b);

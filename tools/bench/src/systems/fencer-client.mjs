@@ -127,7 +127,7 @@ export class FencerClientSystem {
     const c = this.raw(this.target, internalpb.CellInternalClient);
     return new Promise((resolve, reject) =>
       c.heartbeatBatch(
-        { sessionIds: ids, proxyId: 'bench-proxy' },
+        { sessionIds: ids, proxyId: 'bench-proxy', tokens: [], tokenIndex: [] },
         new Metadata(),
         { deadline: Date.now() + CALL_TIMEOUT_MS },
         (err, res) => (err ? reject(err) : resolve(res.sessions.length)),

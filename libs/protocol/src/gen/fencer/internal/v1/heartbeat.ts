@@ -33,6 +33,13 @@ export interface HeartbeatBatchRequest {
   sessionIds: string[];
   /** for operators and metrics */
   proxyId: string;
+  /**
+   * The tokens the sessions' KeepAlive streams presented (docs/decisions/0016-tenant-credentials-and-mtls.md),
+   * each once; token_index[i] is 1 + the index in tokens of session_ids[i]'s token, 0 for none. The leader
+   * checks each session's namespace against its token and answers forbidden instead of extending it.
+   */
+  tokens: string[];
+  tokenIndex: number[];
 }
 
 export interface SessionHeartbeat {
@@ -41,6 +48,8 @@ export interface SessionHeartbeat {
   ttlMsRemaining: number;
   /** the session is gone */
   expired: boolean;
+  /** its stream's token does not grant the session's namespace: not extended */
+  forbidden: boolean;
 }
 
 export interface HeartbeatBatchResponse {
@@ -49,7 +58,7 @@ export interface HeartbeatBatchResponse {
 }
 
 function createBaseHeartbeatBatchRequest(): HeartbeatBatchRequest {
-  return { sessionIds: [], proxyId: "" };
+  return { sessionIds: [], proxyId: "", tokens: [], tokenIndex: [] };
 }
 
 export const HeartbeatBatchRequest: MessageFns<HeartbeatBatchRequest> = {
@@ -59,6 +68,16 @@ export const HeartbeatBatchRequest: MessageFns<HeartbeatBatchRequest> = {
     }
     if (message.proxyId !== "") {
       writer.uint32(18).string(message.proxyId);
+    }
+    for (const v of message.tokens) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.tokenIndex.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.tokenIndex) {
+        writer.uint32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -92,6 +111,32 @@ export const HeartbeatBatchRequest: MessageFns<HeartbeatBatchRequest> = {
             message.proxyId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tokens.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag === 32) {
+              message.tokenIndex.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.tokenIndex.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -116,6 +161,12 @@ export const HeartbeatBatchRequest: MessageFns<HeartbeatBatchRequest> = {
         : isSet(object.proxy_id)
         ? globalThis.String(object.proxy_id)
         : "",
+      tokens: globalThis.Array.isArray(object?.tokens) ? object.tokens.map((e: any) => globalThis.String(e)) : [],
+      tokenIndex: globalThis.Array.isArray(object?.tokenIndex)
+        ? object.tokenIndex.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.token_index)
+        ? object.token_index.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -127,6 +178,12 @@ export const HeartbeatBatchRequest: MessageFns<HeartbeatBatchRequest> = {
     if (message.proxyId !== "") {
       obj.proxyId = message.proxyId;
     }
+    if (message.tokens?.length) {
+      obj.tokens = message.tokens;
+    }
+    if (message.tokenIndex?.length) {
+      obj.tokenIndex = message.tokenIndex.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -137,12 +194,14 @@ export const HeartbeatBatchRequest: MessageFns<HeartbeatBatchRequest> = {
     const message = createBaseHeartbeatBatchRequest();
     message.sessionIds = object.sessionIds?.map((e) => e) || [];
     message.proxyId = object.proxyId ?? "";
+    message.tokens = object.tokens?.map((e) => e) || [];
+    message.tokenIndex = object.tokenIndex?.map((e) => e) || [];
     return message;
   },
 };
 
 function createBaseSessionHeartbeat(): SessionHeartbeat {
-  return { sessionId: "", ttlMsRemaining: 0, expired: false };
+  return { sessionId: "", ttlMsRemaining: 0, expired: false, forbidden: false };
 }
 
 export const SessionHeartbeat: MessageFns<SessionHeartbeat> = {
@@ -155,6 +214,9 @@ export const SessionHeartbeat: MessageFns<SessionHeartbeat> = {
     }
     if (message.expired !== false) {
       writer.uint32(24).bool(message.expired);
+    }
+    if (message.forbidden !== false) {
+      writer.uint32(32).bool(message.forbidden);
     }
     return writer;
   },
@@ -196,6 +258,14 @@ export const SessionHeartbeat: MessageFns<SessionHeartbeat> = {
             message.expired = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.forbidden = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -221,6 +291,7 @@ export const SessionHeartbeat: MessageFns<SessionHeartbeat> = {
         ? globalThis.Number(object.ttl_ms_remaining)
         : 0,
       expired: isSet(object.expired) ? globalThis.Boolean(object.expired) : false,
+      forbidden: isSet(object.forbidden) ? globalThis.Boolean(object.forbidden) : false,
     };
   },
 
@@ -235,6 +306,9 @@ export const SessionHeartbeat: MessageFns<SessionHeartbeat> = {
     if (message.expired !== false) {
       obj.expired = message.expired;
     }
+    if (message.forbidden !== false) {
+      obj.forbidden = message.forbidden;
+    }
     return obj;
   },
 
@@ -246,6 +320,7 @@ export const SessionHeartbeat: MessageFns<SessionHeartbeat> = {
     message.sessionId = object.sessionId ?? "";
     message.ttlMsRemaining = object.ttlMsRemaining ?? 0;
     message.expired = object.expired ?? false;
+    message.forbidden = object.forbidden ?? false;
     return message;
   },
 };
