@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // Fencer's benchmarks, one entry: `node tools/bench/run.mjs <suite> [options]`
 // (`npm run bench -- [options]` builds first and runs the default suite,
-// cell). `--help` lists the suites; `help <suite>` its options. Suites:
+// page: every suite that writes docs/benchmarks.md, one after another).
+// `--help` lists the suites; `help <suite>` its options. Suites:
+// efficiency (Fencer through its router beside ZooKeeper and etcd, CPU per
+// operation; draws docs/charts), fleet-load (eight cells under heartbeats
+// and locks, and a reconnect storm), scaling (throughput by cells),
 // cell (Fencer against etcd and ZooKeeper), fleet (router overhead and
 // heartbeats through the proxies), wal, lock-fsm, duties (micro-benchmarks
 // of one library each), snapshots (object storage and restore), moves

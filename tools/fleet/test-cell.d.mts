@@ -67,6 +67,8 @@ export declare function startTestFleet(options?: {
   controlPlanes?: number;
   /** Extra flags for every control-plane instance. */
   controlPlaneArgs?: string[];
+  /** How long every cell may take to elect its first leader (default 90 s; a big fleet on a loaded machine needs more). */
+  leaderWaitMs?: number;
   /** namespace -> cell id: written to the routing file, or created as tenants with a control plane. */
   routes?: Record<string, string>;
   autoTenants?: boolean;

@@ -337,7 +337,7 @@ export async function startTestFleet(options = {}) {
   };
   try {
     plan.flatMap((c) => c.replicas).forEach(group.spawn);
-    await Promise.all(plan.map((c) => waitForLeader(c.replicas, 90_000)));
+    await Promise.all(plan.map((c) => waitForLeader(c.replicas, options.leaderWaitMs ?? 90_000)));
     if (cpCount > 0) {
       controlPlanes.forEach(group.spawn);
       await Promise.all(controlPlaneUrls.map((u) => waitForControlPlane(u, 90_000)));

@@ -8,10 +8,17 @@ import { type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@gr
 import { ConfChangeType } from '@fencer/raft';
 import { FencerError, Namespace, NodeId } from '@fencer/base';
 import { adminpb, toServiceError } from '@fencer/protocol';
-import { type Outcome, type SetMemberAddressCommand, type SetNamespaceQuotasCommand, validateCommand } from '@fencer/lock-fsm';
+import {
+  type Command,
+  type Outcome,
+  type SetMemberAddressCommand,
+  type SetNamespaceCredentialsCommand,
+  type SetNamespaceQuotasCommand,
+  validateCommand,
+} from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 import { readSnapshotHandler } from './read-snapshot.js';
-import { MoveAdmin } from './move-admin.js';
+import { fenceOf, MoveAdmin } from './move-admin.js';
 
 function handle<Req, Res>(node: CellNode, fn: (req: Req) => Promise<Res>) {
   return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>): void => {
@@ -155,6 +162,7 @@ export function adminHandlers(node: CellNode): adminpb.CellAdminServer {
     }),
     dropNamespace: handle(node, (req: adminpb.DropNamespaceRequest) => dropNamespace(node, req)),
     setNamespaceQuotas: handle(node, (req: adminpb.SetNamespaceQuotasRequest) => setNamespaceQuotas(node, req)),
+    setNamespaceCredentials: handle(node, (req: adminpb.SetNamespaceCredentialsRequest) => setNamespaceCredentials(node, req)),
     readSnapshot: readSnapshotHandler(node),
   };
 }
@@ -168,11 +176,30 @@ async function setNamespaceQuotas(node: CellNode, req: adminpb.SetNamespaceQuota
     namespace: Namespace(req.namespace),
     quotas: { maxSessions: req.quotas.maxSessions, maxLocks: req.quotas.maxLocks, maxWaiters: req.quotas.maxWaiters },
   };
+  return proposeChecked(node, command);
+}
+
+/** Validates, proposes and answers whether the namespace changed. */
+async function proposeChecked(node: CellNode, command: Command): Promise<{ changed: boolean }> {
   const bad = validateCommand(command);
   if (bad) throw new FencerError(bad.code, bad.message);
   const outcome = (await node.propose(command)).outcome as Outcome;
   if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
   return { changed: 'changed' in outcome && outcome.changed === true };
+}
+
+/** Replicates a tenant's token hashes (docs/decisions/0016-tenant-credentials-and-mtls.md); checked before anything is proposed. */
+async function setNamespaceCredentials(
+  node: CellNode,
+  req: adminpb.SetNamespaceCredentialsRequest,
+): Promise<adminpb.SetNamespaceCredentialsResponse> {
+  requireLeader(node);
+  const command: SetNamespaceCredentialsCommand = {
+    kind: 'SetNamespaceCredentials',
+    namespace: Namespace(req.namespace),
+    credentials: req.credentials.map((c) => ({ hash: c.hash, validUntilMs: c.validUntilMs })),
+  };
+  return proposeChecked(node, command);
 }
 
 /**
@@ -183,21 +210,25 @@ async function setNamespaceQuotas(node: CellNode, req: adminpb.SetNamespaceQuota
 async function dropNamespace(node: CellNode, req: adminpb.DropNamespaceRequest): Promise<adminpb.DropNamespaceResponse> {
   requireLeader(node);
   const namespace = Namespace(req.namespace);
-  const frozen = (await node.propose({ kind: 'FreezeNamespace', namespace })).outcome as Outcome;
+  // A move's drop (its source, or a target's copy) carries the move's fence on each entry.
+  const f = fenceOf(req.fence);
+  const fence = f === undefined ? {} : { fence: f };
+  const frozen = (await node.propose({ kind: 'FreezeNamespace', namespace, ...fence })).outcome as Outcome;
   if (!frozen.ok) {
     if (frozen.code === 'NAMESPACE_NOT_HERE') {
       // Not owned, but an import of it may have been staged here (a move rolling back): the drop discards it.
-      await node.propose({ kind: 'DropNamespace', namespace });
+      const gone = (await node.propose({ kind: 'DropNamespace', namespace, ...fence })).outcome as Outcome;
+      if (!gone.ok && gone.code === 'MOVE_FENCED') throw new FencerError(gone.code, gone.message);
       return { dropped: false, sessions: 0, locks: 0 };
     }
     throw new FencerError(frozen.code, frozen.message);
   }
   const sessions = node.cell.fsm.namespaces().find((ns) => ns.namespace === namespace)?.sessions ?? 0;
   if (sessions > 0 && !req.force) {
-    await node.propose({ kind: 'UnfreezeNamespace', namespace });
+    await node.propose({ kind: 'UnfreezeNamespace', namespace, ...fence });
     throw new FencerError('NAMESPACE_NOT_EMPTY', `namespace "${namespace}" has ${sessions} live sessions; drop it with force to end them`);
   }
-  const dropped = (await node.propose({ kind: 'DropNamespace', namespace })).outcome as Outcome;
+  const dropped = (await node.propose({ kind: 'DropNamespace', namespace, ...fence })).outcome as Outcome;
   if (!dropped.ok) throw new FencerError(dropped.code, dropped.message);
   const counts = dropped as { sessions?: number; locks?: number };
   return { dropped: true, sessions: counts.sessions ?? 0, locks: counts.locks ?? 0 };

@@ -5,12 +5,15 @@
  * pieces (one entry when it fits, else staged chunks and one import entry),
  * and what a move worker asks about a namespace. All go to the leader;
  * elsewhere they answer NOT_LEADER with a leader-hint. Each answers what its
- * effect is now, so a worker may repeat any of them.
+ * effect is now, so a worker may repeat any of them. A worker's call carries
+ * its move's fence, which the state machine checks where the step applies
+ * (FAILED_PRECONDITION MOVE_FENCED for a step of a deposed leader or of a
+ * state left behind); the export, a read, checks it here.
  */
 import { type ErrorCode, FencerError, Namespace, RequestId, SessionId } from '@fencer/base';
-import { waitKey } from '@fencer/cell';
+import { heldImport, waitKey } from '@fencer/cell';
 import type { adminpb } from '@fencer/protocol';
-import { NO_QUOTAS, type Command, type ExportNamespaceOutcome, type Outcome } from '@fencer/lock-fsm';
+import { checkMoveFence, NO_QUOTAS, type Command, type ExportNamespaceOutcome, type MoveFence, type Outcome } from '@fencer/lock-fsm';
 import type { CellNode } from './node.js';
 
 /** Bytes of one export page and one import piece: far below a proposal's 1 MiB and gRPC's 4 MiB message. */
@@ -27,6 +30,20 @@ async function proposeOk(node: CellNode, command: Command): Promise<{ index: num
   const outcome = r.outcome as Outcome;
   if (!outcome.ok) throw new FencerError(outcome.code, outcome.message);
   return { index: r.index, outcome };
+}
+
+/** The request's move fence, checked; undefined when the call carries none (an operator's). */
+export function fenceOf(fence: adminpb.MoveFence | undefined): MoveFence | undefined {
+  if (fence === undefined) return undefined;
+  const f: MoveFence = { term: fence.term, journalIndex: fence.journalIndex, moveId: fence.moveId };
+  const bad = checkMoveFence(f);
+  if (bad !== undefined) throw new FencerError('INVALID_ARGUMENT', bad.message);
+  return f;
+}
+
+/** `command` with the fence when there is one (an absent field, not an undefined one, in the log's shape). */
+function withFence<C extends Command>(command: C, fence: MoveFence | undefined): C {
+  return fence === undefined ? command : { ...command, fence };
 }
 
 function readBarrier(node: CellNode): Promise<void> {
@@ -49,14 +66,15 @@ export class MoveAdmin {
   async freeze(req: adminpb.FreezeNamespaceRequest): Promise<adminpb.FreezeNamespaceResponse> {
     requireLeader(this.node);
     const namespace = Namespace(req.namespace);
-    const { outcome } = await proposeOk(this.node, { kind: 'FreezeNamespace', namespace });
+    const { outcome } = await proposeOk(this.node, withFence({ kind: 'FreezeNamespace', namespace }, fenceOf(req.fence)));
     const info = this.node.cell.fsm.namespaceInfo(namespace);
     return { changed: (outcome as { changed?: boolean }).changed === true, namespaceRevision: info?.lastRevision ?? 0 };
   }
 
   async unfreeze(req: adminpb.UnfreezeNamespaceRequest): Promise<adminpb.UnfreezeNamespaceResponse> {
     requireLeader(this.node);
-    const { outcome } = await proposeOk(this.node, { kind: 'UnfreezeNamespace', namespace: Namespace(req.namespace) });
+    const command = withFence({ kind: 'UnfreezeNamespace', namespace: Namespace(req.namespace) } as const, fenceOf(req.fence));
+    const { outcome } = await proposeOk(this.node, command);
     return { changed: (outcome as { changed?: boolean }).changed === true };
   }
 
@@ -66,7 +84,7 @@ export class MoveAdmin {
     if (req.offset === 0) {
       // The freeze must have applied here: a read barrier first, then the state as applied.
       await readBarrier(this.node);
-      const outcome = this.node.cell.fsm.readExport(namespace);
+      const outcome = this.node.cell.fsm.readExport(namespace, fenceOf(req.fence));
       if (!outcome.ok) throw new FencerError(outcome.code as ErrorCode, outcome.message);
       const left = this.node.cell.waitsLeft(namespace);
       let waiters = 0;
@@ -103,20 +121,23 @@ export class MoveAdmin {
     const { data, offset, totalBytes } = req;
     if (data.length > MOVE_CHUNK_BYTES_MAX || data.length === 0 || offset + data.length > totalBytes)
       throw new FencerError('INVALID_ARGUMENT', `a piece of 1..${MOVE_CHUNK_BYTES_MAX} bytes within the export's ${totalBytes}, please`);
+    const fence = fenceOf(req.fence);
     if (offset === 0) {
-      const info = this.node.cell.fsm.namespaceInfo(namespace);
-      // An earlier attempt imported it already: the same export, since its source stayed frozen.
-      if (info !== undefined && info.state !== 'moved')
-        return { done: true, already: true, stagedBytes: 0, sessions: info.sessions, locks: info.locks, revision: 0 };
+      // An earlier attempt of this move imported it already: the same export, since its source stayed frozen.
+      const held = heldImport(this.node.cell.fsm, namespace, fence);
+      if (held !== undefined && !('ok' in held))
+        return { done: true, already: true, stagedBytes: 0, sessions: held.sessions, locks: held.locks, revision: 0 };
+      if (held !== undefined) throw new FencerError(held.code, held.message);
     }
     const last = offset + data.length === totalBytes;
     if (last) this.carryWaits(namespace, req.waitsLeft);
+    const { activate } = req;
     if (offset === 0 && last)
-      return this.imported(await proposeOk(this.node, { kind: 'ImportNamespace', namespace, data, activate: req.activate }));
-    const staged = await proposeOk(this.node, { kind: 'StageImportChunk', namespace, totalBytes, offset, data });
+      return this.imported(await proposeOk(this.node, withFence({ kind: 'ImportNamespace', namespace, data, activate }, fence)));
+    const staged = await proposeOk(this.node, withFence({ kind: 'StageImportChunk', namespace, totalBytes, offset, data }, fence));
     const stagedBytes = (staged.outcome as { stagedBytes: number }).stagedBytes;
     if (!last) return { done: false, already: false, stagedBytes, sessions: 0, locks: 0, revision: 0 };
-    return this.imported(await proposeOk(this.node, { kind: 'ImportStagedNamespace', namespace, totalBytes, activate: req.activate }));
+    return this.imported(await proposeOk(this.node, withFence({ kind: 'ImportStagedNamespace', namespace, totalBytes, activate }, fence)));
   }
 
   private carryWaits(namespace: Namespace, waits: readonly adminpb.WaitLeft[]): void {
@@ -173,6 +194,7 @@ export class MoveAdmin {
         locks: ns.locks,
         waiters: ns.waiters,
         quotas: { ...ns.quotas },
+        credentials: ns.credentials.map((c) => ({ hash: c.hash, validUntilMs: c.validUntilMs })),
       })),
     };
   }

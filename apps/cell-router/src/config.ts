@@ -14,6 +14,8 @@ export interface RouterConfig {
   readonly autoTenants: boolean;
   readonly heartbeatIntervalMs: number;
   readonly cellCallsInFlightMax: number;
+  /** Identical watches share one upstream stream (off with --no-coalesce-watches, for A/B benchmarks). */
+  readonly coalesceWatches: boolean;
   /** Mutual TLS to the cells, TLS to clients (--tls-cert, --tls-key, --tls-ca). */
   readonly tls: TlsPaths | undefined;
 }
@@ -35,7 +37,8 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
         'calls per cell in flight; beyond: RESOURCE_EXHAUSTED TOO_MANY_REQUESTS',
         positiveInt('--cell-calls-in-flight-max'),
         limits.CELL_CALLS_IN_FLIGHT_MAX,
-      ),
+      )
+      .option('--no-coalesce-watches', 'give every watch its own upstream stream (identical watches share one by default)'),
   )
     .exitOverride()
     .allowExcessArguments(false);
@@ -51,6 +54,7 @@ export function parseRouterConfig(argv: readonly string[]): RouterConfig {
     autoTenants: o.autoTenants,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     cellCallsInFlightMax: o.cellCallsInFlightMax,
+    coalesceWatches: o.coalesceWatches,
     tls: checkTlsChoice(o),
   };
 }

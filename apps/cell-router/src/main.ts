@@ -20,6 +20,7 @@ const router = buildRouter({
   autoTenants: config.autoTenants,
   heartbeatIntervalMs: config.heartbeatIntervalMs,
   cellCallsInFlightMax: config.cellCallsInFlightMax,
+  coalesceWatches: config.coalesceWatches,
   id: config.id,
   tls: tlsFilesFor(config.tls, logger),
 });

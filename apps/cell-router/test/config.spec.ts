@@ -15,8 +15,18 @@ describe('parseRouterConfig', () => {
 
   it('has the defaults the fleet launcher relies on, and refuses a bad address or a missing source', () => {
     const c = parseRouterConfig(['--routing', 'r.json']);
-    expect(c).toMatchObject({ listen: '127.0.0.1:6001', autoTenants: false, heartbeatIntervalMs: 250, cellCallsInFlightMax: 4_096 });
+    expect(c).toMatchObject({
+      listen: '127.0.0.1:6001',
+      autoTenants: false,
+      heartbeatIntervalMs: 250,
+      cellCallsInFlightMax: 4_096,
+      coalesceWatches: true,
+    });
     expect(() => parseRouterConfig(['--routing', 'r.json', '--listen', 'nowhere'])).toThrow(/--listen must be host:port/);
     expect(() => parseRouterConfig([])).toThrow(/exactly one of --routing FILE or --control-plane/);
+  });
+
+  it('turns watch coalescing off with --no-coalesce-watches (the watch-fanout benchmark runs both)', () => {
+    expect(parseRouterConfig(['--routing', 'r.json', '--no-coalesce-watches']).coalesceWatches).toBe(false);
   });
 });

@@ -60,21 +60,26 @@ export interface NamespaceExport {
   readonly locks: number;
   readonly waitsLeft: readonly adminpb.WaitLeft[];
 }
-/** What a tenant move asks of the cells (docs/decisions/0019-the-move-worker.md); each call is safe to repeat. */
+/**
+ * What a tenant move asks of the cells (docs/decisions/0019-the-move-worker.md); each call is safe to repeat.
+ * A move's calls carry its fence (the move id, its journal index, the meta term the worker's pass runs in): a
+ * cell refuses one older than a step it applied for the namespace, CellRefusal reason MOVE_FENCED.
+ */
 export interface MoveCells {
-  freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }>;
-  unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }>;
-  exportNamespace(cell: string, namespace: string): Promise<NamespaceExport>;
+  freeze(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<{ changed: boolean; namespaceRevision: number }>;
+  unfreeze(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<{ changed: boolean }>;
+  exportNamespace(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<NamespaceExport>;
   importNamespace(
     cell: string,
     namespace: string,
     exported: NamespaceExport,
+    fence?: adminpb.MoveFence,
   ): Promise<{ sessions: number; locks: number; already: boolean }>;
   namespaceStatus(cell: string, namespace: string, exportSize: boolean): Promise<NamespaceView>;
   /** Every namespace record the cell's leader holds. */
   listNamespaces(cell: string): Promise<readonly adminpb.NamespaceEntry[]>;
   /** Drops the namespace on the cell (idempotent); 'not-empty' when it has live sessions and `force` is off. */
-  drop(cell: string, namespace: string, force: boolean): Promise<DropResult>;
+  drop(cell: string, namespace: string, force: boolean, fence?: adminpb.MoveFence): Promise<DropResult>;
 }
 
 /** The seam the HTTP app and the leader tasks use; tests pass a fake. */
@@ -85,6 +90,8 @@ export interface CellDirectory extends MoveCells {
   claim(cell: string, namespace: string): Promise<void>;
   /** Replaces the namespace's quotas on the cell (idempotent; docs/decisions/0020-tenant-quotas-and-rate-limits.md). Throws when the cell did not take them. */
   setQuotas(cell: string, namespace: string, quotas: adminpb.NamespaceQuotas): Promise<void>;
+  /** Replaces the namespace's token hashes on the cell (idempotent; docs/decisions/0016-tenant-credentials-and-mtls.md). Throws when the cell did not take them. */
+  setCredentials(cell: string, namespace: string, credentials: adminpb.CredentialHash[]): Promise<void>;
   /** Every cell as last polled. */
   status(): readonly CellView[];
   /** Polls every replica now (skipped while a round runs), beside the regular interval; absent in fakes that are never polled. */
@@ -250,13 +257,22 @@ export class GrpcCellDirectory implements CellDirectory {
     );
   }
 
-  async drop(cell: string, namespace: string, force: boolean): Promise<DropResult> {
+  async setCredentials(cell: string, namespace: string, credentials: adminpb.CredentialHash[]): Promise<void> {
+    await this.onLeader(cell, (client) =>
+      unary<adminpb.SetNamespaceCredentialsRequest, adminpb.SetNamespaceCredentialsResponse>(client, 'setNamespaceCredentials', {
+        namespace,
+        credentials,
+      }),
+    );
+  }
+
+  async drop(cell: string, namespace: string, force: boolean, fence?: adminpb.MoveFence): Promise<DropResult> {
     try {
-      const r = await asUnavailable(
-        this.onLeader(cell, (client) =>
-          unary<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>(client, 'dropNamespace', { namespace, force }),
-        ),
+      const call = this.onLeader(cell, (client) =>
+        unary<adminpb.DropNamespaceRequest, adminpb.DropNamespaceResponse>(client, 'dropNamespace', { namespace, force, fence }),
       );
+      // A move's drop keeps the cell's own refusal (MOVE_FENCED ends the worker's pass); the HTTP API's says 503.
+      const r = fence === undefined ? await asUnavailable(call) : await call;
       return r.dropped ? 'dropped' : 'not-owned';
     } catch (e) {
       if (isServiceError(e) && e.code === grpcStatus.FAILED_PRECONDITION && reasonOf(e) === 'NAMESPACE_NOT_EMPTY') return 'not-empty';
@@ -264,26 +280,31 @@ export class GrpcCellDirectory implements CellDirectory {
     }
   }
 
-  async freeze(cell: string, namespace: string): Promise<{ changed: boolean; namespaceRevision: number }> {
+  async freeze(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<{ changed: boolean; namespaceRevision: number }> {
     return this.onLeader(cell, (c) =>
-      unary<adminpb.FreezeNamespaceRequest, adminpb.FreezeNamespaceResponse>(c, 'freezeNamespace', { namespace }, moveCallTimeoutMs),
+      unary<adminpb.FreezeNamespaceRequest, adminpb.FreezeNamespaceResponse>(c, 'freezeNamespace', { namespace, fence }, moveCallTimeoutMs),
     );
   }
 
-  async unfreeze(cell: string, namespace: string): Promise<{ changed: boolean }> {
+  async unfreeze(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<{ changed: boolean }> {
     return this.onLeader(cell, (c) =>
-      unary<adminpb.UnfreezeNamespaceRequest, adminpb.UnfreezeNamespaceResponse>(c, 'unfreezeNamespace', { namespace }, moveCallTimeoutMs),
+      unary<adminpb.UnfreezeNamespaceRequest, adminpb.UnfreezeNamespaceResponse>(
+        c,
+        'unfreezeNamespace',
+        { namespace, fence },
+        moveCallTimeoutMs,
+      ),
     );
   }
 
   /** Page by page from one leader; a leader change midway (another export) starts it over. */
-  async exportNamespace(cell: string, namespace: string): Promise<NamespaceExport> {
+  async exportNamespace(cell: string, namespace: string, fence?: adminpb.MoveFence): Promise<NamespaceExport> {
     return this.onLeader(cell, async (c) => {
       const page = (offset: number) =>
         unary<adminpb.ExportNamespaceRequest, adminpb.ExportNamespaceResponse>(
           c,
           'exportNamespace',
-          { namespace, offset },
+          { namespace, offset, fence },
           moveCallTimeoutMs,
         );
       const first = await page(0);
@@ -307,6 +328,7 @@ export class GrpcCellDirectory implements CellDirectory {
     cell: string,
     namespace: string,
     exported: NamespaceExport,
+    fence?: adminpb.MoveFence,
   ): Promise<{ sessions: number; locks: number; already: boolean }> {
     return this.onLeader(cell, async (c) => {
       const total = exported.data.length;
@@ -322,6 +344,7 @@ export class GrpcCellDirectory implements CellDirectory {
             totalBytes: total,
             activate: false,
             waitsLeft: last ? [...exported.waitsLeft] : [],
+            fence,
           },
           moveCallTimeoutMs,
         );
@@ -438,7 +461,8 @@ function unary<Req, Res>(
     | 'importNamespace'
     | 'namespaceStatus'
     | 'listNamespaces'
-    | 'setNamespaceQuotas',
+    | 'setNamespaceQuotas'
+    | 'setNamespaceCredentials',
   request: Req,
   timeoutMs = cellCallTimeoutMs,
 ): Promise<Res> {

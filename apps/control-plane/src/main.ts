@@ -63,6 +63,7 @@ const leaderTasks = new LeaderLoop(
   [
     moveWorker({
       meta: group,
+      term: () => group.replica.status().term,
       cells,
       logger: taskLogger,
       wallMs: () => Date.now(),
@@ -75,6 +76,7 @@ const leaderTasks = new LeaderLoop(
       logger: taskLogger,
       claimed: (cell) => metrics.ownershipClaimed(cell),
       quotasSent: (cell) => metrics.ownershipQuotasSent(cell),
+      credentialsSent: (cell) => metrics.ownershipCredentialsSent(cell),
     }),
     snapshots.task,
   ],

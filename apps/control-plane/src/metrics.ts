@@ -128,6 +128,13 @@ export class ControlPlaneMetrics implements AppMetrics {
     registers: [this.registry],
   });
 
+  private readonly credentialPushes = new Counter({
+    name: 'fencer_cp_ownership_credential_pushes_total',
+    help: 'Tenant token hashes the ownership reconciler sent to a cell that reported others, by cell',
+    labelNames: ['cell'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectProcessMetrics(this.registry);
   }
@@ -153,6 +160,10 @@ export class ControlPlaneMetrics implements AppMetrics {
 
   ownershipClaimed(cell: string): void {
     this.ownershipClaims.inc({ cell });
+  }
+
+  ownershipCredentialsSent(cell: string): void {
+    this.credentialPushes.inc({ cell });
   }
 
   ownershipQuotasSent(cell: string): void {

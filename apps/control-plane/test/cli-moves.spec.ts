@@ -26,7 +26,12 @@ beforeAll(async () => {
   const logger = pino({ level: 'silent' });
   loop = new LeaderLoop(
     h.group,
-    [{ ...moveWorker({ meta: h.group, cells: h.cells, logger, wallMs: () => Date.now() }), intervalMs: 50 }],
+    [
+      {
+        ...moveWorker({ meta: h.group, term: () => h.group.replica.status().term, cells: h.cells, logger, wallMs: () => Date.now() }),
+        intervalMs: 50,
+      },
+    ],
     logger,
   );
   url = await h.app.listen({ host: '127.0.0.1', port: 0 });

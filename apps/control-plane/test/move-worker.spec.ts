@@ -30,7 +30,14 @@ beforeEach(async () => {
 afterEach(async () => h.close());
 
 function worker(pauseBudgetMs = 1_000) {
-  return moveWorker({ meta: h.group, cells: h.cells, logger, wallMs: () => nowMs, pauseBudgetMs });
+  return moveWorker({
+    meta: h.group,
+    term: () => h.group.replica.status().term,
+    cells: h.cells,
+    logger,
+    wallMs: () => nowMs,
+    pauseBudgetMs,
+  });
 }
 
 async function tenantWithSessions(namespace: string, sessions: number): Promise<void> {

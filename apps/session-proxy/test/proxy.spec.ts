@@ -9,46 +9,13 @@
  * and answers when the test lets it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Server, ServerCredentials, credentials, type ServiceError, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
-import { fromServiceError, internalpb, lockservice, toServiceError } from '@fencer/protocol';
+import { fromServiceError, lockservice } from '@fencer/protocol';
 import { StaticRoutingSource } from '@fencer/routing';
 import { pino } from 'pino';
 import { buildProxy, type Proxy } from '../src/index.js';
-
-type Batch = { sessionIds: string[]; atMs: number; answer(ttlMs: number): void; fail(e: FencerError): void };
-
-/** A fake cell leader: every HeartbeatBatch is recorded and answered by the test. */
-async function fakeLeader(): Promise<{ address: string; batches: Batch[]; next(): Promise<Batch>; close(): Promise<void> }> {
-  const batches: Batch[] = [];
-  const waiting: ((b: Batch) => void)[] = [];
-  const server = new Server();
-  server.addService(internalpb.CellInternalService, {
-    heartbeatBatch: (
-      call: ServerUnaryCall<internalpb.HeartbeatBatchRequest, internalpb.HeartbeatBatchResponse>,
-      cb: sendUnaryData<internalpb.HeartbeatBatchResponse>,
-    ) => {
-      const b: Batch = {
-        sessionIds: call.request.sessionIds,
-        atMs: performance.now(),
-        answer: (ttlMs) =>
-          cb(null, { sessions: call.request.sessionIds.map((sessionId) => ({ sessionId, ttlMsRemaining: ttlMs, expired: false })) }),
-        fail: (e) => cb(toServiceError(e) as ServiceError),
-      };
-      batches.push(b);
-      waiting.shift()?.(b);
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
-  return {
-    address: `127.0.0.1:${port}`,
-    batches,
-    next: () => new Promise((resolve) => waiting.push(resolve)),
-    close: () => new Promise((resolve) => server.tryShutdown(() => resolve())),
-  };
-}
+import { fakeLeader } from './support/fake-leader.js';
 
 const routing = (replicas: string[]) =>
   new StaticRoutingSource({

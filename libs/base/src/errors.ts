@@ -28,6 +28,8 @@ export const ERROR_CODES = [
   'TOO_MANY_REQUESTS',
   'MESSAGE_TOO_LARGE',
   'NAMESPACE_NOT_EMPTY',
+  // A tenant move's cell step from a deposed control plane (docs/decisions/0019-the-move-worker.md).
+  'MOVE_FENCED',
   'DEADLINE_EXCEEDED',
   'CANCELLED',
   'NOT_FOUND',

@@ -40,7 +40,7 @@ export {
   type SessionSeed,
   type WaiterSeed,
 } from './leader-duties.js';
-export { NamespaceMoves, type UnfreezeView } from './namespace-moves.js';
+export { NamespaceMoves, heldImport, type UnfreezeView } from './namespace-moves.js';
 export { type WaitHandle, type WaitResult, WaitingCalls } from './waiting-calls.js';
 export { type HubEvent, type WatchFilter, type WatchHubOptions, type WatchSink, WatchHub, matches } from './watch-hub.js';
 export * from './wire.js';

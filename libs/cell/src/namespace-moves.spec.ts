@@ -2,7 +2,7 @@
  * Goal: what a cell does for a live tenant move
  * (docs/decisions/0019-the-move-worker.md): a freeze ends the namespace's
  * held Acquires (NAMESPACE_MOVING) and holds none again while frozen,
- * extends no lease while frozen, and ends its watchers after a PROGRESS at
+ * answers no read while frozen, extends no lease while frozen, and ends its watchers after a PROGRESS at
  * the freeze; the cell it moves to
  * tracks the imported sessions (a fresh TTL) and waits (what was left of
  * them) at once, resumes a watch from the freeze revision across the move
@@ -84,6 +84,22 @@ describe('a freeze on the source', () => {
         .fsm.getLock('/ls/pay/x')
         .waiters.map((w) => w.requestId),
     ).toEqual(['b1']);
+  });
+
+  it('answers no read of a frozen namespace (NAMESPACE_MOVING), and does again after an unfreeze', () => {
+    const { h } = sourceCell();
+    const read = (): { code: string | false; revision?: number } => {
+      const got = answer<{ revision: number }>();
+      h.cell('c1').call('getLock', { name: '/ls/pay/x' }, { forwarded: false }, got.done);
+      h.advance(200);
+      const r = got.got[0]!;
+      return r.ok ? { code: false, revision: r.value.revision } : { code: r.error.code };
+    };
+    expect(read().code).toBe(false);
+    propose(h, 'c1', { kind: 'FreezeNamespace', namespace: NS });
+    expect(read()).toEqual({ code: 'NAMESPACE_MOVING' });
+    propose(h, 'c1', { kind: 'UnfreezeNamespace', namespace: NS });
+    expect(read().code).toBe(false);
   });
 
   it('acknowledges no heartbeat of a frozen session (no TTL, not expired), and does again after an unfreeze', () => {

@@ -7,6 +7,7 @@
  * unavailability. Bounded; callbacks only, no clock of its own.
  */
 import { assert } from '@fencer/base';
+import type { Failure, LockStateMachine, MoveFence } from '@fencer/lock-fsm';
 
 /** Namespaces whose carried waits this node keeps at once (one import each; imports are rare and admin-driven). */
 export const CARRIED_WAITS_MAX = 16;
@@ -101,4 +102,35 @@ export class NamespaceMoves {
     const u = this.unfreezes.get(namespace);
     return u === undefined ? undefined : { unfrozenAgoMs: Math.max(0, nowMonoMs - u.atMonoMs), firstWriteAfterMs: u.firstWriteAfterMs };
   }
+}
+
+/**
+ * Whether a move's import of `namespace` is done here already: the counts of
+ * the copy this cell holds when an earlier attempt of the same move imported
+ * it (its source stayed frozen, so it is the same export); undefined when the
+ * cell holds none and the import should run. Refused when `fence` is older
+ * than the namespace's here (a deposed leader's step), or the copy held was
+ * left by another move (its fence names another move id): that copy may be
+ * older than the source's state now, and is dropped before a move imports.
+ * Without a fence (an operator's import), any copy held counts as done.
+ */
+export function heldImport(
+  fsm: LockStateMachine,
+  namespace: string,
+  fence: MoveFence | undefined,
+): { readonly sessions: number; readonly locks: number } | Failure | undefined {
+  const refused = fence === undefined ? undefined : fsm.moveFenceRefusal(namespace, fence);
+  if (refused !== undefined) return refused;
+  const info = fsm.namespaceInfo(namespace);
+  if (info === undefined || info.state === 'moved') return undefined;
+  const seen = fsm.moveFence(namespace);
+  if (fence !== undefined && seen?.moveId !== fence.moveId) {
+    const whose = seen === undefined ? 'no move' : `move ${seen.moveId} (meta term ${seen.term})`;
+    return {
+      ok: false,
+      code: 'INVALID_ARGUMENT',
+      message: `this cell holds namespace "${namespace}" (${info.state}) from ${whose}, not from move ${fence.moveId}; drop it before importing`,
+    };
+  }
+  return { sessions: info.sessions, locks: info.locks };
 }

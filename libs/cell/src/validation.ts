@@ -31,8 +31,12 @@ export function namespaceOfName(name: string): string {
 
 /** Reads answer only for a namespace this cell owns (docs/decisions/0005-cells-own-namespaces.md); a stale router gets NAMESPACE_NOT_HERE, never "free". */
 export function requireOwned(fsm: LockStateMachine, name: string): void {
-  const bad = fsm.checkNamespace(namespaceOfName(name));
+  const ns = namespaceOfName(name);
+  const bad = fsm.checkNamespace(ns);
   if (bad) fail(bad.code, bad.message);
+  // A frozen namespace serves no read either: after the switch the target writes while the source, still
+  // frozen until its drop, would answer stale state at its own cell revision, above the target's (chaos moves mode).
+  if (fsm.namespaceState(ns) === 'frozen') fail('NAMESPACE_MOVING', `namespace ${ns} is moving between cells: retry`);
 }
 
 /** The domain failure an applied command reported, if it reported one. */

@@ -23,6 +23,7 @@ import { KeepAlive, type KeepAliveObserver } from './keepalive.js';
 import { CLIENT_DEFAULTS, CLIENT_LIMITS, DRIFT_PPM_MIN } from './limits.js';
 import { LockHandle } from './lock-handle.js';
 import { callWithRetry, type CallContext, type RetryPolicy } from './retry.js';
+import { DirectRoutes } from './direct-routes.js';
 import { systemScheduler, type Scheduler } from './scheduler.js';
 import { Session } from './session.js';
 import type { LockInfo, LockMode, LockPage, LockReadResult, TokenCheck, WatchEventInfo } from './types.js';
@@ -88,6 +89,14 @@ export interface FencerClientOptions {
    * call and stream (the contract's header); it grants its own namespace only.
    */
   readonly token?: string;
+  /**
+   * Direct mode (decision 0015): unary calls go straight to the cell replica
+   * that a router named for their namespace, and back through a router on
+   * NAMESPACE_NOT_HERE, NOT_LEADER or a transport error. `endpoints` are
+   * then routers; KeepAlive and watches still go through the front ends.
+   * Default off: every call through `endpoints`.
+   */
+  readonly direct?: boolean;
   /** Told about every failed attempt of a unary call. */
   readonly onRetry?: CallContext['onRetry'];
   /** Told about heartbeats and stream failures. */
@@ -168,6 +177,7 @@ export class FencerClient extends EventEmitter<ClientEvents> {
       policy,
       ...(options.token !== undefined ? { metadata: bearerMetadata(options.token) } : {}),
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+      ...(options.direct ? { direct: new DirectRoutes() } : {}),
     };
     this.keepAliveCtx =
       options.proxies && options.proxies.length > 0
@@ -179,6 +189,12 @@ export class FencerClient extends EventEmitter<ClientEvents> {
   /** Where the KeepAlive stream goes: the proxies when configured, else the endpoints. */
   get keepAliveEndpoints(): { readonly all: readonly string[]; readonly current: string | undefined } {
     return { all: this.keepAliveCtx.pool.list(), current: this.keepAlive.address };
+  }
+
+  /** Direct mode's counts: calls sent straight to a replica, and those that went back to a router. Undefined when off. */
+  get directCalls(): { readonly direct: number; readonly fallbacks: number } | undefined {
+    const d = this.ctx.direct;
+    return d ? { direct: d.direct, fallbacks: d.fallbacks } : undefined;
   }
 
   /** The endpoints known now (configured ones plus learned leader hints), and the one preferred. */

@@ -23,3 +23,8 @@ export type {
   WatchEventInfo,
   WatchEventType,
 } from './types.js';
+// What the API above names from the workspace's own libraries: the published package is a bundle
+// (tools/packages), and it can name only types it exports. Errors the client throws are FencerErrors
+// (their `code` says what went wrong); a KeepAliveObserver sees the wire's answers.
+export { FencerError, type ErrorCode } from '@fencer/base';
+export type { lockservice } from '@fencer/protocol';

@@ -14,6 +14,8 @@ export const CLIENT_LIMITS = {
   handlesPerSessionMax: 10_000,
   /** Times one acquire() resumes a QUEUED wait before it gives up (each resume waits up to the remaining time). */
   acquireResumesMax: 10_000,
+  /** Namespaces whose serving replica a client in direct mode remembers (oldest forgotten first). */
+  directNamespacesMax: 10_000,
   /** Consecutive immediate hops along leader hints before a retry waits for its backoff (stops hint ping-pong). */
   hintHopsMax: 3,
   /** Events one watch() skips after a reconnect, at most (those it had already delivered at a half-seen revision). */

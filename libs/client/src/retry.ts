@@ -8,7 +8,9 @@
  */
 import { FencerError, type Random } from '@fencer/base';
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { fromServiceError, isRetryable } from '@fencer/protocol';
+import { FORWARDED_KEY, ROUTE_LEADER_KEY, ROUTE_WANTED_KEY, fromServiceError, isRetryable } from '@fencer/protocol';
+import type { DirectRoutes } from './direct-routes.js';
+import { namespaceOfRequest } from './direct-routes.js';
 import type { EndpointPool, LockServiceStub } from './endpoints.js';
 import { CLIENT_LIMITS } from './limits.js';
 import { sleep, type Scheduler } from './scheduler.js';
@@ -27,6 +29,8 @@ export interface CallContext {
   readonly policy: RetryPolicy;
   /** The metadata each call and stream opens with (the tenant's `authorization: Bearer <token>`); absent: none. */
   readonly metadata?: () => Metadata;
+  /** Direct mode: calls go straight to the replica a router named for their namespace (direct-routes.ts). */
+  readonly direct?: DirectRoutes;
   /** Told about every failed attempt (for logs and tests). */
   readonly onRetry?: (info: { method: string; address: string; error: FencerError; attempt: number }) => void;
 }
@@ -56,6 +60,7 @@ function callOnce<Req, Res>(
   timeoutMs: number,
   signal: AbortSignal | undefined,
   metadata: Metadata,
+  onTrailer?: (trailer: Metadata) => void,
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -65,7 +70,8 @@ function callOnce<Req, Res>(
       signal?.removeEventListener('abort', onAbort);
       if (err) reject(signal?.aborted ? signal.reason : err);
       else resolve(res);
-    }) as { cancel(): void };
+    }) as { cancel(): void; on(event: 'status', cb: (s: { metadata: Metadata }) => void): void };
+    if (onTrailer) call.on('status', (s) => onTrailer(s.metadata));
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -79,6 +85,27 @@ export interface CallOptions {
   readonly budgetMs?: number;
 }
 
+/**
+ * The call's metadata. In direct mode, through a router it asks the router to
+ * name the replica that serves it; straight to a replica it says "do not
+ * forward" (FORWARDED_KEY), so a replica that no longer leads answers
+ * NOT_LEADER, and the client goes back to a router, instead of the call
+ * taking a hop the client never learns about.
+ */
+function routeMetadata(ctx: CallContext, viaRouter: boolean): Metadata {
+  const md = ctx.metadata?.() ?? new Metadata();
+  if (ctx.direct && viaRouter) md.set(ROUTE_WANTED_KEY, '1');
+  else if (ctx.direct) md.set(FORWARDED_KEY, 'direct-client');
+  return md;
+}
+
+function learnFrom(direct: DirectRoutes, namespace: string | undefined): (trailer: Metadata) => void {
+  return (trailer) => {
+    const at = trailer.get(ROUTE_LEADER_KEY)[0];
+    if (typeof at === 'string' && at !== '') direct.learn(namespace, at);
+  };
+}
+
 /** Calls `method` with retries; rejects with a FencerError (or the signal's reason). */
 export async function callWithRetry<Req, Res>(
   ctx: CallContext,
@@ -90,8 +117,11 @@ export async function callWithRetry<Req, Res>(
   const startedMonoMs = scheduler.monoMs();
   const budgetMs = options.budgetMs ?? policy.retryBudgetMs;
   let hops = 0;
+  const namespace = ctx.direct ? namespaceOfRequest(method, request as Record<string, unknown>) : undefined;
   for (let attempt = 0; ; attempt++) {
-    const address = pool.current();
+    const leader = ctx.direct?.leaderOf(namespace);
+    const address = leader ?? pool.current();
+    if (leader !== undefined) ctx.direct!.direct++;
     try {
       return await callOnce<Req, Res>(
         pool.stub(address),
@@ -99,12 +129,18 @@ export async function callWithRetry<Req, Res>(
         request,
         options.timeoutMs ?? policy.callTimeoutMs,
         options.signal,
-        ctx.metadata?.() ?? new Metadata(),
+        routeMetadata(ctx, leader === undefined),
+        ctx.direct && leader === undefined ? learnFrom(ctx.direct, namespace) : undefined,
       );
     } catch (e) {
       if (options.signal?.aborted) throw options.signal.reason;
       const error = toFencerError(e);
       ctx.onRetry?.({ method, address, error, attempt });
+      if (leader !== undefined && (isRetryable(error.code) || error.code === 'NAMESPACE_NOT_HERE')) {
+        // The replica is not the place any more (moved, deposed, gone): through a router at once, which names the new one.
+        ctx.direct!.forget(namespace);
+        continue;
+      }
       if (!isRetryable(error.code)) throw error;
       if (scheduler.monoMs() - startedMonoMs >= budgetMs) throw error;
       if (error.leaderHint && error.leaderHint !== address && hops < CLIENT_LIMITS.hintHopsMax) {

@@ -12,11 +12,18 @@
  * kind takes a new kind code; decoders keep reading every version and kind
  * they ever wrote, because old entries stay in the log. (An older binary
  * crashes on either, which is the point: it must not skip an entry.)
+ *
+ * A move step with a fence (move-fence.ts) is written as kind 21, Fenced:
+ * varuint term, string moveId, then the step's own kind code and body. The
+ * step keeps its kind in memory, with `fence` set; an unfenced one is
+ * written as before.
  */
 import { assert, AssertionError, unreachable, type Namespace, type RequestId, type Revision, type SessionId } from '@fencer/base';
 import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import type { CancelReason, LockMode } from './types.js';
 import { readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
+import { readFence, writeFence, type MoveFence } from './move-fence.js';
+import { readCredentials, writeCredentials, type NamespaceCredentials } from './credentials.js';
 
 export const COMMAND_FORMAT_VERSION = 1;
 
@@ -85,10 +92,14 @@ export interface ClaimNamespaceCommand {
 export interface FreezeNamespaceCommand {
   readonly kind: 'FreezeNamespace';
   readonly namespace: Namespace;
+  /** Set when a move's worker sends it: refused (MOVE_FENCED) below the namespace's fence. */
+  readonly fence?: MoveFence;
 }
 export interface UnfreezeNamespaceCommand {
   readonly kind: 'UnfreezeNamespace';
   readonly namespace: Namespace;
+  /** Set when a move's worker sends it: refused (MOVE_FENCED) below the namespace's fence. */
+  readonly fence?: MoveFence;
 }
 export interface ExportNamespaceCommand {
   readonly kind: 'ExportNamespace';
@@ -101,10 +112,13 @@ export interface ImportNamespaceCommand {
   readonly data: Uint8Array;
   /** Import as active (serving at once) or frozen (until UnfreezeNamespace). */
   readonly activate: boolean;
+  readonly fence?: MoveFence;
 }
 export interface DropNamespaceCommand {
   readonly kind: 'DropNamespace';
   readonly namespace: Namespace;
+  /** Set when a move's worker sends it: refused (MOVE_FENCED) below the namespace's fence. */
+  readonly fence?: MoveFence;
 }
 /**
  * One piece of an export too large for one entry (proposals are at most
@@ -119,6 +133,7 @@ export interface StageImportChunkCommand {
   readonly totalBytes: number;
   readonly offset: number;
   readonly data: Uint8Array;
+  readonly fence?: MoveFence;
 }
 /** Imports the export staged by StageImportChunk, exactly as ImportNamespace would; the staged bytes go. */
 export interface ImportStagedNamespaceCommand {
@@ -126,6 +141,7 @@ export interface ImportStagedNamespaceCommand {
   readonly namespace: Namespace;
   readonly totalBytes: number;
   readonly activate: boolean;
+  readonly fence?: MoveFence;
 }
 
 /**
@@ -149,6 +165,16 @@ export interface SetNamespaceQuotasCommand {
   readonly kind: 'SetNamespaceQuotas';
   readonly namespace: Namespace;
   readonly quotas: NamespaceQuotas;
+}
+/**
+ * Sets a namespace's token hashes (credentials.ts), replacing the ones it
+ * had. Sent by the control plane on tenant creation and token rotation, and
+ * again by its ownership reconciler whenever a cell reports others.
+ */
+export interface SetNamespaceCredentialsCommand {
+  readonly kind: 'SetNamespaceCredentials';
+  readonly namespace: Namespace;
+  readonly credentials: NamespaceCredentials;
 }
 /** Forgets a removed member's addresses. */
 export interface ForgetMemberCommand {
@@ -175,9 +201,30 @@ export type Command =
   | ForgetMemberCommand
   | StageImportChunkCommand
   | ImportStagedNamespaceCommand
-  | SetNamespaceQuotasCommand;
+  | SetNamespaceQuotasCommand
+  | SetNamespaceCredentialsCommand;
 
 export type CommandKind = Command['kind'];
+
+/** The kinds a move's worker sends with a fence. */
+export type FencedCommand =
+  | FreezeNamespaceCommand
+  | UnfreezeNamespaceCommand
+  | ImportNamespaceCommand
+  | DropNamespaceCommand
+  | StageImportChunkCommand
+  | ImportStagedNamespaceCommand;
+export const FENCED_KINDS: ReadonlySet<CommandKind> = new Set<FencedCommand['kind']>([
+  'FreezeNamespace',
+  'UnfreezeNamespace',
+  'ImportNamespace',
+  'DropNamespace',
+  'StageImportChunk',
+  'ImportStagedNamespace',
+]);
+
+/** The wire code of a fenced step's prefix (kind 20 is SetNamespaceCredentials's). */
+export const FENCED_KIND_CODE = 21;
 
 /** Wire numbers of the kinds. Never renumber or reuse one: old entries stay in logs. */
 export const COMMAND_KIND_CODES = {
@@ -200,6 +247,7 @@ export const COMMAND_KIND_CODES = {
   StageImportChunk: 17,
   ImportStagedNamespace: 18,
   SetNamespaceQuotas: 19,
+  SetNamespaceCredentials: 20,
 } as const satisfies Record<CommandKind, number>;
 
 const MODE_CODES = { EXCLUSIVE: 1, SHARED: 2 } as const satisfies Record<LockMode, number>;
@@ -223,7 +271,18 @@ export function decodeMode(code: number): LockMode {
 export function encodeCommand(command: Command): Uint8Array {
   const carried = command.kind === 'ImportNamespace' || command.kind === 'StageImportChunk' ? command.data.length : 0;
   const w = new ByteWriter(carried + 128);
-  w.u8(COMMAND_FORMAT_VERSION).u8(COMMAND_KIND_CODES[command.kind]);
+  w.u8(COMMAND_FORMAT_VERSION);
+  const fence = 'fence' in command ? command.fence : undefined;
+  if (fence !== undefined) {
+    w.u8(FENCED_KIND_CODE);
+    writeFence(w, fence);
+  }
+  w.u8(COMMAND_KIND_CODES[command.kind]);
+  writeBody(w, command);
+  return w.finish();
+}
+
+function writeBody(w: ByteWriter, command: Command): void {
   switch (command.kind) {
     case 'OpenSession':
       w.string(command.sessionId).string(command.clientId).string(command.namespace).varuint(command.ttlMs);
@@ -278,10 +337,13 @@ export function encodeCommand(command: Command): Uint8Array {
       w.string(command.namespace);
       writeQuotas(w, command.quotas);
       break;
+    case 'SetNamespaceCredentials':
+      w.string(command.namespace);
+      writeCredentials(w, command.credentials);
+      break;
     default:
       unreachable(command, 'command kind');
   }
-  return w.finish();
 }
 
 /** One reader for every command: decodeCommand is synchronous and never re-entered, and a reader per entry is garbage. */
@@ -300,7 +362,7 @@ export function decodeCommand(data: Uint8Array): Command {
     const version = r.u8();
     if (version !== COMMAND_FORMAT_VERSION) throw new AssertionError(`unknown command format version ${version}`);
     const kind = r.u8();
-    const command = decodeBody(kind, r);
+    const command = kind === FENCED_KIND_CODE ? decodeFenced(r) : decodeBody(kind, r);
     r.end();
     return command;
   } catch (e) {
@@ -310,6 +372,14 @@ export function decodeCommand(data: Uint8Array): Command {
     // Drop the reference: the reader must not keep the last entry's bytes alive.
     r.reset(NO_BYTES);
   }
+}
+
+/** A fenced step: its fence, then its own kind and body. */
+function decodeFenced(r: ByteReader): Command {
+  const fence = readFence(r);
+  const command = decodeBody(r.u8(), r);
+  if (!FENCED_KINDS.has(command.kind)) throw new AssertionError(`a ${command.kind} entry carries no move fence`);
+  return { ...command, fence } as Command;
 }
 
 function decodeBody(kind: number, r: ByteReader): Command {
@@ -360,6 +430,14 @@ function decodeBody(kind: number, r: ByteReader): Command {
       return NOOP;
     case COMMAND_KIND_CODES.LiftLockDelay:
       return { kind: 'LiftLockDelay', name: r.string(), delayRevision: r.varuint() as Revision };
+    default:
+      return decodeCellBody(kind, r);
+  }
+}
+
+/** The namespace and member commands: what the control plane and the cell's own duties propose. */
+function decodeCellBody(kind: number, r: ByteReader): Command {
+  switch (kind) {
     case COMMAND_KIND_CODES.ClaimNamespace:
       return { kind: 'ClaimNamespace', namespace: r.string() as Namespace };
     case COMMAND_KIND_CODES.FreezeNamespace:
@@ -388,6 +466,8 @@ function decodeBody(kind: number, r: ByteReader): Command {
       return { kind: 'ImportStagedNamespace', namespace: r.string() as Namespace, totalBytes: r.varuint(), activate: r.bool() };
     case COMMAND_KIND_CODES.SetNamespaceQuotas:
       return { kind: 'SetNamespaceQuotas', namespace: r.string() as Namespace, quotas: readQuotas(r) };
+    case COMMAND_KIND_CODES.SetNamespaceCredentials:
+      return { kind: 'SetNamespaceCredentials', namespace: r.string() as Namespace, credentials: readCredentials(r) };
     default:
       throw new AssertionError(`unknown command kind ${kind}`);
   }

@@ -39,8 +39,21 @@ export {
   type SetMemberAddressCommand,
   type ForgetMemberCommand,
   type SetNamespaceQuotasCommand,
+  type FencedCommand,
+  FENCED_KINDS,
+  type SetNamespaceCredentialsCommand,
 } from './commands.js';
+export { MOVE_ID_CHARS_MAX, checkMoveFence, type MoveFence } from './move-fence.js';
 export { NO_QUOTAS, QUOTA_VALUE_MAX, checkQuotas, type NamespaceQuotas } from './quotas.js';
+export {
+  CREDENTIAL_HASHES_MAX,
+  CREDENTIAL_HASH_CHARS_MAX,
+  NO_CREDENTIALS,
+  checkCredentials,
+  credentialsAdmit,
+  type CredentialHash,
+  type NamespaceCredentials,
+} from './credentials.js';
 export { validateCommand, isFailure } from './validate.js';
 export { LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 export { SNAPSHOT_FORMAT_VERSION, EXPORT_FORMAT_VERSION } from './state-codec.js';

@@ -12,7 +12,14 @@ import { describe, expect, it } from 'vitest';
 import { Namespace, RequestId, Revision, SessionId } from '@fencer/base';
 import { makeSessionId } from '@fencer/contract';
 import { Cell } from '../test/harness.js';
-import { encodeCommand, LockStateMachine, NO_QUOTAS, validateNamespaceExport, type ExportNamespaceOutcome } from './index.js';
+import {
+  encodeCommand,
+  LockStateMachine,
+  NO_CREDENTIALS,
+  NO_QUOTAS,
+  validateNamespaceExport,
+  type ExportNamespaceOutcome,
+} from './index.js';
 
 const NS = Namespace('payments');
 const X = '/ls/payments/invoices/42';
@@ -41,6 +48,7 @@ describe('ownership without a control plane (auto-claim)', () => {
       locks: 0,
       waiters: 0,
       quotas: NO_QUOTAS,
+      credentials: NO_CREDENTIALS,
     });
     expect(cell.fsm.checkNamespace('anything-else')).toBeUndefined();
   });
@@ -382,15 +390,16 @@ describe('an export too large for one entry: staged in chunks, then imported as 
     const imp = target.run({ kind: 'ImportNamespace', namespace: NS, data: read.data, activate: true });
     expect(imp.outcome).toMatchObject({ ok: true, namespaceRevision: freeze.revision, highestRevision: read.highestRevision });
     // Format 1: the same without the namespace revision, which then reads as the highest, and
-    // without the quotas that format 3 added after it (three zero varuints here: none were set).
+    // without the quotas that format 3 added after it (three zero varuints here: none were set) and
+    // the move fence's flag and the credentials that format 4 added after those (0: no fence; a zero count).
     const v3 = read.data;
     const nameBytes = 1 + NS.length;
     let at = 1 + nameBytes;
     while ((v3[at]! & 0x80) !== 0) at++;
     let end = at + 1;
     while ((v3[end]! & 0x80) !== 0) end++;
-    expect([...v3.subarray(end + 1, end + 4)]).toEqual([0, 0, 0]);
-    const v1 = Uint8Array.from([1, ...v3.subarray(1, at + 1), ...v3.subarray(end + 4)]);
+    expect([...v3.subarray(end + 1, end + 6)]).toEqual([0, 0, 0, 0, 0]);
+    const v1 = Uint8Array.from([1, ...v3.subarray(1, at + 1), ...v3.subarray(end + 6)]);
     const old = new Cell({ autoClaim: false }, 2).run({ kind: 'ImportNamespace', namespace: NS, data: v1, activate: true });
     expect(old.outcome).toMatchObject({ ok: true, namespaceRevision: read.highestRevision });
   });

@@ -143,12 +143,13 @@ describe('tenant quotas in the lock state machine', () => {
     source.run({ kind: 'FreezeNamespace', namespace: NS });
     const out = source.run({ kind: 'ExportNamespace', namespace: NS }).outcome;
     if (!out.ok) throw new Error(out.code);
-    // Format 3 = format 2 with three varuints (here 0, 0, 0) after namespaceRevision; drop them to get format 2.
-    const v3 = out.data;
-    const head = 1 + 1 + v3[1]! + varuintLength(v3, 2 + v3[1]!);
-    const revEnd = head + varuintLength(v3, head);
-    expect([...v3.subarray(revEnd, revEnd + 3)]).toEqual([0, 0, 0]);
-    const v2 = new Uint8Array([2, ...v3.subarray(1, revEnd), ...v3.subarray(revEnd + 3)]);
+    // Format 4 = format 2 with three quota varuints, the fence flag and a credential count (here 0, 0, 0, 0, 0)
+    // after namespaceRevision; drop them to get format 2.
+    const v4 = out.data;
+    const head = 1 + 1 + v4[1]! + varuintLength(v4, 2 + v4[1]!);
+    const revEnd = head + varuintLength(v4, head);
+    expect([...v4.subarray(revEnd, revEnd + 5)]).toEqual([0, 0, 0, 0, 0]);
+    const v2 = new Uint8Array([2, ...v4.subarray(1, revEnd), ...v4.subarray(revEnd + 5)]);
     const target = new Cell({ autoClaim: false });
     expect(target.run({ kind: 'ImportNamespace', namespace: NS, data: v2, activate: true }).outcome).toMatchObject({
       ok: true,

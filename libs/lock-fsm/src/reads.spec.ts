@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { RequestId } from '@fencer/base';
 import { Cell } from '../test/harness.js';
-import { NO_QUOTAS, type ListLocksPage } from './index.js';
+import { NO_CREDENTIALS, NO_QUOTAS, type ListLocksPage } from './index.js';
 
 describe('getLock and checkToken', () => {
   it('report holders, waiters, mode and the latest token', () => {
@@ -60,7 +60,16 @@ describe('leader-side iteration', () => {
     const exp = cell.expire(a);
     expect([...cell.fsm.delayedLocks()]).toEqual([{ name: '/ls/payments/x', delayMs: 500, delayRevision: exp.revision }]);
     expect(cell.fsm.namespaces()).toEqual([
-      { namespace: 'payments', state: 'active', lastRevision: exp.revision, sessions: 1, locks: 2, waiters: 1, quotas: NO_QUOTAS },
+      {
+        namespace: 'payments',
+        state: 'active',
+        lastRevision: exp.revision,
+        sessions: 1,
+        locks: 2,
+        waiters: 1,
+        quotas: NO_QUOTAS,
+        credentials: NO_CREDENTIALS,
+      },
     ]);
   });
 });

@@ -8,6 +8,7 @@ import { assert, type Namespace, type Revision, type SessionId } from '@fencer/b
 import { DedupeTable } from './dedupe.js';
 import type { Holder, LockMode, NamespaceState, Waiter } from './types.js';
 import { NO_QUOTAS, type NamespaceQuotas } from './quotas.js';
+import { NO_CREDENTIALS, type NamespaceCredentials } from './credentials.js';
 
 export const EMPTY: readonly never[] = Object.freeze([]);
 
@@ -22,6 +23,8 @@ export interface NamespaceRecord {
   readonly locks: Map<string, LockRecord>;
   /** The tenant's quotas (SetNamespaceQuotas); NO_QUOTAS until set. */
   quotas: NamespaceQuotas;
+  /** The tenant's token hashes (SetNamespaceCredentials); NO_CREDENTIALS until set. */
+  credentials: NamespaceCredentials;
   /** Waiters over every lock of the namespace: what maxWaiters limits. */
   waiterCount: number;
 }
@@ -98,7 +101,16 @@ export function canHold(holders: readonly Holder[], mode: LockMode, holdersMax: 
 }
 
 export function newNamespaceRecord(name: Namespace, state: NamespaceState, lastRevision: number): NamespaceRecord {
-  return { name, state, lastRevision, sessions: new Map(), locks: new Map(), quotas: NO_QUOTAS, waiterCount: 0 };
+  return {
+    name,
+    state,
+    lastRevision,
+    sessions: new Map(),
+    locks: new Map(),
+    quotas: NO_QUOTAS,
+    credentials: NO_CREDENTIALS,
+    waiterCount: 0,
+  };
 }
 
 export function compareStrings(a: string, b: string): number {

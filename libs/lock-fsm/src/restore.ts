@@ -79,5 +79,5 @@ export function rewriteSnapshotForRestore(bytes: Uint8Array, rewrite: RestoreRew
   }
   const members = new Map<string, MemberAddress>();
   for (const [id, m] of rewrite.members) members.set(id, { address: m.address, peerAddress: m.peerAddress });
-  return encodeSnapshot(decoded.appliedIndex, revisionBase, decoded.namespaces, members, decoded.staged);
+  return encodeSnapshot(decoded.appliedIndex, revisionBase, decoded.namespaces, members, decoded.staged, decoded.fences);
 }

@@ -92,8 +92,8 @@ describe('canonical snapshots', () => {
   it('an empty state snapshots to a few bytes and restores', () => {
     const fsm = new LockStateMachine({ autoClaim: false, revisionBase: 7 });
     const bytes = fsm.snapshot();
-    // version, applied index 0, revision base 7, no namespaces, no members, no staged imports
-    expect([...bytes]).toEqual([SNAPSHOT_FORMAT_VERSION, 0, 7, 0, 0, 0]);
+    // version, applied index 0, revision base 7, no namespaces, no members, no staged imports, no move fences
+    expect([...bytes]).toEqual([SNAPSHOT_FORMAT_VERSION, 0, 7, 0, 0, 0, 0]);
     expect(LockStateMachine.restore(bytes, { autoClaim: false }).revision).toBe(7);
   });
 });

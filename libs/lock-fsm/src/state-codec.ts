@@ -11,22 +11,31 @@
  * namespace export/import, which is how a tenant move carries sessions,
  * locks, queues and dedupe results together.
  *
- * Snapshot, format version 4:
+ * Snapshot, format version 6:
  *   u8 version, varuint appliedIndex, varuint revisionBase, varuint namespaceCount,
  *   then per namespace (sorted): string name, u8 state, varuint lastRevision,
  *   and unless moved out, its quotas (varuint maxSessions, maxLocks,
- *   maxWaiters; 0 = none) and its section; then varuint memberCount, per member
+ *   maxWaiters; 0 = none), its credentials (varuint count, per token hash
+ *   newest first: string hash, varuint validUntilMs; 0 = no expiry) and its
+ *   section; then varuint memberCount, per member
  *   (sorted by id): string id, string address, string peerAddress; then
  *   varuint stagedCount, per staged import (sorted by namespace): string
- *   namespace, varuint totalBytes, bytes staged so far.
- *   Version 3 (still read) is the same without the quotas (none), version 2
- *   also without the staged imports, version 1 also without the members.
- * Export, format version 3:
+ *   namespace, varuint totalBytes, bytes staged so far; then varuint
+ *   fenceCount, per move fence (sorted by namespace): string namespace,
+ *   varuint term, string moveId.
+ *   Version 5 (still read) is the same without the fences (none), version 4
+ *   also without the credentials (none), version 3 also without the quotas
+ *   (none), version 2 also without the staged imports, version 1 also
+ *   without the members.
+ * Export, format version 4:
  *   u8 version, string namespace, varuint highestRevision, varuint
  *   namespaceRevision (the last revision that changed the namespace: its
- *   freeze), quotas (as in a snapshot), section. Version 2 (still read) has
- *   no quotas (none); version 1 (still read, from old logs) also has no
- *   namespaceRevision; it reads as highestRevision.
+ *   freeze), quotas (as in a snapshot), u8 hasFence and if 1 the namespace's
+ *   move fence (varuint term, string moveId), credentials (as in a
+ *   snapshot), section. Version 3 (still read) has no fence and no
+ *   credentials (none); version 2 also no quotas (none); version 1 (still
+ *   read, from old logs) also has no namespaceRevision; it reads as
+ *   highestRevision.
  * Section:
  *   varuint sessionCount, per session (sorted by id): string id, string clientId,
  *     varuint ttlMs, varuint openedRevision, varuint dedupeCount, per record
@@ -43,6 +52,8 @@ import { ByteReader, ByteWriter, DecodeError } from './codec.js';
 import { decodeMode, encodeMode } from './commands.js';
 import { MEMBERS_MAX, type FsmLimits } from './limits.js';
 import { checkQuotas, readQuotas, writeQuotas, type NamespaceQuotas } from './quotas.js';
+import { readFence, writeFence, type MoveFence } from './move-fence.js';
+import { checkCredentials, readCredentials, writeCredentials, type NamespaceCredentials } from './credentials.js';
 import {
   canHold,
   compareStrings,
@@ -68,12 +79,14 @@ import {
   checkWaitMs,
 } from './validate.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 4;
+export const SNAPSHOT_FORMAT_VERSION = 6;
 /** Versions decodeSnapshot reads: every one ever written (old snapshots stay on disk). */
-export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4];
-export const EXPORT_FORMAT_VERSION = 3;
+export const SNAPSHOT_VERSIONS_READ: readonly number[] = [1, 2, 3, 4, 5, 6];
+/** The first snapshot format with move fences. */
+const SNAPSHOT_FENCES_SINCE = 6;
+export const EXPORT_FORMAT_VERSION = 4;
 /** Versions decodeExport reads: every one ever written (ImportNamespace entries stay in logs). */
-const EXPORT_VERSIONS_READ = [1, 2, 3];
+const EXPORT_VERSIONS_READ = [1, 2, 3, 4];
 
 /** An export arriving in pieces (StageImportChunk), kept until ImportStagedNamespace. */
 export interface StagedImport {
@@ -140,6 +153,7 @@ export function encodeSnapshot(
   namespaces: ReadonlyMap<string, NamespaceRecord>,
   members: ReadonlyMap<string, MemberAddress> = new Map(),
   staged: ReadonlyMap<string, StagedImport> = new Map(),
+  fences: ReadonlyMap<string, MoveFence> = new Map(),
 ): Uint8Array {
   const w = new ByteWriter(4096);
   w.u8(SNAPSHOT_FORMAT_VERSION).varuint(appliedIndex).varuint(revisionBase);
@@ -150,6 +164,7 @@ export function encodeSnapshot(
     w.string(ns.name).u8(NAMESPACE_STATE_CODES[ns.state]).varuint(ns.lastRevision);
     if (ns.state !== 'moved') {
       writeQuotas(w, ns.quotas);
+      writeCredentials(w, ns.credentials);
       writeSection(w, ns);
     }
   }
@@ -165,13 +180,23 @@ export function encodeSnapshot(
     const st = staged.get(name) as StagedImport;
     w.string(name).varuint(st.totalBytes).bytes(stagedBytes(st));
   }
+  const fenced = sortedKeys(fences);
+  w.varuint(fenced.length);
+  for (const name of fenced) {
+    w.string(name);
+    writeFence(w, fences.get(name) as MoveFence);
+  }
   return w.finish();
 }
 
-export function encodeExport(ns: NamespaceRecord, highestRevision: number): Uint8Array {
+/** The namespace's export; `fence` is its move fence here, which the importing cell keeps (at least). */
+export function encodeExport(ns: NamespaceRecord, highestRevision: number, fence?: MoveFence): Uint8Array {
   const w = new ByteWriter(4096);
   w.u8(EXPORT_FORMAT_VERSION).string(ns.name).varuint(highestRevision).varuint(ns.lastRevision);
   writeQuotas(w, ns.quotas);
+  w.bool(fence !== undefined);
+  if (fence !== undefined) writeFence(w, fence);
+  writeCredentials(w, ns.credentials);
   writeSection(w, ns);
   return w.finish();
 }
@@ -183,6 +208,13 @@ function quotasChecked(r: ByteReader): NamespaceQuotas {
   const bad = checkQuotas(quotas);
   if (bad !== undefined) invalid(bad.message);
   return quotas;
+}
+
+function credentialsChecked(r: ByteReader): NamespaceCredentials {
+  const credentials = readCredentials(r);
+  const bad = checkCredentials(credentials);
+  if (bad !== undefined) invalid(bad.message);
+  return credentials;
 }
 
 function checked<T>(problem: { message: string } | undefined, value: T): T {
@@ -375,6 +407,7 @@ export interface DecodedSnapshot {
   readonly sessionCount: number;
   readonly members: Map<string, MemberAddress>;
   readonly staged: Map<string, StagedImport>;
+  readonly fences: Map<string, MoveFence>;
 }
 
 /** Throws DecodeError on anything malformed or inconsistent. */
@@ -402,6 +435,7 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     const lastRevision = revisionIn(r, revisionMax, 'lastRevision', true);
     const ns = newNamespaceRecord(name, state, lastRevision);
     if (state !== 'moved' && version >= 4) ns.quotas = quotasChecked(r);
+    if (state !== 'moved' && version >= 5) ns.credentials = credentialsChecked(r);
     if (state !== 'moved') sessionCount += readSection(r, ns, limits, revisionMax);
     namespaces.set(name, ns);
   }
@@ -422,8 +456,28 @@ export function decodeSnapshot(bytes: Uint8Array, limits: FsmLimits): DecodedSna
     }
   }
   const staged = version >= 3 ? readStaged(r, limits) : new Map<string, StagedImport>();
+  const fences = version >= SNAPSHOT_FENCES_SINCE ? readFences(r, limits) : new Map<string, MoveFence>();
   r.end();
-  return { appliedIndex, revisionBase, namespaces, sessionCount, members, staged };
+  return { appliedIndex, revisionBase, namespaces, sessionCount, members, staged, fences };
+}
+
+/** The most move fences a cell keeps: one per namespace record, and as many for namespaces a move's drop found absent. */
+export function fencesMax(limits: FsmLimits): number {
+  return 2 * limits.namespacesMax;
+}
+
+function readFences(r: ByteReader, limits: FsmLimits): Map<string, MoveFence> {
+  const fences = new Map<string, MoveFence>();
+  const count = r.count(fencesMax(limits), 'move fence count');
+  let previous = '';
+  for (let i = 0; i < count; i++) {
+    const name = r.string();
+    if (!isValidNamespace(name)) invalid(`invalid fenced namespace ${name}`);
+    if (i > 0 && compareStrings(previous, name) >= 0) invalid(`move fences out of order: ${previous} before ${name}`);
+    previous = name;
+    fences.set(name, readFence(r));
+  }
+  return fences;
 }
 
 function readStaged(r: ByteReader, limits: FsmLimits): Map<string, StagedImport> {
@@ -454,6 +508,8 @@ export interface DecodedExport {
   /** A record in state 'active' holding the section; the importer sets state and lastRevision. */
   readonly record: NamespaceRecord;
   readonly sessionCount: number;
+  /** The namespace's move fence on the exporting cell (format 4 on). */
+  readonly fence: MoveFence | undefined;
 }
 
 /** Throws DecodeError on anything malformed or inconsistent. */
@@ -468,7 +524,9 @@ export function decodeExport(bytes: Uint8Array, limits: FsmLimits): DecodedExpor
   if (namespaceRevision > highestRevision) invalid(`namespace revision ${namespaceRevision} above the export's ${highestRevision}`);
   const record = newNamespaceRecord(namespace, 'active', highestRevision);
   if (version >= 3) record.quotas = quotasChecked(r);
+  const fence = version >= 4 && r.bool() ? readFence(r) : undefined;
+  if (version >= 4) record.credentials = credentialsChecked(r);
   const sessionCount = readSection(r, record, limits, highestRevision);
   r.end();
-  return { namespace, highestRevision, namespaceRevision, record, sessionCount };
+  return { namespace, highestRevision, namespaceRevision, record, sessionCount, fence };
 }

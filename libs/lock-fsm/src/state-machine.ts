@@ -31,6 +31,7 @@ import {
   type CancelWaitCommand,
   type Command,
   type CommandKind,
+  type FencedCommand,
   type ImportStagedNamespaceCommand,
   type LiftLockDelayCommand,
   type StageImportChunkCommand,
@@ -38,6 +39,7 @@ import {
   type ReleaseCommand,
   type SetMemberAddressCommand,
   type SetNamespaceQuotasCommand,
+  type SetNamespaceCredentialsCommand,
 } from './commands.js';
 import { checkLimits, LIMITS, MEMBERS_MAX, type FsmLimits } from './limits.js';
 import {
@@ -55,8 +57,10 @@ import {
   type NamespaceRecord,
   type SessionRecord,
 } from './records.js';
+import { checkCredentials, normalCredentials, sameCredentials, type NamespaceCredentials } from './credentials.js';
 import { checkQuotas, lockQuotaRefusal, normalQuotas, sameQuotas, sessionQuotaRefusal, waiterQuotaRefusal } from './quotas.js';
-import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot, stagedBytes, type StagedImport } from './state-codec.js';
+import { decodeExport, decodeSnapshot, encodeExport, encodeSnapshot, fencesMax, stagedBytes, type StagedImport } from './state-codec.js';
+import { checkMoveFence, MoveFences, type MoveFence } from './move-fence.js';
 import type {
   AcquireOutcome,
   CancelWaitOutcome,
@@ -149,6 +153,7 @@ export interface OutcomeOf {
   StageImportChunk: StageImportOutcome | Failure;
   ImportStagedNamespace: ImportNamespaceOutcome | Failure;
   SetNamespaceQuotas: NamespaceChangeOutcome | Failure;
+  SetNamespaceCredentials: NamespaceChangeOutcome | Failure;
 }
 export type Outcome = OutcomeOf[CommandKind];
 
@@ -240,6 +245,8 @@ export class LockStateMachine {
   private readonly memberDirectory = new Map<string, MemberAddress>();
   /** Exports arriving in pieces, by namespace; their totals together within importBytesMax. */
   private readonly staging = new Map<string, StagedImport>();
+  /** The highest move fence each namespace's move steps carried here (move-fence.ts). */
+  private readonly fences: MoveFences;
   private appliedIndexValue = 0;
   private revisionBaseValue: number;
   private readonly plantedBug: LockStateMachineOptions['plantedBug'];
@@ -260,6 +267,7 @@ export class LockStateMachine {
     this.plantedBug = options.plantedBug;
     this.limits = { ...LIMITS, ...options.limits };
     checkLimits(this.limits);
+    this.fences = new MoveFences(fencesMax(this.limits));
     this.revisionBaseValue = options.revisionBase ?? 0;
     assertUint(this.revisionBaseValue, 'revisionBase');
     this.namespaceRecords = new Map();
@@ -277,6 +285,7 @@ export class LockStateMachine {
     fsm.sessionCount = decoded.sessionCount;
     for (const [id, m] of decoded.members) fsm.memberDirectory.set(id, m);
     for (const [name, st] of decoded.staged) fsm.staging.set(name, st);
+    fsm.fences.load(decoded.fences);
     fsm.appliedIndexValue = decoded.appliedIndex;
     fsm.revisionBaseValue = decoded.revisionBase;
     fsm.rev = decoded.appliedIndex + decoded.revisionBase;
@@ -340,25 +349,27 @@ export class LockStateMachine {
       case 'ClaimNamespace':
         return this.claimNamespace(command.namespace);
       case 'FreezeNamespace':
-        return this.setFrozen(command.namespace, true);
+        return this.passFence(command) ?? this.setFrozen(command.namespace, true);
       case 'UnfreezeNamespace':
-        return this.setFrozen(command.namespace, false);
+        return this.passFence(command) ?? this.setFrozen(command.namespace, false);
       case 'ExportNamespace':
         return this.exportNamespace(command.namespace);
       case 'ImportNamespace':
-        return this.importNamespace(command.namespace, command.data, command.activate);
+        return this.passFence(command) ?? this.importNamespace(command.namespace, command.data, command.activate);
       case 'StageImportChunk':
-        return this.stageImportChunk(command);
+        return this.passFence(command) ?? this.stageImportChunk(command);
       case 'ImportStagedNamespace':
-        return this.importStaged(command);
+        return this.passFence(command) ?? this.importStaged(command);
       case 'DropNamespace':
-        return this.dropNamespace(command.namespace);
+        return this.passFence(command) ?? this.dropNamespace(command.namespace);
       case 'SetMemberAddress':
         return this.setMemberAddress(command);
       case 'ForgetMember':
         return this.forgetMember(command.id);
       case 'SetNamespaceQuotas':
         return this.setQuotas(command);
+      case 'SetNamespaceCredentials':
+        return this.setCredentials(command);
       default:
         return unreachable(command, 'command kind');
     }
@@ -804,6 +815,32 @@ export class LockStateMachine {
 
   // ----------------------------------------------------------- namespaces
 
+  /**
+   * A move step's fence: undefined when the step may act (an unfenced one
+   * always may), and its fence is now the namespace's; otherwise the refusal,
+   * and nothing changed. Recorded before the step runs, so a step that then
+   * fails on its own terms (a namespace not held here) still fences out every
+   * older leader's steps.
+   */
+  private passFence(command: FencedCommand): Failure | undefined {
+    const fence = command.fence;
+    if (fence === undefined) return undefined;
+    const refused = checkNamespaceName(command.namespace) ?? checkMoveFence(fence) ?? this.fences.refusal(command.namespace, fence);
+    if (refused !== undefined) return refused;
+    this.fences.record(command.namespace, fence);
+    return undefined;
+  }
+
+  /** The highest move fence the namespace's move steps carried here, if any. */
+  moveFence(namespace: string): MoveFence | undefined {
+    return this.fences.get(namespace);
+  }
+
+  /** Why a step carrying `fence` may not act on `namespace` now (a read's check: it records nothing). */
+  moveFenceRefusal(namespace: string, fence: MoveFence): Failure | undefined {
+    return checkMoveFence(fence) ?? this.fences.refusal(namespace, fence);
+  }
+
   private claimNamespace(namespace: Namespace): NamespaceChangeOutcome | Failure {
     const bad = checkNamespaceName(namespace);
     if (bad !== undefined) return bad;
@@ -833,6 +870,24 @@ export class LockStateMachine {
     return { ok: true, changed: true };
   }
 
+  /**
+   * Replaces the namespace's token hashes. Only stored: their expiries are
+   * compared with a clock by the cell when it checks a call, never here.
+   * Frozen refuses, as for quotas: a change after the export left would be
+   * lost in the move; the reconciler sends them to where the namespace lands.
+   */
+  private setCredentials(c: SetNamespaceCredentialsCommand): NamespaceChangeOutcome | Failure {
+    const bad = checkCredentials(c.credentials);
+    if (bad !== undefined) return bad;
+    const ns = this.ownedNamespace(c.namespace);
+    if (isFailure(ns)) return ns;
+    if (ns.state === 'frozen') return moving(ns.name);
+    if (sameCredentials(ns.credentials, c.credentials)) return { ok: true, changed: false };
+    ns.credentials = normalCredentials(c.credentials);
+    ns.lastRevision = this.rev;
+    return { ok: true, changed: true };
+  }
+
   /** The owned namespace, or the failure for one this cell does not own. */
   private ownedNamespace(namespace: Namespace): NamespaceRecord | Failure {
     const bad = checkNamespaceName(namespace);
@@ -857,7 +912,7 @@ export class LockStateMachine {
     if (isFailure(ns)) return ns;
     // Frozen first: nothing may change in the namespace after its export.
     if (ns.state !== 'frozen') return fail('INVALID_ARGUMENT', `freeze namespace "${namespace}" before exporting it`);
-    const data = encodeExport(ns, this.rev);
+    const data = encodeExport(ns, this.rev, this.fences.get(namespace));
     return {
       ok: true,
       data,
@@ -873,16 +928,18 @@ export class LockStateMachine {
    * an entry: a frozen namespace changes no more, so any replica that has
    * applied its freeze gives the same bytes but for highestRevision (this
    * replica's revision now, which every revision the namespace saw is at or
-   * below). The caller runs it behind a read barrier.
+   * below). The caller runs it behind a read barrier. With a fence, a
+   * deposed move worker's read is refused like its steps.
    */
-  readExport(namespace: Namespace): ExportNamespaceOutcome | Failure {
-    return this.exportNamespace(namespace);
+  readExport(namespace: Namespace, fence?: MoveFence): ExportNamespaceOutcome | Failure {
+    const refused = fence === undefined ? undefined : this.moveFenceRefusal(namespace, fence);
+    return refused ?? this.exportNamespace(namespace);
   }
 
   /** What an export of the namespace would weigh now, in bytes (it encodes one); undefined when not owned here. */
   exportBytes(namespace: Namespace): number | undefined {
     const ns = this.ownedNamespace(namespace);
-    return isFailure(ns) ? undefined : encodeExport(ns, this.rev).length;
+    return isFailure(ns) ? undefined : encodeExport(ns, this.rev, this.fences.get(namespace)).length;
   }
 
   /** Why an import of `namespace` cannot start here, if it cannot. */
@@ -980,6 +1037,8 @@ export class LockStateMachine {
     this.namespaceRecords.set(namespace, record);
     for (const [id, s] of record.sessions) this.sessionsById.set(id, s);
     this.sessionCount += decoded.sessionCount;
+    // The namespace keeps the highest fence it has seen anywhere: its source's comes with the export.
+    if (decoded.fence !== undefined) this.fences.raiseTo(namespace, decoded.fence);
     return {
       ok: true,
       revisionBase: base,
@@ -1079,6 +1138,15 @@ export class LockStateMachine {
     return this.namespaceRecords.get(namespace)?.state;
   }
 
+  /**
+   * The token hashes of a namespace this cell holds (active or frozen), for
+   * the cell's per-call check; undefined for one moved out or never here.
+   */
+  namespaceCredentials(namespace: string): NamespaceCredentials | undefined {
+    const ns = this.namespaceRecords.get(namespace);
+    return ns === undefined || ns.state === 'moved' ? undefined : ns.credentials;
+  }
+
   namespaceInfo(namespace: string): NamespaceInfo | undefined {
     const ns = this.namespaceRecords.get(namespace);
     return ns === undefined ? undefined : namespaceInfoOf(ns);
@@ -1132,7 +1200,14 @@ export class LockStateMachine {
 
   /** Canonical bytes of the whole state: equal states give equal bytes. */
   snapshot(): Uint8Array {
-    return encodeSnapshot(this.appliedIndexValue, this.revisionBaseValue, this.namespaceRecords, this.memberDirectory, this.staging);
+    return encodeSnapshot(
+      this.appliedIndexValue,
+      this.revisionBaseValue,
+      this.namespaceRecords,
+      this.memberDirectory,
+      this.staging,
+      this.fences.entries(),
+    );
   }
 
   // ---------------------------------------------------------------- members
@@ -1254,6 +1329,7 @@ export class LockStateMachine {
       staged += st.totalBytes;
     }
     assert(staged <= this.limits.importBytesMax, 'staged imports within importBytesMax');
+    assert(this.fences.size <= fencesMax(this.limits), 'move fences within their bound');
   }
 }
 
@@ -1269,6 +1345,7 @@ function checkNamespaceCounts(ns: NamespaceRecord, held: ReadonlyMap<string, num
   }
   assert(ns.waiterCount === waiters, `${ns.name}: the waiter count matches the queues`);
   assert(checkQuotas(ns.quotas) === undefined, `${ns.name}: quotas are well-formed`);
+  assert(checkCredentials(ns.credentials) === undefined, `${ns.name}: credentials are well-formed`);
 }
 
 function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
@@ -1280,6 +1357,7 @@ function namespaceInfoOf(ns: NamespaceRecord): NamespaceInfo {
     locks: ns.locks.size,
     waiters: ns.waiterCount,
     quotas: ns.quotas,
+    credentials: ns.credentials,
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import type { ErrorCode, Namespace, RequestId, Revision, SessionId } from '@fencer/base';
 import type { NamespaceQuotas } from './quotas.js';
+import type { NamespaceCredentials } from './credentials.js';
 
 export type LockMode = 'EXCLUSIVE' | 'SHARED';
 
@@ -75,6 +76,7 @@ export type FsmErrorCode = Extract<
   | 'NAMESPACE_NOT_HERE'
   | 'QUOTA_EXCEEDED'
   | 'INVALID_ARGUMENT'
+  | 'MOVE_FENCED'
 >;
 
 export interface Failure {
@@ -252,6 +254,8 @@ export interface NamespaceInfo {
   readonly waiters: number;
   /** The tenant's quotas as replicated here (0 = none). */
   readonly quotas: NamespaceQuotas;
+  /** The tenant's token hashes as replicated here (empty = none). */
+  readonly credentials: NamespaceCredentials;
 }
 
 export interface CheckTokenAnswer {

@@ -23,6 +23,8 @@ import {
 } from '@fencer/contract';
 import type { Command } from './commands.js';
 import { checkQuotas } from './quotas.js';
+import { checkMoveFence } from './move-fence.js';
+import { checkCredentials } from './credentials.js';
 import type { Failure, FsmErrorCode, LockMode } from './types.js';
 
 export function fail(code: FsmErrorCode, message: string): Failure {
@@ -157,20 +159,23 @@ export function validateCommand(command: Command): Failure | undefined {
     case 'LiftLockDelay':
       return checkName(command.name) ?? checkToken(command.delayRevision);
     case 'ClaimNamespace':
+    case 'ExportNamespace':
+      return checkNamespaceName(command.namespace);
     case 'FreezeNamespace':
     case 'UnfreezeNamespace':
-    case 'ExportNamespace':
     case 'DropNamespace':
     case 'ImportNamespace':
     case 'ImportStagedNamespace':
     case 'StageImportChunk':
-      return checkNamespaceName(command.namespace);
+      return checkNamespaceName(command.namespace) ?? (command.fence === undefined ? undefined : checkMoveFence(command.fence));
     case 'SetMemberAddress':
       return checkMemberId(command.id) ?? checkHostPort(command.address, 'address') ?? checkHostPort(command.peerAddress, 'peer address');
     case 'ForgetMember':
       return checkMemberId(command.id);
     case 'SetNamespaceQuotas':
       return checkNamespaceName(command.namespace) ?? checkQuotas(command.quotas);
+    case 'SetNamespaceCredentials':
+      return checkNamespaceName(command.namespace) ?? checkCredentials(command.credentials);
     default:
       return unreachable(command, 'command kind');
   }

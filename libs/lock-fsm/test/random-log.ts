@@ -123,6 +123,15 @@ export function randomLog(seed: number, length: number, limits: Partial<FsmLimit
       const quota = () => rnd.pick([0, 0, 1, 2, 3]);
       const quotas = { maxSessions: quota(), maxLocks: quota(), maxWaiters: quota() };
       command = { kind: 'SetNamespaceQuotas', namespace: Namespace(rnd.pick(namespaces())), quotas };
+    } else if (roll < 94) {
+      // Token hashes, some with an expiry: the state, snapshots and exports carry them.
+      const credentials = rnd.chance(0.2)
+        ? []
+        : [
+            { hash: `sha256:t${rnd.int(4)}`, validUntilMs: 0 },
+            { hash: 'sha256:old', validUntilMs: rnd.int(3) * 1000 },
+          ];
+      command = { kind: 'SetNamespaceCredentials', namespace: Namespace(rnd.pick(namespaces())), credentials };
     } else if (roll < 96) {
       command = { kind: 'Noop' };
     } else if (!tenantHere() && roll < 97) {

@@ -300,7 +300,16 @@ export class MetaStateMachine {
     if (!MetaStateMachine.makeRoom(this.movesById, this.limits.movesMax, moveFinished)) {
       return fail('QUOTA_EXCEEDED', `the move journal holds its maximum of ${this.limits.movesMax} unfinished moves`);
     }
-    const move: Move = { id, namespace, fromCell: tenant.cell, toCell, state: 'queued', createdAtMs: atMs, stateAtMs: { queued: atMs } };
+    const move: Move = {
+      id,
+      namespace,
+      fromCell: tenant.cell,
+      toCell,
+      state: 'queued',
+      createdAtMs: atMs,
+      stateAtMs: { queued: atMs },
+      journalIndex: this.appliedIndexValue,
+    };
     this.movesById.set(id, move);
     return { ok: true, move, routingVersion: this.routingVersionValue };
   }
@@ -331,6 +340,7 @@ export class MetaStateMachine {
       stateAtMs: { ...move.stateAtMs, [state]: atMs },
       ...(finished ? { finishedAtMs: atMs } : {}),
       ...(error !== undefined ? { error } : {}),
+      journalIndex: this.appliedIndexValue,
     };
     this.movesById.set(id, next);
     const tenant = this.tenantsByName.get(move.namespace);
@@ -353,7 +363,7 @@ export class MetaStateMachine {
     if (moveFinished(move) || moveSwitched(move.state))
       return fail('INVALID_REQUEST', `move ${move.id} is ${move.state}; only a move before its switch rolls back`);
     if (move.rollingBack !== undefined) return { ok: true, move, routingVersion: this.routingVersionValue };
-    const next: Move = { ...move, rollingBack: error };
+    const next: Move = { ...move, rollingBack: error, journalIndex: this.appliedIndexValue };
     this.movesById.set(move.id, next);
     return { ok: true, move: next, routingVersion: this.routingVersionValue };
   }

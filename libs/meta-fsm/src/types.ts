@@ -57,6 +57,12 @@ export interface Move {
    * source freezes and 'cleaning' after the target unfroze, so the two bound the time writes were refused.
    */
   readonly stateAtMs?: Readonly<Partial<Record<MoveState, number>>>;
+  /**
+   * The meta log index of the entry that last changed the move (StartMove, AdvanceMove, RollBackMove). A move's
+   * cell steps carry it in their fence (docs/decisions/0019-the-move-worker.md): a cell refuses a step decided
+   * from an earlier state than one it applied a step of. Absent in moves journaled before it existed (read as 0).
+   */
+  readonly journalIndex?: number;
 }
 
 /** What an AdvanceMove may record about the move as it goes (each set once, at most). */

@@ -17,6 +17,14 @@ export const RETRY_AFTER_MS_KEY = 'retry-after-ms';
  * NOT_LEADER and a hint instead of forwarding it again.
  */
 export const FORWARDED_KEY = 'fencer-forwarded';
+/**
+ * Client direct mode (docs/decisions/0015-clients-may-skip-the-router.md):
+ * a call carrying ROUTE_WANTED_KEY asks the router to name, in the trailing
+ * metadata ROUTE_LEADER_KEY of a successful answer, the cell replica that
+ * served it (the namespace's leader), so the client can call it directly.
+ */
+export const ROUTE_WANTED_KEY = 'fencer-route-wanted';
+export const ROUTE_LEADER_KEY = 'fencer-route-leader';
 
 export interface ErrorSpec {
   readonly grpc: status;
@@ -43,6 +51,8 @@ export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
   NAMESPACE_NOT_HERE: { grpc: status.FAILED_PRECONDITION, http: 421, retryable: false },
   /** Admin DropNamespace of a namespace that still has sessions or locks. */
   NAMESPACE_NOT_EMPTY: { grpc: status.FAILED_PRECONDITION, http: 409, retryable: false },
+  /** A move step carrying an older meta term than one the cell already applied for the namespace: its sender was deposed. */
+  MOVE_FENCED: { grpc: status.FAILED_PRECONDITION, http: 409, retryable: false },
   QUOTA_EXCEEDED: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: false },
   TOO_MANY_REQUESTS: { grpc: status.RESOURCE_EXHAUSTED, http: 429, retryable: true },
   /** A request over the server's message size limit: the same bytes can never succeed, so never retried. */

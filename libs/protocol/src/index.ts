@@ -7,6 +7,8 @@ export {
   FORWARDED_KEY,
   LEADER_HINT_KEY,
   RETRY_AFTER_MS_KEY,
+  ROUTE_LEADER_KEY,
+  ROUTE_WANTED_KEY,
   LOCK_REASON_KEY,
   fromServiceError,
   isRetryable,

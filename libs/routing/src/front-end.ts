@@ -20,7 +20,8 @@ import { CellPool } from './cell-pool.js';
 import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import { KeepAliveStreams } from './keepalive-stream.js';
 import { HEARTBEAT_INTERVAL_MS_DEFAULT } from './limits.js';
-import { startLockServer, type LockServer } from './lock-server.js';
+import { KEEPALIVE_PATH } from './keepalive-h2.js';
+import { startLockServer, type LockServer, type RawStreamHandler } from './lock-server.js';
 import type { RouterMetrics } from './metrics.js';
 import type { RoutingSource } from './routing-source.js';
 
@@ -35,6 +36,8 @@ export interface FrontEndDeps {
   readonly streamPendingMax?: number | undefined;
   /** Mutual TLS to the cells, and TLS to clients (decision 0016). */
   readonly tls?: TlsFiles | undefined;
+  /** KeepAlive streams through grpc-js's call objects instead of node:http2 directly (keepalive-h2.ts); for comparisons. */
+  readonly keepAliveOnGrpcJs?: boolean | undefined;
 }
 
 export interface FrontEnd {
@@ -77,12 +80,14 @@ export function buildFrontEnd(deps: FrontEndDeps): FrontEnd {
       // A source may adopt its first table in start() without telling listeners (a file read at start): follow it here.
       follow(source.table());
       batcher.start();
-      server = await startLockServer(handlers, address, deps.tls);
+      const raw = new Map<string, RawStreamHandler>(deps.keepAliveOnGrpcJs ? [] : [[KEEPALIVE_PATH, keepAlives.serveRaw]]);
+      server = await startLockServer(handlers, address, deps.tls, raw);
       return server.address;
     },
     async close() {
       deps.tls?.stop();
       batcher.close();
+      keepAlives.close();
       source.close();
       await server?.close();
       pool.close();

@@ -26,6 +26,18 @@ export const KEEPALIVE_STREAMS_MAX = 10_000;
 export const STREAM_PENDING_MAX = 20_000;
 /** Watch streams one router proxies at once. */
 export const WATCHES_MAX = 10_000;
+/**
+ * Events a group of coalesced watches keeps for members that join late or
+ * resume (watch-group.ts): a few seconds of a busy prefix, ~1 MiB at the
+ * contract's event sizes.
+ */
+export const WATCH_BUFFER_EVENTS_MAX = 4_096;
+/**
+ * Events a group member's stream may hold unsent before it is cut with
+ * SLOW_WATCHER: the group never waits for one reader. Matches a cell
+ * node's own per-watcher buffer (its --watcher-buffer-max default).
+ */
+export const WATCH_MEMBER_BACKLOG_MAX = 10_000;
 /** A routing file larger than this is refused (ROUTES_MAX routes of ~80 bytes, with room to spare). */
 export const ROUTING_FILE_BYTES_MAX = 16 * 1024 * 1024;
 /** Retry backoff after UNAVAILABLE: doubles from min to max. */

@@ -12,6 +12,9 @@ export class RouterMetrics {
   /** The cells whose calls in flight fencer_router_in_flight shows (the router's pool). */
   inFlightSource: (() => Iterable<{ id: string; inFlight: number }>) | undefined;
   readonly watches: Gauge;
+  readonly watchUpstreams: Gauge;
+  readonly watchGroups: Gauge;
+  readonly slowWatchers: Counter;
   readonly routingVersion: Gauge;
   readonly tenantsCreated: Counter;
   readonly heartbeats: Counter<'cell' | 'outcome'>;
@@ -61,7 +64,8 @@ export class RouterMetrics {
         for (const c of inFlightOf()) this.set({ cell: c.id }, c.inFlight);
       },
     });
-    this.watches = new Gauge({ name: 'fencer_router_watches', help: 'Watch streams proxied now', registers: r });
+    const w = watchMetrics(r);
+    [this.watches, this.watchUpstreams, this.watchGroups, this.slowWatchers] = [w.watches, w.watchUpstreams, w.watchGroups, w.slowWatchers];
     this.routingVersion = new Gauge({ name: 'fencer_routing_version', help: 'Version of the routing table in force', registers: r });
     this.tenantsCreated = new Counter({
       name: 'fencer_router_tenants_created_total',
@@ -100,4 +104,25 @@ export class RouterMetrics {
       registers: r,
     });
   }
+}
+
+/** The router's watch gauges and counter (watch-proxy.ts, watch-group.ts). */
+function watchMetrics(r: Registry[]): { watches: Gauge; watchUpstreams: Gauge; watchGroups: Gauge; slowWatchers: Counter } {
+  const watches = new Gauge({ name: 'fencer_router_watches', help: 'Watch streams proxied now', registers: r });
+  const watchUpstreams = new Gauge({
+    name: 'fencer_router_watch_upstreams',
+    help: 'Watch streams open towards the cells (one per group of coalesced watches, one per watch not in a group)',
+    registers: r,
+  });
+  const watchGroups = new Gauge({
+    name: 'fencer_router_watch_groups',
+    help: 'Groups of identical watches sharing one upstream',
+    registers: r,
+  });
+  const slowWatchers = new Counter({
+    name: 'fencer_router_slow_watchers_total',
+    help: 'Watches of a group cut with SLOW_WATCHER because their client did not read',
+    registers: r,
+  });
+  return { watches, watchUpstreams, watchGroups, slowWatchers };
 }

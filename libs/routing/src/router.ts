@@ -7,7 +7,8 @@
  * says the attempt did not run (unary-call.ts). Errors reach the client in
  * the contract's words, without the cell-internal leader-hint (the client's
  * endpoint is the router). Watch is proxied and resumed without a gap
- * (watch-proxy.ts). KeepAlive goes through a HeartbeatBatcher, as on a
+ * (watch-proxy.ts); identical watches share one upstream stream
+ * (watch-group.ts). KeepAlive goes through a HeartbeatBatcher, as on a
  * session proxy (front-end.ts).
  *
  * A namespace the table does not route is NOT_FOUND NAMESPACE_NOT_FOUND,
@@ -27,7 +28,7 @@ import { RouterMetrics } from './metrics.js';
 import type { RoutingSource } from './routing-source.js';
 import { unaryHandler, type UnaryDeps } from './unary-call.js';
 import { upstreamAttempt } from './upstream.js';
-import { WatchProxies } from './watch-proxy.js';
+import { WatchProxies, type WatchOptions } from './watch-proxy.js';
 import { AcquireRateLimiter } from './rate-limiter.js';
 
 export interface RouterDeps {
@@ -42,6 +43,10 @@ export interface RouterDeps {
   readonly id?: string;
   /** Mutual TLS to the cells and TLS to clients (tlsFilesFor). */
   readonly tls?: TlsFiles | undefined;
+  /** Identical watches share one upstream stream (default true; watch-group.ts). */
+  readonly coalesceWatches?: boolean;
+  /** Watch coalescing's bounds, for tests (watch-proxy.ts). */
+  readonly watchOptions?: Omit<WatchOptions, 'coalesce'>;
 }
 
 export interface Router {
@@ -75,7 +80,10 @@ export function buildRouter(deps: RouterDeps): Router {
     inFlightMax,
     acquireLimiter,
   };
-  const watches = new WatchProxies({ source, pool, logger, metrics, cellOf, inFlightMax });
+  const watches = new WatchProxies(
+    { source, pool, logger, metrics, cellOf, inFlightMax },
+    { ...deps.watchOptions, coalesce: deps.coalesceWatches ?? true },
+  );
   const handlers: lockservice.LockServiceServer = {
     openSession: unaryHandler(unary, 'openSession'),
     acquire: unaryHandler(unary, 'acquire'),

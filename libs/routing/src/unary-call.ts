@@ -7,12 +7,13 @@
  * leader is lost, the replicas are asked who leads now and the call is
  * resent as soon as one answers (leader-search.ts); an Acquire is resent
  * with its request_id, so a held one resumes. A client that cancels cancels
- * the attempt in flight. Calls in flight per cell are bounded.
+ * the attempt in flight. Calls in flight per cell are bounded. A client in
+ * direct mode is told which replica served its call (routeTrailer).
  */
 import { FencerError } from '@fencer/base';
 import { LaneConnectionLost } from '@fencer/peer-transport';
-import { type sendUnaryData, type ServerUnaryCall, type ServiceError, status } from '@grpc/grpc-js';
-import { fromServiceError } from '@fencer/protocol';
+import { Metadata, type sendUnaryData, type ServerUnaryCall, type ServiceError, status } from '@grpc/grpc-js';
+import { ROUTE_LEADER_KEY, ROUTE_WANTED_KEY, fromServiceError } from '@fencer/protocol';
 import type { Logger } from 'pino';
 import type { CellState } from './cell-pool.js';
 import type { CellOf } from './cell-of-namespace.js';
@@ -47,13 +48,15 @@ interface CallState {
   /** Cancels the attempt in flight. */
   cancelUpstream: (() => void) | undefined;
   cancelled: boolean;
+  /** The replica whose answer the client gets (the namespace's leader), once an attempt succeeded. */
+  servedBy: string | undefined;
 }
 
 /** The grpc-js handler of one unary method. */
 export function unaryHandler<Req, Res>(deps: UnaryDeps, method: UnaryMethod) {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
     const started = performance.now();
-    const state: CallState = { cellId: '', cancelUpstream: undefined, cancelled: false };
+    const state: CallState = { cellId: '', cancelUpstream: undefined, cancelled: false, servedBy: undefined };
     let answered = false;
     // grpc-js says 'cancelled' after every answer too: only a call still running has anything to cancel.
     call.on('cancelled', () => {
@@ -67,7 +70,7 @@ export function unaryHandler<Req, Res>(deps: UnaryDeps, method: UnaryMethod) {
       deps.metrics.calls.inc({ cell: state.cellId, method, code });
       deps.metrics.callSeconds.observe({ cell: state.cellId, method }, (performance.now() - started) / 1000);
       if (err) callback(err as ServiceError);
-      else callback(null, res);
+      else callback(null, res, routeTrailer(call.metadata, state.servedBy));
     };
     callWithRetries<Res>(deps, method, call, state).then(
       (res) => answer(null, res),
@@ -98,7 +101,9 @@ async function callWithRetries<Res>(
     // The call counts against its cell until the attempt and any pause after it are over.
     cell.inFlight++;
     try {
-      return await deps.attempt<Res>(target, method, call.request, deadlineMs, (c) => (state.cancelUpstream = c));
+      const res = await deps.attempt<Res>(target, method, call.request, deadlineMs, (c) => (state.cancelUpstream = c));
+      state.servedBy = target;
+      return res;
     } catch (e) {
       if (state.cancelled) fail('CANCELLED', 'the client cancelled the call');
       const fe = e instanceof FencerError ? e : fromServiceError(e as ServiceError);
@@ -127,6 +132,14 @@ async function callWithRetries<Res>(
       cell.inFlight--;
     }
   }
+}
+
+/** For a client in direct mode (it sent ROUTE_WANTED_KEY): the replica that served its call, to call directly next time. */
+function routeTrailer(request: Metadata, servedBy: string | undefined): Metadata | undefined {
+  if (servedBy === undefined || request.get(ROUTE_WANTED_KEY).length === 0) return undefined;
+  const md = new Metadata();
+  md.set(ROUTE_LEADER_KEY, servedBy);
+  return md;
 }
 
 /**

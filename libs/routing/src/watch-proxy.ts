@@ -1,38 +1,54 @@
 /**
- * Watch through the router: the stream is proxied from the cell with
- * cancellation both ways, and resumed, after its replica goes away, from
- * the last revision passed on, so the client sees no gap and no repeat.
- * Watches per router are bounded (WATCHES_MAX), and a watch counts as one
- * call in flight towards its cell for as long as it lasts.
+ * Watch through the router. Each client watch first reads from its own
+ * upstream stream on the namespace's cell (upstream-watch.ts), resumed
+ * after its replica goes away with no gap and no repeat (watch-cursor.ts).
+ * With coalescing on (the default), it moves to the group of identical
+ * watches (watch-group.ts) as soon as it holds a revision the group can
+ * continue from: at once for a since_revision the group's buffer reaches,
+ * else at the first PROGRESS of its own stream (for a watch from now, the
+ * one that closes its snapshot, so the cell still makes every start
+ * linearizable). Its own stream is then cancelled: the cell serves one
+ * stream per group, however many clients watch.
+ *
+ * Watches per router are bounded (WATCHES_MAX); every upstream stream
+ * counts as one call in flight towards its cell for as long as it lasts.
  */
 import { FencerError } from '@fencer/base';
-import type { ClientReadableStream, ServerWritableStream, ServiceError } from '@grpc/grpc-js';
-import { fromServiceError, lockservice, toServiceError } from '@fencer/protocol';
-import type { Logger } from 'pino';
-import type { CellPool, CellState } from './cell-pool.js';
-import type { CellOf } from './cell-of-namespace.js';
-import { WATCHES_MAX } from './limits.js';
-import type { RouterMetrics } from './metrics.js';
-import { fail, namespaceOfCall } from './namespace-of-call.js';
-import { RETRY_CODES, backoffMs, sleep, toClientError } from './retry-policy.js';
-import type { RoutingSource } from './routing-source.js';
+import type { ServerWritableStream, ServiceError } from '@grpc/grpc-js';
+import { lockservice, toServiceError } from '@fencer/protocol';
+import { WATCH_MEMBER_BACKLOG_MAX, WATCHES_MAX } from './limits.js';
+import { namespaceOfCall } from './namespace-of-call.js';
+import { toClientError } from './retry-policy.js';
+import { UpstreamWatch, type WatchDeps, type WatchTarget } from './upstream-watch.js';
+import { WatchCursor } from './watch-cursor.js';
+import { WatchGroups, type GroupMember, type WatchGroup } from './watch-group.js';
+
+export type { WatchDeps } from './upstream-watch.js';
 
 type WatchCall = ServerWritableStream<lockservice.WatchRequest, lockservice.WatchEvent>;
 
-export interface WatchDeps {
-  readonly source: RoutingSource;
-  readonly pool: CellPool;
-  readonly logger: Logger;
-  readonly metrics: RouterMetrics;
-  readonly cellOf: CellOf;
-  readonly inFlightMax: number;
+export interface WatchOptions {
+  /** Share one upstream stream among identical watches (default true). */
+  readonly coalesce?: boolean;
+  /** Events a group member's stream may hold unsent before it is cut with SLOW_WATCHER. */
+  readonly memberBacklogMax?: number;
+  /** Events a group keeps for members that join late or resume. */
+  readonly groupBufferMax?: number;
 }
 
 /** The Watch handler of a router, counting the watches it proxies. */
 export class WatchProxies {
   private open = 0;
+  private readonly groups: WatchGroups | undefined;
+  private readonly backlogMax: number;
 
-  constructor(private readonly deps: WatchDeps) {}
+  constructor(
+    private readonly deps: WatchDeps,
+    options: WatchOptions = {},
+  ) {
+    this.groups = (options.coalesce ?? true) ? new WatchGroups(deps, options.groupBufferMax) : undefined;
+    this.backlogMax = options.memberBacklogMax ?? WATCH_MEMBER_BACKLOG_MAX;
+  }
 
   serve = (call: WatchCall): void => {
     if (this.open >= WATCHES_MAX) {
@@ -43,10 +59,10 @@ export class WatchProxies {
       return;
     }
     this.count(+1);
-    const watch = new ProxiedWatch(this.deps, call, () => this.count(-1));
+    const watch = new ClientWatch(this.deps, this.groups, this.backlogMax, call, () => this.count(-1));
     call.on('cancelled', () => watch.stop());
     call.on('close', () => watch.stop());
-    watch.open().catch((err) => watch.stop(toClientError(err, this.deps.logger, 'watch')));
+    watch.begin();
   };
 
   private count(delta: number): void {
@@ -55,90 +71,89 @@ export class WatchProxies {
   }
 }
 
-/** One client's watch and the upstream stream that feeds it now. */
-class ProxiedWatch {
+/** One client's watch: fed by its own upstream stream, or by a group's. */
+class ClientWatch implements GroupMember {
   private live = true;
-  private upstream: ClientReadableStream<lockservice.WatchEvent> | undefined;
-  /** The cell the watch counts against (set by the first open, kept across resumes). */
-  private cell: CellState | undefined;
-  /** The newest revision passed on to the client: a resumed stream starts after it. */
-  private lastRevision: number;
-  /** Resumes since the last event, for the backoff. */
-  private attemptNo = 0;
+  private readonly target: WatchTarget;
+  private readonly cursor: WatchCursor;
+  private upstream: UpstreamWatch | undefined;
+  private group: WatchGroup | undefined;
 
   constructor(
     private readonly deps: WatchDeps,
+    private readonly groups: WatchGroups | undefined,
+    private readonly backlogMax: number,
     private readonly call: WatchCall,
     private readonly ended: () => void,
   ) {
-    this.lastRevision = call.request.sinceRevision;
+    const req = call.request;
+    this.target = { name: req.name, prefix: req.prefix };
+    this.cursor = new WatchCursor(req.sinceRevision);
   }
 
-  /** Ends the watch once: the upstream is cancelled, and the client gets `err` or the stream's end. */
+  /** Joins a group that reaches back to the client's revision, else opens its own stream. */
+  begin(): void {
+    try {
+      namespaceOfCall('watch', this.target as unknown as Record<string, unknown>);
+    } catch (err) {
+      return this.stop(toClientError(err, this.deps.logger, 'watch'));
+    }
+    if (this.tryJoin(this.cursor.revision)) return;
+    this.upstream = new UpstreamWatch(this.deps, this.target, {
+      since: () => this.cursor.resumeFrom(),
+      event: (ev) => this.ownEvent(ev),
+      ended: (err) => this.stop(err),
+    });
+    this.upstream.start();
+  }
+
+  /** An event of a group: written at once; a reader too far behind is cut rather than waited for. */
+  deliver(ev: lockservice.WatchEvent): void {
+    if (!this.live) return;
+    this.call.write(ev);
+    if (this.call.writableLength > this.backlogMax) {
+      this.deps.metrics.slowWatchers.inc();
+      this.stop(
+        toServiceError(
+          new FencerError(
+            'SLOW_WATCHER',
+            'this watcher fell too far behind the others; resume with since_revision = the last revision seen',
+          ),
+        ),
+      );
+    }
+  }
+
+  /** Ends the watch once: its stream or group left, and the client gets `err` or the stream's end. */
   stop(err?: Partial<ServiceError>): void {
     if (!this.live) return;
     this.live = false;
     this.ended();
-    if (this.cell) this.cell.inFlight--;
-    const u = this.upstream;
+    this.upstream?.stop();
     this.upstream = undefined;
-    u?.cancel();
+    this.group?.leave(this);
+    this.group = undefined;
     if (err) this.call.emit('error', err);
     else this.call.end();
   }
 
-  /** Opens (or reopens) the upstream stream on the namespace's cell, from the last revision passed on. */
-  async open(): Promise<void> {
-    const req = this.call.request;
-    const { namespace } = namespaceOfCall('watch', req as unknown as Record<string, unknown>);
-    const c = await this.deps.cellOf(namespace, false);
-    if (!this.live) return;
-    if (!this.cell) {
-      if (c.inFlight >= this.deps.inFlightMax)
-        fail('TOO_MANY_REQUESTS', `cell ${c.id} has ${this.deps.inFlightMax} calls in flight from this router; retry with backoff`);
-      this.cell = c;
-      this.cell.inFlight++;
-    }
-    const target = c.target();
-    const u = this.deps.pool.lockStub(target).watch({ name: req.name, prefix: req.prefix, sinceRevision: this.lastRevision });
-    this.upstream = u;
-    u.on('data', (ev: lockservice.WatchEvent) => {
-      if (this.upstream === u) this.passOn(u, ev);
-    });
-    u.on('error', (e: ServiceError) => {
-      if (this.upstream !== u || !this.live) return;
-      this.upstream = undefined;
-      this.upstreamFailed(c, target, fromServiceError(e));
-    });
-    u.on('end', () => {
-      if (this.upstream === u) this.stop();
-    });
-  }
-
-  private passOn(u: ClientReadableStream<lockservice.WatchEvent>, ev: lockservice.WatchEvent): void {
-    this.attemptNo = 0;
-    // SNAPSHOT events describe the state at the stream's start; the PROGRESS after them carries that revision.
-    if (ev.type !== lockservice.WatchEventType.WATCH_EVENT_TYPE_SNAPSHOT) this.lastRevision = Math.max(this.lastRevision, ev.revision);
+  /** An event of its own stream: passed on with backpressure, and a PROGRESS is the moment to join a group. */
+  private ownEvent(ev: lockservice.WatchEvent): void {
+    if (!this.cursor.admit(ev)) return;
     if (!this.call.write(ev)) {
-      u.pause();
-      this.call.once('drain', () => u.resume());
+      this.upstream?.pause();
+      this.call.once('drain', () => this.upstream?.resume());
+    }
+    if (ev.type === lockservice.WatchEventType.WATCH_EVENT_TYPE_PROGRESS && this.tryJoin(ev.revision)) {
+      const own = this.upstream;
+      this.upstream = undefined;
+      own?.stop();
     }
   }
 
-  /** The upstream ended in error: the client gets it, or the watch resumes on the cell's next target after a pause. */
-  private upstreamFailed(c: CellState, target: string, fe: FencerError): void {
-    if (fe.code === 'CANCELLED') return this.stop();
-    const retryable = RETRY_CODES.has(fe.code) || fe.code === 'NAMESPACE_NOT_HERE';
-    if (!retryable) return this.stop(toClientError(fe, this.deps.logger, 'watch'));
-    if (fe.code === 'NOT_LEADER' && fe.leaderHint) c.noteLeader(fe.leaderHint);
-    else c.advance(target);
-    this.deps.metrics.retries.inc({ cell: c.id, method: 'watch', reason: fe.code });
-    const pauseMs = backoffMs(this.attemptNo++);
-    const resume = async (): Promise<void> => {
-      if (fe.code === 'NAMESPACE_NOT_HERE') await this.deps.source.refresh();
-      await sleep(pauseMs);
-      if (this.live) await this.open();
-    };
-    resume().catch((err) => this.stop(toClientError(err, this.deps.logger, 'watch')));
+  private tryJoin(revision: number): boolean {
+    if (!this.groups || !this.live) return false;
+    this.group = this.groups.join(this.target, revision, this);
+    return this.group !== undefined;
   }
 }

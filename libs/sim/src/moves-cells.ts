@@ -6,13 +6,18 @@
  * a refusal (the cell said no: a retry will not help) or transient (no
  * leader, lost, timed out).
  *
+ * Every step carries the move's fence (the move id and the meta term its
+ * pass runs under), as the control plane's worker sends it: a cell refuses a
+ * step older than one it applied for the namespace (MOVE_FENCED), which the
+ * driver takes as "this pass is stale" and ends it.
+ *
  * The planted bug 'switchBeforeImport' answers an import as done as soon as
  * the target's leader proposed it, before it committed: the driver then
  * journals the switch with the import still uncommitted.
  */
 import { type FencerError, Namespace } from '@fencer/base';
-import type { LockCell } from '@fencer/cell';
-import type { ExportNamespaceOutcome, Outcome } from '@fencer/lock-fsm';
+import { heldImport, type LockCell } from '@fencer/cell';
+import type { ExportNamespaceOutcome, MoveFence, Outcome } from '@fencer/lock-fsm';
 import type { Member, MovesWorld } from './moves-world.js';
 
 /** How long the driver waits for a cell's answer. */
@@ -94,13 +99,13 @@ export class MoveCells {
   }
 
   /** Freezes; the value is the namespace's last revision. */
-  freeze(cell: string, namespace: string, done: Answer<number>): void {
+  freeze(cell: string, namespace: string, fence: MoveFence, done: Answer<number>): void {
     this.onLeader<number>(
       cell,
       (c, answer) =>
         proposeThen(
           c,
-          { kind: 'FreezeNamespace', namespace: Namespace(namespace) },
+          { kind: 'FreezeNamespace', namespace: Namespace(namespace), fence },
           answer,
           () => c.fsm.namespaceInfo(namespace)?.lastRevision ?? 0,
         ),
@@ -108,27 +113,27 @@ export class MoveCells {
     );
   }
 
-  unfreeze(cell: string, namespace: string, done: Answer<null>): void {
+  unfreeze(cell: string, namespace: string, fence: MoveFence, done: Answer<null>): void {
     this.onLeader<null>(
       cell,
-      (c, answer) => proposeThen(c, { kind: 'UnfreezeNamespace', namespace: Namespace(namespace) }, answer, () => null),
+      (c, answer) => proposeThen(c, { kind: 'UnfreezeNamespace', namespace: Namespace(namespace), fence }, answer, () => null),
       done,
     );
   }
 
   /** Freezes (if it still serves) and drops; a namespace not held here answers ok. */
-  drop(cell: string, namespace: string, done: Answer<null>): void {
+  drop(cell: string, namespace: string, fence: MoveFence, done: Answer<null>): void {
     const ns = Namespace(namespace);
     this.onLeader<null>(
       cell,
       (c, answer) =>
         proposeThen<null>(
           c,
-          { kind: 'FreezeNamespace', namespace: ns },
+          { kind: 'FreezeNamespace', namespace: ns, fence },
           (a) => {
             if (a.kind === 'refused' && a.code === 'NAMESPACE_NOT_HERE') return answer({ kind: 'ok', value: null });
             if (a.kind !== 'ok') return answer(a);
-            proposeThen(c, { kind: 'DropNamespace', namespace: ns }, answer, () => null);
+            proposeThen(c, { kind: 'DropNamespace', namespace: ns, fence }, answer, () => null);
           },
           () => null,
         ),
@@ -137,13 +142,13 @@ export class MoveCells {
   }
 
   /** The export of the frozen namespace, read behind a barrier on the leader, with what is left of its waits. */
-  exportNamespace(cell: string, namespace: string, done: Answer<HeldExport>): void {
+  exportNamespace(cell: string, namespace: string, fence: MoveFence, done: Answer<HeldExport>): void {
     this.onLeader<HeldExport>(
       cell,
       (c, answer) =>
         c.core.readBarrier((e) => {
           if (e) return answer(fromError(e));
-          const outcome = c.fsm.readExport(Namespace(namespace));
+          const outcome = c.fsm.readExport(Namespace(namespace), fence);
           if (!outcome.ok) return answer({ kind: 'refused', code: outcome.code, message: outcome.message });
           answer({ kind: 'ok', value: { outcome, waitsLeft: c.waitsLeft(namespace) } });
         }),
@@ -151,18 +156,27 @@ export class MoveCells {
     );
   }
 
-  /** Imports frozen; an import the target holds already answers its counts. */
-  importNamespace(cell: string, namespace: string, held: HeldExport, done: Answer<{ sessions: number; locks: number }>): void {
+  /** Imports frozen; an import of this move the target holds already answers its counts. */
+  importNamespace(
+    cell: string,
+    namespace: string,
+    fence: MoveFence,
+    held: HeldExport,
+    done: Answer<{ sessions: number; locks: number }>,
+  ): void {
     const ns = Namespace(namespace);
     this.onLeader<{ sessions: number; locks: number }>(
       cell,
       (c, answer) => {
-        const info = c.fsm.namespaceInfo(namespace);
-        if (info !== undefined && info.state !== 'moved')
-          return answer({ kind: 'ok', value: { sessions: info.sessions, locks: info.locks } });
+        const already = heldImport(c.fsm, namespace, fence);
+        if (already !== undefined)
+          return answer(
+            'ok' in already ? { kind: 'refused', code: already.code, message: already.message } : { kind: 'ok', value: already },
+          );
         c.moves.carryWaits(namespace, held.waitsLeft);
         const counts = { sessions: held.outcome.sessions, locks: held.outcome.locks };
-        proposeThen(c, { kind: 'ImportNamespace', namespace: ns, data: held.outcome.data, activate: false }, answer, () => counts);
+        const command = { kind: 'ImportNamespace', namespace: ns, data: held.outcome.data, activate: false, fence } as const;
+        proposeThen(c, command, answer, () => counts);
         // The planted bug: the import is reported done before it committed.
         if (this.bug.switchBeforeImport) answer({ kind: 'ok', value: counts });
       },

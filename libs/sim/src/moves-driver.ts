@@ -6,11 +6,18 @@
  * performed here against the simulated cells (moves-cells.ts) and journaled
  * in the simulated meta group. A pass starts from the journal with no facts
  * and ends when its member crashes or stops leading, so a new meta leader
- * repeats at most the step the old one was doing.
+ * repeats at most the step the old one was doing. Each cell step carries
+ * the move's fence: the move id, the journal index of its state, and the
+ * meta term the pass began in (read before its barrier and checked after it,
+ * so the journal it read is that term's leader's). A cell that refuses a
+ * step as fenced (MOVE_FENCED: it applied a step of a newer leader, or of a
+ * later state, for the namespace) ends the pass: its member was deposed,
+ * whatever it believes.
  *
  * It also plays the operator: while the run lasts, each time the namespace
  * has no unfinished move for a while, it starts one to the other cell.
  */
+import type { MoveFence } from '@fencer/lock-fsm';
 import { type MetaCommand, type Move, type MoveFacts, type MoveStep, isMetaFailure, nextMoveStep } from '@fencer/meta-fsm';
 import type { CellAnswer, MoveCells } from './moves-cells.js';
 import { MOVE_CELLS, type Member, type MovesWorld } from './moves-world.js';
@@ -27,13 +34,27 @@ const MOVE_GAP_MS: readonly [number, number] = [200, 1_200];
 
 type Next = () => void;
 
+/** One pass of the worker: on `member` in its life `epoch`, under the meta term `term`. */
+interface Pass {
+  readonly member: Member;
+  readonly epoch: number;
+  readonly term: number;
+  done: boolean;
+}
+
+function termOf(m: Member): number {
+  return m.meta?.replica.status().term ?? 0;
+}
+
 export class MoveDriver {
-  private pass: { readonly member: Member; readonly epoch: number; done: boolean } | undefined;
+  private pass: Pass | undefined;
   private nextMoveAtMs = 0;
   /** Moves are started while this is on (from the end of the setup to the quiet tail). */
   starting = false;
   movesStarted = 0;
   passes = 0;
+  /** Cell steps refused as fenced: a deposed leader's pass caught taking one more step. */
+  fencedSteps = 0;
 
   constructor(
     private readonly w: MovesWorld,
@@ -47,7 +68,8 @@ export class MoveDriver {
     if (leader === undefined) return;
     const p = this.pass;
     if (p !== undefined && !p.done && p.member === leader && p.epoch === leader.epoch) return;
-    const pass = { member: leader, epoch: leader.epoch, done: false };
+    // The term before the barrier, checked after it (live): the journal read is then that term's leader's.
+    const pass: Pass = { member: leader, epoch: leader.epoch, term: termOf(leader), done: false };
     this.pass = pass;
     this.passes++;
     const end = (): void => {
@@ -61,11 +83,11 @@ export class MoveDriver {
     });
   }
 
-  private live(pass: { readonly member: Member; readonly epoch: number; done: boolean }): boolean {
-    return !pass.done && pass.member.epoch === pass.epoch && pass.member.meta?.isLeader === true;
+  private live(pass: Pass): boolean {
+    return !pass.done && pass.member.epoch === pass.epoch && pass.member.meta?.isLeader === true && termOf(pass.member) === pass.term;
   }
 
-  private driveAll(pass: { readonly member: Member; readonly epoch: number; done: boolean }, moves: Move[], end: Next): void {
+  private driveAll(pass: Pass, moves: Move[], end: Next): void {
     const [first, ...rest] = moves;
     if (first === undefined) {
       this.nextMoveAtMs = this.w.nowMs() + this.w.random.range(...MOVE_GAP_MS);
@@ -74,7 +96,7 @@ export class MoveDriver {
     this.drive(pass, first, { nowMs: this.w.wallMs() }, 0, 0, () => this.driveAll(pass, rest, end));
   }
 
-  private maybeStart(pass: { readonly member: Member; readonly epoch: number; done: boolean }, end: Next): void {
+  private maybeStart(pass: Pass, end: Next): void {
     const tenant = pass.member.meta?.state.tenant(this.namespace);
     if (!this.starting || tenant === undefined || this.w.nowMs() < this.nextMoveAtMs) return end();
     const toCell = MOVE_CELLS.find((c) => c !== tenant.cell) as string;
@@ -84,14 +106,7 @@ export class MoveDriver {
   }
 
   /** Runs one move's steps until it finishes, must wait past this pass's budget, or leadership goes. */
-  private drive(
-    pass: { readonly member: Member; readonly epoch: number; done: boolean },
-    move: Move,
-    facts: MoveFacts,
-    steps: number,
-    pausedMs: number,
-    next: Next,
-  ): void {
+  private drive(pass: Pass, move: Move, facts: MoveFacts, steps: number, pausedMs: number, next: Next): void {
     if (!this.live(pass) || steps >= STEPS_PER_PASS_MAX) return next();
     // The worker runs in its member's process: a paused one takes its next step when it resumes.
     if (pass.member.pausedUntilUs > this.w.sched.now) {
@@ -113,13 +128,7 @@ export class MoveDriver {
   }
 
   /** Performs one step, records what it learned in `facts`, and continues with the move as journaled now. */
-  private perform(
-    pass: { readonly member: Member; readonly epoch: number; done: boolean },
-    move: Move,
-    step: MoveStep,
-    facts: MoveFacts,
-    then: (move: Move) => void,
-  ): void {
+  private perform(pass: Pass, move: Move, step: MoveStep, facts: MoveFacts, then: (move: Move) => void): void {
     switch (step.kind) {
       case 'measure-size':
         return this.measure(move, facts, then);
@@ -130,7 +139,7 @@ export class MoveDriver {
         return this.journal(pass, move, { kind: 'AdvanceMove', id: move.id, atMs: this.w.wallMs(), ...fields }, then);
       }
       default:
-        return this.performOnCells(move, step, facts, then);
+        return this.performOnCells(pass, move, step, facts, then);
     }
   }
 
@@ -138,10 +147,14 @@ export class MoveDriver {
    * A cell's answer to `step`: learn from a value, or sort a failure into
    * "retry" (transient) or "give up" (failure); then continue.
    */
-  private answers(step: MoveStep, facts: MoveFacts, done: () => void) {
+  private answers(pass: Pass, step: MoveStep, facts: MoveFacts, done: () => void) {
     return <T>(learn: (v: T) => void, tolerate?: string) =>
       (a: CellAnswer<T>): void => {
-        if (a.kind === 'ok') {
+        if (a.kind === 'refused' && a.code === 'MOVE_FENCED') {
+          // A newer leader acted on the namespace: this pass is stale; it learns nothing and ends.
+          this.fencedSteps++;
+          pass.done = true;
+        } else if (a.kind === 'ok') {
           learn(a.value);
           delete facts.transient;
         } else if (a.kind === 'refused' && a.code === tolerate) {
@@ -155,30 +168,34 @@ export class MoveDriver {
   }
 
   /** The steps a cell performs: each asks the source or the target, and notes what the answer says. */
-  private performOnCells(move: Move, step: MoveStep, facts: MoveFacts, then: (move: Move) => void): void {
+  private performOnCells(pass: Pass, move: Move, step: MoveStep, facts: MoveFacts, then: (move: Move) => void): void {
     const { namespace: ns, fromCell: from, toCell: to } = move;
-    const on = this.answers(step, facts, () => then(move));
+    const on = this.answers(pass, step, facts, () => then(move));
     const c = this.cells;
+    const fence: MoveFence = { term: pass.term, journalIndex: move.journalIndex ?? 0, moveId: move.id };
     switch (step.kind) {
       case 'clear-target':
         return c.drop(
           to,
           ns,
+          fence,
           on(() => (facts.targetCleared = true)),
         );
       case 'freeze-source':
         return c.freeze(
           from,
           ns,
+          fence,
           on((rev) => (facts.frozenRevision = rev)),
         );
       case 'copy':
         // The export's answer goes on to the import when it is a value; else it is this step's answer.
-        return c.exportNamespace(from, ns, (a) =>
+        return c.exportNamespace(from, ns, fence, (a) =>
           a.kind === 'ok'
             ? c.importNamespace(
                 to,
                 ns,
+                fence,
                 a.value,
                 on((n) => (facts.copied = n)),
               )
@@ -188,12 +205,14 @@ export class MoveDriver {
         return c.unfreeze(
           to,
           ns,
+          fence,
           on(() => (facts.targetUnfrozen = true)),
         );
       case 'drop-source':
         return c.drop(
           from,
           ns,
+          fence,
           on(() => (facts.sourceDropped = true)),
         );
       case 'first-write':
@@ -214,12 +233,14 @@ export class MoveDriver {
         return c.unfreeze(
           from,
           ns,
+          fence,
           on(() => (facts.sourceUnfrozen = true), 'NAMESPACE_NOT_HERE'),
         );
       case 'drop-target':
         return c.drop(
           to,
           ns,
+          fence,
           on(() => {}),
         );
       default:
@@ -255,12 +276,7 @@ export class MoveDriver {
   }
 
   /** Writes the journal; a refused write (another leader moved the move on) rereads the move as it is. */
-  private journal(
-    pass: { readonly member: Member; readonly epoch: number; done: boolean },
-    move: Move,
-    command: MetaCommand,
-    then: (move: Move) => void,
-  ): void {
+  private journal(pass: Pass, move: Move, command: MetaCommand, then: (move: Move) => void): void {
     this.journalWrite(pass, command, (outcome) => {
       const now = pass.member.meta?.state.move(move.id);
       if (outcome === undefined || isMetaFailure(outcome)) return then(now ?? move);
@@ -269,11 +285,7 @@ export class MoveDriver {
   }
 
   /** Proposes on the pass's member; `done` gets the outcome, or undefined when the write failed or was lost. */
-  private journalWrite(
-    pass: { readonly member: Member; readonly epoch: number; done: boolean },
-    command: MetaCommand,
-    done: (outcome: unknown) => void,
-  ): void {
+  private journalWrite(pass: Pass, command: MetaCommand, done: (outcome: unknown) => void): void {
     const meta = pass.member.meta;
     if (meta === undefined || !this.live(pass)) return done(undefined);
     let finished = false;

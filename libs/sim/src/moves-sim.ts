@@ -96,6 +96,8 @@ export interface MovesRunReport {
     readonly heartbeatsAcked: number;
     readonly expiries: number;
     readonly clientsDied: number;
+    /** Cell steps refused as fenced (MOVE_FENCED): a deposed meta leader's pass caught taking one more step. */
+    readonly fencedSteps: number;
   };
 }
 
@@ -166,6 +168,7 @@ class MovesRun {
         heartbeatsAcked: c.heartbeatsAcked,
         expiries: c.expiries,
         clientsDied: this.clients.abandoned.length,
+        fencedSteps: this.driver.fencedSteps,
       },
     };
   }

@@ -11,14 +11,24 @@ import * as profile from './suites/profile.mjs';
 import * as snapshots from './suites/snapshots.mjs';
 import * as moves from './suites/moves.mjs';
 import * as failover from './suites/failover.mjs';
+import * as efficiency from './suites/efficiency.mjs';
+import * as fleetLoad from './suites/fleet-load.mjs';
+import * as scaling from './suites/scaling.mjs';
+import * as page from './suites/page.mjs';
+import * as watchFanout from './suites/watch-fanout.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
+SUITES.push(efficiency);
+SUITES.push(fleetLoad);
+SUITES.push(scaling);
+SUITES.push(watchFanout);
+SUITES.unshift(page);
 
 export function buildProgram() {
   const program = new Command('run.mjs')
     .description(
-      'Fencer benchmarks: one entry, a suite per subcommand (cell is the default). Every server runs on 127.0.0.1; ' +
+      'Fencer benchmarks: one entry, a suite per subcommand (page, every suite that writes docs/benchmarks.md, is the default). Every server runs on 127.0.0.1; ' +
         'each suite rewrites its section of docs/benchmarks.md unless --no-write.',
     )
     .showHelpAfterError()

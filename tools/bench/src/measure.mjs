@@ -55,6 +55,33 @@ export function procCpuSeconds(pid) {
   }
 }
 
+/** Resident set size of one process in bytes (VmRSS from /proc/PID/status), or undefined once it has exited. */
+export function procRssBytes(pid) {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Sums per-process figures by component: `perPid` (pid → number) grouped by
+ * `componentOf` (pid → name; pids it does not know are "other"), with the
+ * count of processes in each. Components keep the order they first appear in.
+ */
+export function byComponent(perPid, componentOf) {
+  const out = new Map();
+  for (const [pid, value] of Object.entries(perPid)) {
+    const name = componentOf.get(Number(pid)) ?? 'other';
+    const c = out.get(name) ?? { component: name, processes: 0, total: 0 };
+    c.processes++;
+    c.total += value ?? 0;
+    out.set(name, c);
+  }
+  return [...out.values()];
+}
+
 /** CPU ms of a process by pid (this process included), 0 once it has exited. */
 export function cpuMsOf(pid) {
   if (pid === process.pid) {
@@ -117,6 +144,7 @@ export class CpuWindow {
     return {
       wallS,
       serverS,
+      perPid: Object.fromEntries([...this.last.keys()].map((pid) => [pid, used(pid)])),
       leaderS: this.leaderPid === undefined ? undefined : used(this.leaderPid),
       loadgenS,
       otherS: Math.max(0, machineS - serverS - loadgenS),

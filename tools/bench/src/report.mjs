@@ -14,6 +14,13 @@ export const DOC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '.
 
 /** The order of the summary's rows, by id; a row with another id goes last. */
 export const SUMMARY_ORDER = [
+  'efficiency-64',
+  'efficiency-cpu-64',
+  'efficiency-1',
+  'efficiency-upkeep',
+  'fleet-load-steady',
+  'fleet-load-storm',
+  'scaling-cells',
   'wal-64',
   'lock-fsm-apply',
   'lock-fsm-memory',
@@ -59,8 +66,10 @@ export function machineMeta() {
   return meta;
 }
 
-/** The command line that reproduces this run, as docs quote it. */
+/** The command line that reproduces this run, as docs quote it (without --json FILE, which changes no figure). */
 export function commandLine(argv = process.argv.slice(2)) {
+  const at = argv.indexOf('--json');
+  if (at >= 0) argv = [...argv.slice(0, at), ...argv.slice(at + 2)];
   return ['node tools/bench/run.mjs', ...argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`))].join(' ');
 }
 

@@ -8,8 +8,9 @@ import type { Command } from 'commander';
 import { buildProgram } from '../src/cli.mjs';
 import { resolve } from '../src/options.mjs';
 import { selectScenarios } from '../src/suites/cell.mjs';
+import { PAGE_SUITES, suiteArgs } from '../src/suites/page.mjs';
 
-const SUITES = ['cell', 'fleet', 'failover', 'wal', 'lock-fsm', 'duties', 'profile'];
+const SUITES = ['page', 'cell', 'fleet', 'failover', 'wal', 'lock-fsm', 'duties', 'profile', 'efficiency', 'fleet-load', 'scaling'];
 
 /** Parses `args` as `node run.mjs ...args`; resolves with the suite run and its resolved options. */
 async function parse(args: string[]): Promise<{ suite: string; opts: Record<string, unknown> }> {
@@ -33,14 +34,33 @@ describe('the benchmark entry', () => {
       expect(text).toContain(flag);
   });
 
-  it('runs the cell suite by default, with its defaults', async () => {
+  it('runs the page by default: every suite that writes the docs, the summary suites first', async () => {
     const { suite, opts } = await parse([]);
+    expect(suite).toBe('page');
+    expect(opts.suites).toEqual(PAGE_SUITES);
+    expect(PAGE_SUITES.slice(0, 3)).toEqual(['efficiency', 'fleet-load', 'scaling']);
+    expect(suiteArgs('duties', { quick: true, write: false })).toEqual(['duties', '--no-write']);
+    expect(suiteArgs('scaling', { quick: true, write: true })).toEqual(['scaling', '--quick']);
+  });
+
+  it('runs the cell suite with its defaults', async () => {
+    const { suite, opts } = await parse(['cell']);
     expect(suite).toBe('cell');
     expect(opts).toMatchObject({ seconds: 8, warmup: 1, systemWarmup: 15, rounds: 1, systems: ['fencer', 'etcd5'], write: true });
   });
 
+  it('runs the efficiency suite through routers beside ZooKeeper-3 and etcd-5 at 1, 16 and 64 clients', async () => {
+    expect((await parse(['efficiency'])).opts).toMatchObject({
+      systems: ['fencer', 'zk3', 'etcd5'],
+      clients: ['1', '16', '64'],
+      replicas: 3,
+    });
+    expect((await parse(['fleet-load'])).opts).toMatchObject({ cells: 8, replicas: 5, sessions: 50_000, tenants: 16 });
+    expect((await parse(['scaling'])).opts).toMatchObject({ cells: ['1', '2', '4'], clients: 64 });
+  });
+
   it('applies --quick presets to options not given, and never over a given one', async () => {
-    expect((await parse(['--quick'])).opts).toMatchObject({ seconds: 3, warmup: 0.5, systemWarmup: 3 });
+    expect((await parse(['cell', '--quick'])).opts).toMatchObject({ seconds: 3, warmup: 0.5, systemWarmup: 3 });
     expect((await parse(['cell', '--quick', '--seconds', '5'])).opts).toMatchObject({ seconds: 5, warmup: 0.5 });
     expect((await parse(['fleet', '--quick'])).opts).toMatchObject({ replicas: 3, sessions: 2000, streams: 8, rounds: 1 });
   });

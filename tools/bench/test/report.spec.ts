@@ -4,7 +4,7 @@
 // Method: the pure text functions on small documents, and the cell
 // section rendered from a fixture of results with three rounds.
 import { describe, expect, it } from 'vitest';
-import { replaceSection, replaceSummaryRows, SUMMARY_ORDER } from '../src/report.mjs';
+import { commandLine, replaceSection, replaceSummaryRows, SUMMARY_ORDER } from '../src/report.mjs';
 import { find, renderMarkdown, summaryRows, type CellMeta, type CellResult } from '../src/suites/cell-report.mjs';
 
 const DOC = [
@@ -37,6 +37,11 @@ describe('the docs writer', () => {
     expect(next).toContain('what the WAL finding says');
     expect(next).toContain('text after');
     expect(replaceSection(DOC, 'wal', '## WAL\nnew')).not.toContain('what the WAL finding says');
+  });
+
+  it('quotes the command that reproduces a run, without the --json file it wrote', () => {
+    expect(commandLine(['efficiency', '--json', '/tmp/x.json', '--seconds', '4'])).toBe('node tools/bench/run.mjs efficiency --seconds 4');
+    expect(commandLine(['moves', '--sizes', ''])).toBe("node tools/bench/run.mjs moves --sizes ''");
   });
 
   it('appends a section the document does not have yet', () => {

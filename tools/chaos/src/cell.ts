@@ -32,7 +32,12 @@ export function fiuAvailable(): boolean {
 }
 
 /** The planted cell bugs the chaos entry point (support/chaos-node.mjs) can switch on. */
-export const CHAOS_BUGS = ['readWithoutBarrier', 'heartbeatWithoutConfirmation', 'grantBeforeCommit'] as const;
+export const CHAOS_BUGS = [
+  'readWithoutBarrier',
+  'heartbeatWithoutConfirmation',
+  'grantBeforeCommit',
+  'campaignWithoutPreVoteOnConnectionLoss',
+] as const;
 export type ChaosBug = (typeof CHAOS_BUGS)[number];
 
 const CHAOS_NODE_MAIN = fileURLToPath(new URL('../support/chaos-node.mjs', import.meta.url));

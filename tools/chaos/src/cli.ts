@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm run chaos -- --seconds S [--seed X]`: one chaos run against a local
- * five-replica cell. Prints the figures; on a violation it prints the
+ * five-replica cell (`--mode moves`: two cells and a meta group, tenants
+ * moved back and forth; `--nemesis none` there moves without faults). Prints the figures; on a violation it prints the
  * history, the fault schedule and the command that reruns the seed, and
  * exits 1.
  */
@@ -10,6 +11,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { type NemesisMode, runChaos, summarize } from './run.js';
 import { CHAOS_BUGS, type ChaosBug } from './cell.js';
 import { isFaultKind, type ScheduledFault } from './nemesis.js';
+import { runMovesChaos, summarizeMoves } from './moves-run.js';
+import { MOVES_BUGS, type MovesBug } from './moves-fleet.js';
 
 const int =
   (what: string) =>
@@ -39,6 +42,7 @@ function parseSchedule(v: string): ScheduledFault[] {
 
 const program = new Command('fencer-chaos')
   .description('Chaos run against a real five-replica cell: faults, workloads, history checkers.')
+  .option('--mode <mode>', 'cell: one five-replica cell | moves: two cells and a meta group, tenants moved back and forth', 'cell')
   .option('--seconds <s>', 'how long the nemesis runs', int('--seconds'), 60)
   .option('--seed <x>', 'seed of the fault schedule and the workloads', int('--seed'))
   .option('--no-fence', 'the negative control: the resource accepts every token (the checker must flag it)')
@@ -48,7 +52,10 @@ const program = new Command('fencer-chaos')
     if (!(n > 0 && n <= 10)) throw new InvalidArgumentError('--client-clock-rate must be a number in (0, 10]');
     return n;
   })
-  .option('--bug <name>', `plant a cell bug the checkers must catch: ${CHAOS_BUGS.join(' | ')}`)
+  .option(
+    '--bug <name>',
+    `plant a cell bug the checkers must catch: ${CHAOS_BUGS.join(' | ')}; in the moves mode ${MOVES_BUGS.join(' | ')}`,
+  )
   .option('--weights <json>', "the nemesis's fault weights as JSON, replacing the mode's (e.g. '{\"partition\":1}')")
   .option(
     '--schedule <json>',
@@ -70,6 +77,7 @@ const program = new Command('fencer-chaos')
   .allowExcessArguments(false);
 program.parse(process.argv.slice(2), { from: 'user' });
 const o = program.opts<{
+  mode: string;
   seconds: number;
   seed?: number;
   fence: boolean;
@@ -82,6 +90,25 @@ const o = program.opts<{
   nemesisIntervalMs?: readonly [number, number];
   workDir?: string;
 }>();
+if (o.mode !== 'cell' && o.mode !== 'moves') {
+  console.error(`--mode must be cell or moves, got "${o.mode}"`);
+  process.exit(2);
+}
+if (o.mode === 'moves') {
+  if (o.bug !== undefined && !(MOVES_BUGS as readonly string[]).includes(o.bug)) {
+    console.error(`--bug in the moves mode must be one of ${MOVES_BUGS.join(', ')}, got "${o.bug}"`);
+    process.exit(2);
+  }
+  const moves = await runMovesChaos({
+    seconds: o.seconds,
+    seed: o.seed ?? randomInt(1, 2 ** 31),
+    ...(o.bug !== undefined ? { bug: o.bug as MovesBug } : {}),
+    ...(o.nemesis === 'none' ? { faults: [] } : {}),
+    ...(o.workDir ? { workDir: o.workDir } : {}),
+  });
+  console.log(summarizeMoves(moves));
+  process.exit(moves.ok ? 0 : 1);
+}
 if (!['full', 'soak', 'client-pauses', 'none'].includes(o.nemesis)) {
   console.error(`--nemesis must be full, soak, client-pauses or none, got "${o.nemesis}"`);
   process.exit(2);

@@ -37,3 +37,6 @@ export { readFinalLogs, readReplicaLog, replay, lockSummary, type FinalLogs, typ
 export { runChaos, summarize, rerunCommand, type ChaosOptions, type ChaosReport, type ChaosFigures, type NemesisMode } from './run.js';
 export type { FaultKind, ScheduledFault } from './nemesis.js';
 export type { ResourceState, ResourceDecision } from './resource.js';
+export { runMovesChaos, summarizeMoves, type MovesChaosOptions, type MovesReport, type MovesFigures } from './moves-run.js';
+export { MOVES_BUGS, type MovesBug } from './moves-fleet.js';
+export { LEADER_RESET_WATCH_MS } from './leader-link.js';

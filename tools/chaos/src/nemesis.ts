@@ -29,6 +29,7 @@ import { FAULTS_PER_RUN_MAX, PAUSE_MS_MAX, SCHEDULED_START_PATIENCE_MS } from '.
 import { type FaultContext, laggingFollower, slowLeaderIsolated, type Started } from './one-sided.js';
 import { bridge, isolate, majorityMinority, oneWay, ring, type Partition } from './partitions.js';
 import type { LinkProxy } from './proxy.js';
+import { leaderLinkReset, timeFailover } from './leader-link.js';
 
 export type FaultKind =
   | 'kill-leader'
@@ -47,7 +48,8 @@ export type FaultKind =
   | 'link-drop'
   | 'transfer'
   | 'pause-client'
-  | 'client-link';
+  | 'client-link'
+  | 'leader-link-reset';
 
 type Slot = 'process' | 'network' | 'client' | 'none';
 
@@ -69,6 +71,7 @@ const SLOT: Record<FaultKind, Slot> = {
   transfer: 'none',
   'pause-client': 'client',
   'client-link': 'client',
+  'leader-link-reset': 'network',
 };
 
 /** Relative weights of the full nemesis. */
@@ -185,6 +188,10 @@ interface Active {
 export class Nemesis {
   readonly records: FaultRecord[] = [];
   readonly started: Partial<Record<FaultKind, number>> = {};
+  /** Leader disruptions a leader-link-reset saw (leader-link.ts): each a violation. */
+  readonly disruptions: string[] = [];
+  /** Per kill -9 of a leader: milliseconds until another replica led at a higher term (null: not within the watch). */
+  readonly failoverMs: Array<number | null> = [];
   private readonly active: Active[] = [];
   private readonly random: Random;
   private readonly kinds: FaultKind[];
@@ -422,7 +429,9 @@ export class Nemesis {
         if (!leader) return 'no leader to hit';
         const durationMs = kind === 'kill-leader' ? rnd.range(500, 4_000) : rnd.range(500, 10_000);
         if (kind === 'kill-leader') {
+          const termBefore = (await cell.status(leader, 500))?.term ?? 0;
           await cell.kill(leader);
+          void timeFailover(cell, leader, termBefore).then((ms) => this.failoverMs.push(ms ?? null));
           return { detail: `kill -9 leader ${leader}`, durationMs, heal: restartAfter([leader]) };
         }
         cell.pause(leader);
@@ -476,6 +485,12 @@ export class Nemesis {
         return slowLeaderIsolated(this.faultContext());
       case 'lagging-follower':
         return laggingFollower(this.faultContext());
+      case 'leader-link-reset':
+        return leaderLinkReset(
+          cell,
+          (ids) => rnd.pick(ids),
+          (why) => this.disruptions.push(why),
+        );
       case 'kill-minority': {
         const up = this.upIds();
         if (up.length < cell.ids.length) return 'a replica is already down';

@@ -108,6 +108,15 @@ export interface ChaosFigures {
   readonly linearizability: { readonly names: number; readonly events: number; readonly statesVisited: number; readonly slowest: string };
   readonly grantsCheckedInLog: number;
   readonly grantsCompacted: number;
+  /**
+   * The transport's fast path (decision 0021): whether the cell nodes ran
+   * with the connection-loss pre-vote (cell-node wires every peer link's
+   * close or reset to the replica; Raft's PreVote and CheckQuorum are on by
+   * default), off only under the planted bug that campaigns without it.
+   */
+  readonly connectionLossPreVote: boolean;
+  /** After each kill -9 of a leader: ms until another replica led at a higher term (null: not seen within the watch). */
+  readonly failoverMs: ReadonlyArray<number | null>;
 }
 
 export interface ChaosReport {
@@ -405,6 +414,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     }
   };
   flag('disk faults', diskFaultProblems(cell.faultExits, logDir));
+  flag('leader disrupted', nemesis?.disruptions ?? []);
   flag('processes', [
     ...crashes.map((c) => `replica ${c.id} exited by itself (code ${c.code}, signal ${c.signal}): see ${logDir}`),
     ...workerProblems,
@@ -521,6 +531,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     },
     grantsCheckedInLog: logGrants?.checked ?? 0,
     grantsCompacted: logGrants?.compacted ?? 0,
+    connectionLossPreVote: o.bug !== 'campaignWithoutPreVoteOnConnectionLoss',
+    failoverMs: nemesis?.failoverMs ?? [],
   };
   const ok = violationCount === 0 && !checkerTimedOut;
   const report: ChaosReport = {
@@ -558,6 +570,7 @@ export function summarize(r: ChaosReport): string {
         .join(', ') || 'none'
     }; replicas that exited on a disk fault ${f.diskFaultExits}; last client's clock rate x${f.clientClockRate}`,
     `  log: ${f.logEntries} entries (from ${f.logFloor}); grants checked in the log ${f.grantsCheckedInLog}, compacted ${f.grantsCompacted}`,
+    `  connection-loss pre-vote ${f.connectionLossPreVote ? 'on' : 'OFF (planted bug)'}; failover after kill -9 of the leader (ms): ${f.failoverMs.map((ms) => ms ?? 'not seen').join(', ') || 'no leader killed'}`,
     `  checkers (ms): ${Object.entries(f.checkerMs)
       .map(([k, v]) => `${k} ${v}`)
       .join(

@@ -49,7 +49,8 @@ if (!cfg) {
 const rng: Random = new SeededRandom(cfg.seed);
 const hist = new HistoryWriter(cfg.historyFile, cfg.id);
 const rpc = new Rpc({ endpoints: cfg.endpoints, hintMap: cfg.hintMap });
-const ka = new KeepAliveManager(rpc, hist, Math.max(200, Math.floor(cfg.ttlMs / 3)), Math.max(800, Math.floor(cfg.ttlMs / 2)));
+const kaRpc = cfg.keepAliveEndpoints ? new Rpc({ endpoints: cfg.keepAliveEndpoints, hintMap: {} }) : rpc;
+const ka = new KeepAliveManager(kaRpc, hist, Math.max(200, Math.floor(cfg.ttlMs / 3)), Math.max(800, Math.floor(cfg.ttlMs / 2)));
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 let stopping = false;
 let requestCounter = 0;
@@ -164,7 +165,10 @@ async function release(session: LiveSession, name: string, token: number): Promi
     { sessionId: session.id, name, token },
     { attemptMs: 3_000, budgetMs: 12_000 },
   );
-  const o = complete(id, r, session, (v, retried) => ({ result: { f: 'release', released: v.ok, retried }, value: v.ok || !retried }));
+  const o = complete(id, r, session, (v, ownRetry) => {
+    const retried = ownRetry || cfg.frontEndResends === true;
+    return { result: { f: 'release', released: v.ok, retried }, value: v.ok || !retried };
+  });
   if (o.kind === 'ok') return o.value ? 'done' : 'unknown';
   return o.kind === 'gone' ? 'gone' : o.kind === 'unknown' ? 'unknown' : 'done';
 }
@@ -474,6 +478,7 @@ async function main(): Promise<void> {
   if (probeSession && !probeSession.dead) await closeSession(probeSession);
   ka.stop();
   rpc.close();
+  if (kaRpc !== rpc) kaRpc.close();
   agent.destroy();
   await hist.close();
   process.send?.({ stopped: true });

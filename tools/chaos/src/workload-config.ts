@@ -11,6 +11,16 @@ export interface WorkerConfig {
   readonly endpoints: readonly string[];
   /** Node advertised address → this worker's proxy for it (leader hints name advertised addresses). */
   readonly hintMap: Readonly<Record<string, string>>;
+  /** Where the KeepAlive stream goes, when not to `endpoints` (the moves mode: a session proxy, while calls go to a router). */
+  readonly keepAliveEndpoints?: readonly string[];
+  /**
+   * Calls go through a front end that resends a call whose outcome it lost
+   * (the router, after a lost connection or OUTCOME_UNKNOWN): a Release
+   * answered ok = false may then follow its own first application, so the
+   * history records it as retried (ambiguous), as for this worker's own
+   * retries.
+   */
+  readonly frontEndResends?: boolean;
   readonly resourceUrl: string;
   readonly ttlMs: number;
   readonly lockNamespaces: readonly string[];

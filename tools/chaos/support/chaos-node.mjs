@@ -11,13 +11,20 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { SeededRandom } from '@fencer/base';
 import { NodeMetrics, buildCellNode, parseConfig } from '@fencer/cell-node';
+import { createReplica } from '@fencer/replica/testing';
 import { createLogger } from '@fencer/service';
 
-/** Each bug a run may plant, as libs/cell's LockCellTestHooks. */
+/** Each bug a run may plant, as libs/cell's LockCellTestHooks (a Raft core's bug through the replica it builds). */
 export const CHAOS_BUGS = {
+  // A follower whose connection to its leader resets starts a real election at once (term + 1), no pre-vote.
+  campaignWithoutPreVoteOnConnectionLoss: {
+    makeReplica: (config, store, machine, env) =>
+      createReplica({ ...config, bugs: { ...config.bugs, campaignWithoutPreVoteOnConnectionLoss: true } }, store, machine, env),
+  },
   readWithoutBarrier: { readWithoutBarrier: true },
   heartbeatWithoutConfirmation: { heartbeatWithoutConfirmation: true },
   grantBeforeCommit: { grantBeforeCommit: true },
+  importWithoutRevisionRaise: { importWithoutRevisionRaise: true },
 };
 
 const bug = process.env.FENCER_CHAOS_BUG ?? '';

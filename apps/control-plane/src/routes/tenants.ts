@@ -16,6 +16,7 @@ import { routeConfig } from '../http/route-config.js';
 import { ref, requestBodySchema, responseSchema } from '../openapi.js';
 import { ProblemError } from '../problems.js';
 import { tenantJson } from '../resource-json.js';
+import { pushCredentials } from '../tenant-credentials.js';
 import { hasCellQuotas, pushQuotas, usageOf } from '../tenant-quotas.js';
 import { cellMustExist, type RouteContext } from './route-context.js';
 
@@ -57,6 +58,8 @@ async function createTenant(ctx: RouteContext, request: FastifyRequest, reply: F
   });
   // Then its quotas (a fresh claim has none): a cell that does not take them now gets them from the reconciler.
   if (hasCellQuotas(tenant.quotas) && !(await pushQuotas(ctx.cells, tenant, request.log))) ctx.wake('ownership');
+  // And its token's hash, so its first call is let in: the same fallback.
+  if (tenant.tokenHashes.length > 0 && !(await pushCredentials(ctx.cells, tenant, request.log))) ctx.wake('ownership');
   reply.code(201);
   return { ...tenantJson(tenant, ctx.meta.state), ...(token !== undefined && !applied.replayed ? { token } : {}) };
 }
@@ -121,6 +124,10 @@ async function rotateToken(ctx: RouteContext, request: FastifyRequest): Promise<
       'IDEMPOTENCY_KEY_REUSED',
       'this rotation happened already and its token was shown once; rotate again with a new key',
     );
+  // At once on the tenant's cell, so the old token stops at the end of its grace (at once with none) within
+  // this call; a cell that does not take them now (moving, no leader) gets them from the woken reconciler.
+  const tenant = ctx.meta.state.tenant(namespace);
+  if (tenant !== undefined && !(await pushCredentials(ctx.cells, tenant, request.log))) ctx.wake('ownership');
   return { token };
 }
 

@@ -9,7 +9,12 @@
  *
  * A pass starts from the journal with no facts, so a new meta leader simply
  * repeats the step of the state it finds; every step is idempotent by its
- * effect.
+ * effect. Every cell step carries the move's fence: the meta term this pass
+ * runs in (read before the pass's barrier and checked after it, so the
+ * journal it read is that term's leader's), the journal index of the move's
+ * state and its id. A cell that refuses a step as fenced (MOVE_FENCED) has
+ * applied a step of a newer leader or of a later state: this pass is stale
+ * and ends; the next one rereads the journal.
  */
 import type { Logger } from 'pino';
 import {
@@ -21,6 +26,7 @@ import {
   type MoveFacts,
   type MoveStep,
 } from '@fencer/meta-fsm';
+import type { adminpb } from '@fencer/protocol';
 import { CellRefusal, type MoveCells } from '../cells.js';
 import type { MetaStore } from '../meta-group.js';
 import type { LeaderTask } from './leader-loop.js';
@@ -36,6 +42,8 @@ export interface MoveWorkerMetrics {
 
 export interface MoveWorkerDeps {
   readonly meta: MetaStore;
+  /** The meta group's current term (as this instance knows it): the fence of the cell steps a pass takes. */
+  readonly term: () => number;
   readonly cells: MoveCells;
   readonly logger: Logger;
   readonly wallMs: () => number;
@@ -67,12 +75,15 @@ export function moveWorker(deps: MoveWorkerDeps): LeaderTask {
     name: MOVES_TASK,
     intervalMs: deps.intervalMs ?? 1_000,
     async runPass(signal) {
+      const term = deps.term();
       const state = await deps.meta.read();
+      // The barrier confirmed leadership in the term it ran in: the same term as before it, or this read is not that term's.
+      if (deps.term() !== term || !deps.meta.isLeader) return;
       reportProgress(deps, state);
       for (const move of state.moves()) {
         if (signal.aborted) return;
         if (move.state === 'done' || move.state === 'failed') continue;
-        await driveMove(deps, move, signal);
+        if ((await driveMove(deps, move, term, signal)) === 'fenced') return;
       }
     },
   };
@@ -92,16 +103,19 @@ function reportProgress(deps: MoveWorkerDeps, state: MetaStateMachine): void {
   deps.metrics.movesInProgress(count, oldest);
 }
 
-/** Runs one move's steps until it finishes, must wait past this pass's budget, or leadership goes. */
-async function driveMove(deps: MoveWorkerDeps, first: Move, signal: AbortSignal): Promise<void> {
+/**
+ * Runs one move's steps until it finishes, must wait past this pass's budget, or leadership goes;
+ * 'fenced' when a cell refused a step as older than one it applied (this pass is stale).
+ */
+async function driveMove(deps: MoveWorkerDeps, first: Move, term: number, signal: AbortSignal): Promise<'fenced' | undefined> {
   let move = first;
   const facts: MoveFacts = { nowMs: deps.wallMs() };
   let pausedMs = 0;
-  for (let i = 0; i < STEPS_PER_PASS_MAX && !signal.aborted; i++) {
+  for (let i = 0; i < STEPS_PER_PASS_MAX && !signal.aborted && deps.term() === term; i++) {
     const step = nextMoveStep(move, { ...facts, nowMs: deps.wallMs() });
-    if (step.kind === 'finished') return;
+    if (step.kind === 'finished') return undefined;
     if (step.kind === 'wait') {
-      if (pausedMs + step.ms > (deps.pauseBudgetMs ?? PAUSES_PER_PASS_MS_MAX)) return;
+      if (pausedMs + step.ms > (deps.pauseBudgetMs ?? PAUSES_PER_PASS_MS_MAX)) return undefined;
       pausedMs += step.ms;
       await pause(step.ms, signal);
       delete facts.transient;
@@ -111,22 +125,27 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, signal: AbortSignal)
     }
     if (deps.stepPauseMs && !UNPAUSED_STEPS.has(step.kind)) {
       await pause(deps.stepPauseMs, signal);
-      if (signal.aborted) return;
+      if (signal.aborted) return undefined;
     }
     try {
-      move = await perform(deps, move, step, facts);
+      move = await perform(deps, move, step, facts, { term, journalIndex: move.journalIndex ?? 0, moveId: move.id });
       delete facts.transient;
     } catch (e) {
+      if (e instanceof CellRefusal && e.reason === 'MOVE_FENCED') {
+        deps.logger.info({ move: move.id, step: step.kind, term, err: e.message }, 'move step fenced: this pass is stale; it ends');
+        return 'fenced';
+      }
       if (e instanceof CellRefusal) facts.failure = e.message;
       else facts.transient = (e as Error).message;
       if (step.kind === 'drop-target') facts.targetDropTried = true;
       deps.logger.warn({ move: move.id, step: step.kind, err: (e as Error).message }, 'move step failed');
     }
   }
+  return undefined;
 }
 
-/** Performs one step; returns the move as journaled now. */
-async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: MoveFacts): Promise<Move> {
+/** Performs one step, its cell calls carrying `fence`; returns the move as journaled now. */
+async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: MoveFacts, fence: adminpb.MoveFence): Promise<Move> {
   const { cells } = deps;
   const { namespace: ns, fromCell: from, toCell: to } = move;
   switch (step.kind) {
@@ -143,24 +162,24 @@ async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: 
       return move;
     }
     case 'clear-target':
-      await cells.drop(to, ns, true);
+      await cells.drop(to, ns, true, fence);
       facts.targetCleared = true;
       return move;
     case 'freeze-source':
-      facts.frozenRevision = (await cells.freeze(from, ns)).namespaceRevision;
+      facts.frozenRevision = (await cells.freeze(from, ns, fence)).namespaceRevision;
       return move;
     case 'copy': {
-      const exported = await cells.exportNamespace(from, ns);
-      const imported = await cells.importNamespace(to, ns, exported);
+      const exported = await cells.exportNamespace(from, ns, fence);
+      const imported = await cells.importNamespace(to, ns, exported, fence);
       facts.copied = { sessions: imported.sessions, locks: imported.locks };
       return move;
     }
     case 'unfreeze-target':
-      await cells.unfreeze(to, ns);
+      await cells.unfreeze(to, ns, fence);
       facts.targetUnfrozen = true;
       return move;
     case 'drop-source':
-      await cells.drop(from, ns, true);
+      await cells.drop(from, ns, true, fence);
       facts.sourceDropped = true;
       return move;
     case 'first-write': {
@@ -169,7 +188,7 @@ async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: 
       return move;
     }
     case 'unfreeze-source':
-      await cells.unfreeze(from, ns).catch((e: unknown) => {
+      await cells.unfreeze(from, ns, fence).catch((e: unknown) => {
         // A source that no longer holds it has nothing left to give back.
         if (!(e instanceof CellRefusal && e.reason === 'NAMESPACE_NOT_HERE')) throw e;
       });
@@ -177,7 +196,7 @@ async function perform(deps: MoveWorkerDeps, move: Move, step: MoveStep, facts: 
       return move;
     case 'drop-target':
       facts.targetDropTried = true;
-      await cells.drop(to, ns, true);
+      await cells.drop(to, ns, true, fence);
       return move;
     case 'journal-rollback':
       return journal(deps, move, { kind: 'RollBackMove', id: move.id, error: step.error, atMs: deps.wallMs() });

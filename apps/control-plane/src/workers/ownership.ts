@@ -19,25 +19,30 @@
  * reports other quotas than the meta group's (a push that failed, a move, a
  * fresh claim), it sends them again. Quotas go to a cell only for a
  * namespace it holds and that is not moving, so they land after the claim or
- * the import, never on a frozen copy.
+ * the import, never on a frozen copy. Tenants' token hashes are kept the same
+ * way (docs/decisions/0016-tenant-credentials-and-mtls.md): a move carries
+ * them in its export, and this pass repairs a push that did not land.
  */
 import type { Logger } from 'pino';
-import type { Quotas } from '@fencer/meta-fsm';
+import type { Quotas, TokenHash } from '@fencer/meta-fsm';
 import type { MetaStore } from '../meta-group.js';
 import type { CellDirectory } from '../cells.js';
 import type { LeaderTask } from './leader-loop.js';
 import { cellQuotas, sameCellQuotas } from '../tenant-quotas.js';
+import { cellCredentials, sameCellCredentials } from '../tenant-credentials.js';
 import type { adminpb } from '@fencer/protocol';
 
 export interface OwnershipDeps {
   readonly meta: MetaStore;
-  readonly cells: Pick<CellDirectory, 'cellIds' | 'claim' | 'listNamespaces' | 'setQuotas'>;
+  readonly cells: Pick<CellDirectory, 'cellIds' | 'claim' | 'listNamespaces' | 'setQuotas' | 'setCredentials'>;
   readonly logger: Logger;
   readonly intervalMs?: number;
   /** Counts claims made by the reconciler. */
   readonly claimed?: (cell: string) => void;
   /** Counts quota pushes made by the reconciler. */
   readonly quotasSent?: (cell: string) => void;
+  /** Counts token-hash pushes made by the reconciler. */
+  readonly credentialsSent?: (cell: string) => void;
 }
 
 export const OWNERSHIP_TASK = 'ownership';
@@ -65,11 +70,15 @@ export function ownershipReconciler(deps: OwnershipDeps): LeaderTask {
         const names = held.get(route.cell);
         if (names === undefined || state.isMoving(route.namespace)) continue;
         const entry = names.get(route.namespace);
+        const tenant = state.tenant(route.namespace);
         if (entry === undefined) {
-          if (await claim(deps, route.cell, route.namespace))
-            await sendQuotas(deps, route.cell, route.namespace, undefined, state.tenant(route.namespace)?.quotas);
+          if (await claim(deps, route.cell, route.namespace)) {
+            await sendQuotas(deps, route.cell, route.namespace, undefined, tenant?.quotas);
+            await sendCredentials(deps, route.cell, route.namespace, undefined, tenant?.tokenHashes);
+          }
         } else if (entry.state === 'active') {
-          await sendQuotas(deps, route.cell, route.namespace, entry.quotas, state.tenant(route.namespace)?.quotas);
+          await sendQuotas(deps, route.cell, route.namespace, entry.quotas, tenant?.quotas);
+          await sendCredentials(deps, route.cell, route.namespace, entry.credentials, tenant?.tokenHashes);
         }
       }
     },
@@ -105,5 +114,25 @@ async function sendQuotas(
     deps.logger.info({ cell, namespace, quotas: wanted }, 'ownership: sent a tenant its quotas');
   } catch (e) {
     deps.logger.warn({ cell, namespace, err: (e as Error).message }, 'ownership: quotas not taken; next pass');
+  }
+}
+
+/** Sends the meta group's token hashes when the cell reported others (`has`; undefined: none, as after a claim). */
+async function sendCredentials(
+  deps: OwnershipDeps,
+  cell: string,
+  namespace: string,
+  has: readonly adminpb.CredentialHash[] | undefined,
+  recorded: readonly TokenHash[] | undefined,
+): Promise<void> {
+  if (recorded === undefined) return;
+  const wanted = cellCredentials(recorded);
+  if (sameCellCredentials(has, wanted)) return;
+  try {
+    await deps.cells.setCredentials(cell, namespace, wanted);
+    deps.credentialsSent?.(cell);
+    deps.logger.info({ cell, namespace, hashes: wanted.length }, 'ownership: sent a tenant its token hashes');
+  } catch (e) {
+    deps.logger.warn({ cell, namespace, err: (e as Error).message }, 'ownership: token hashes not taken; next pass');
   }
 }

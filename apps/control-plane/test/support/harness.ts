@@ -47,6 +47,8 @@ export class FakeCells implements CellDirectory {
   readonly calls: string[] = [];
   /** Quotas each namespace's cell holds, as `cell/namespace`; none until setQuotas. */
   readonly quotas = new Map<string, adminpb.NamespaceQuotas>();
+  /** Token hashes each namespace's cell holds, as `cell/namespace`; none until setCredentials. */
+  readonly credentials = new Map<string, adminpb.CredentialHash[]>();
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.owned.set(id, new Map());
@@ -73,6 +75,7 @@ export class FakeCells implements CellDirectory {
     owned.delete(namespace);
     this.frozen.delete(`${cell}/${namespace}`);
     this.quotas.delete(`${cell}/${namespace}`);
+    this.credentials.delete(`${cell}/${namespace}`);
     return 'dropped';
   }
   private answering(cell: string): Map<string, number> {
@@ -89,6 +92,15 @@ export class FakeCells implements CellDirectory {
     this.holding(cell, namespace);
     if (this.frozen.has(`${cell}/${namespace}`)) throw new ProblemError('CELL_UNAVAILABLE', `${namespace} is frozen for a move`);
     this.quotas.set(`${cell}/${namespace}`, { ...quotas });
+  }
+  async setCredentials(cell: string, namespace: string, credentials: adminpb.CredentialHash[]): Promise<void> {
+    this.calls.push(`credentials ${cell} ${namespace} ${credentials.length}`);
+    this.holding(cell, namespace);
+    if (this.frozen.has(`${cell}/${namespace}`)) throw new ProblemError('CELL_UNAVAILABLE', `${namespace} is frozen for a move`);
+    this.credentials.set(
+      `${cell}/${namespace}`,
+      credentials.map((c) => ({ ...c })),
+    );
   }
   private quotasOf(cell: string, namespace: string): adminpb.NamespaceQuotas {
     return this.quotas.get(`${cell}/${namespace}`) ?? { maxSessions: 0, maxLocks: 0, maxWaiters: 0 };
@@ -146,6 +158,7 @@ export class FakeCells implements CellDirectory {
       locks: 2 * sessions,
       waiters: sessions,
       quotas: this.quotasOf(cell, namespace),
+      credentials: this.credentials.get(`${cell}/${namespace}`) ?? [],
     }));
   }
   status(): readonly CellView[] {

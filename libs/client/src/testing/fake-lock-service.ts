@@ -226,6 +226,11 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
     this.cell.appendEvents(events);
   }
 
+  /** Watch streams open on the fake now. */
+  get watchStreams(): number {
+    return this.watchers.size;
+  }
+
   get keepAliveStreams(): number {
     return this.keepAlives.size;
   }
@@ -381,6 +386,7 @@ export class FakeLockService extends EventEmitter<FakeEvents> {
       namespaceStatus: unimplemented,
       listNamespaces: unimplemented,
       setNamespaceQuotas: unimplemented,
+      setNamespaceCredentials: unimplemented,
     };
   }
 }

@@ -1,4 +1,4 @@
-// The cell suite (the default of `npm run bench`): Fencer against etcd and
+// The cell suite: Fencer against etcd and
 // ZooKeeper, every system fresh on 127.0.0.1 with fsync on, driven by the
 // same load generators in this one process, scenario by scenario and
 // system after system, so every ratio comes from back-to-back
@@ -20,8 +20,8 @@ const BETWEEN_MS = 500;
 
 export function register(program) {
   const cmd = program
-    .command('cell', { isDefault: true })
-    .description('Fencer against etcd and ZooKeeper, scenario by scenario, back to back (the default suite)')
+    .command('cell')
+    .description('Fencer against etcd and ZooKeeper, scenario by scenario, back to back')
     .addOption(
       listOption('--systems <list>', `systems to compare, the first is "Fencer" in every ratio: ${Object.keys(SYSTEM_NAMES).join(', ')}`, [
         'fencer',

@@ -38,7 +38,8 @@ export function register(program) {
     .addOption(listOption('--only <parts>', `what to measure: ${PARTS.join(', ')}`, PARTS))
     .option('--via-follower', 'one more path: calls to a follower, which forwards them to its leader')
     .option('--no-etcd', 'skip the etcd lease keepalives')
-    .option('--keep-data', "keep the fleets' data directories");
+    .option('--keep-data', "keep the fleets' data directories")
+    .option('--cpu-prof <dir>', "write V8 CPU profiles of this build's session proxies here (summarise them with the profile suite)");
   baseline(cmd, "a second fleet from it, its router and direct paths interleaved with this build's");
   common(cmd);
   cmd.action(() => runFleet(resolve(cmd)));
@@ -54,7 +55,7 @@ async function startFleets(o, started) {
     proxyIntervalMs: o.proxyIntervalMs,
     keepData: o.keepData,
   };
-  const fleets = [new FencerFleet(shape)];
+  const fleets = [new FencerFleet({ ...shape, proxyCpuProfDir: o.cpuProf })];
   if (o.baseline) fleets.push(new FencerFleet({ ...shape, build: otherBuild(o.baseline, o.baselineLabel), key: 'baseline' }));
   for (const f of fleets) {
     process.stdout.write(`starting the fleet of ${f.build.label} … `);

@@ -6,17 +6,23 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CELL_NODE_MAIN, CELL_ROUTER_MAIN, SESSION_PROXY_MAIN } from '@fencer/fleet';
+import { CELL_NODE_MAIN, CELL_ROUTER_MAIN, CONTROL_PLANE_MAIN, SESSION_PROXY_MAIN } from '@fencer/fleet';
 
 const APP_MAINS = {
   'cell-node': 'apps/cell-node/dist/main.js',
   'cell-router': 'apps/cell-router/dist/main.js',
   'session-proxy': 'apps/session-proxy/dist/main.js',
+  'control-plane': 'apps/control-plane/dist/main.js',
 };
 
 /** This tree's build: its apps by @fencer/fleet's paths, its libraries by package name. */
 export function thisBuild() {
-  const mains = { 'cell-node': CELL_NODE_MAIN, 'cell-router': CELL_ROUTER_MAIN, 'session-proxy': SESSION_PROXY_MAIN };
+  const mains = {
+    'cell-node': CELL_NODE_MAIN,
+    'cell-router': CELL_ROUTER_MAIN,
+    'session-proxy': SESSION_PROXY_MAIN,
+    'control-plane': CONTROL_PLANE_MAIN,
+  };
   return {
     key: 'this',
     label: 'this build',

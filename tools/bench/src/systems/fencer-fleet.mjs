@@ -36,7 +36,7 @@ const FRONT_END_WAIT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
 
 export class FencerFleet extends FencerClientSystem {
-  /** @param {{ build?: object, key?: string, label?: string, cells?: number, replicas?: number, routers?: number, proxies?: number, proxyIntervalMs?: number, keepData?: boolean }} opts */
+  /** @param {{ build?: object, key?: string, label?: string, cells?: number, replicas?: number, routers?: number, proxies?: number, proxyIntervalMs?: number, keepData?: boolean, proxyCpuProfDir?: string, routerArgs?: string[][] }} opts */
   constructor(opts = {}) {
     super();
     this.opts = opts;
@@ -75,7 +75,13 @@ export class FencerFleet extends FencerClientSystem {
     const routingFile = writeRoutingFile(path.join(this.dataDir, 'routing.json'), routingFor(this.plan, this.routes()));
     const front = { portBase: this.portBase, routingFile, env, heartbeatIntervalMs: this.proxyIntervalMs };
     this.routers = planRouters({ ...front, count: this.routersN }).map((p) => useBuild(p, this.build, 'cell-router'));
+    this.routers.forEach((p, i) => p.argv.push(...(this.opts.routerArgs?.[i] ?? [])));
     this.proxies = planProxies({ ...front, count: this.proxiesN }).map((p) => useBuild(p, this.build, 'session-proxy'));
+    // --cpu-prof: the proxies write V8 profiles when they stop (SIGTERM ends them cleanly).
+    const profDir = this.opts.proxyCpuProfDir;
+    if (profDir)
+      for (const p of this.proxies)
+        p.argv.splice(1, 0, '--cpu-prof', '--cpu-prof-interval', '250', '--cpu-prof-dir', path.join(profDir, p.id));
     this.replicas = this.plan[0].replicas;
     const logDir = path.join(this.dataDir, 'logs');
     for (const r of this.plan.flatMap((c) => c.replicas)) this.children.set(r.id, spawnReplica(r, { logDir }));

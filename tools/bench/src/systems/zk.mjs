@@ -198,9 +198,16 @@ export class ZkSystem {
     if (!this.opts.keepData && this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  newConn() {
+  /** Packets the servers have received from clients so far (the sum of `srvr`'s Received counters). */
+  async packetsReceived() {
+    const answers = await Promise.all(this.nodes.map((n) => fourLetter(n.client, 'srvr')));
+    return answers.reduce((sum, a) => sum + Number(/Received: (\d+)/.exec(a)?.[1] ?? NaN), 0);
+  }
+
+  /** A connected client (one session); `sessionTimeoutMs` sets the session's timeout, so its pings' pace (a third of it). */
+  newConn({ sessionTimeoutMs = 30_000 } = {}) {
     const c = zookeeper.createClient(this.connect ?? this.nodes.map((n) => `127.0.0.1:${n.client}`).join(','), {
-      sessionTimeout: 30_000,
+      sessionTimeout: sessionTimeoutMs,
       spinDelay: 50,
       retries: 0,
     });

@@ -5,7 +5,11 @@
  *   token; an exclusive grant's token belongs to no other session's grant;
  * - across all names, revisions respect real time: an operation invoked
  *   after another one completed reports a revision at least as large (a
- *   read), or larger (a write: its entry comes later in the log).
+ *   read), or larger (a write: its entry comes later in the log). With a
+ *   `revisionScope`, only within a scope: in the moves mode each namespace
+ *   has its own revisions (two cells count apart; a move's import raises
+ *   the target's base above the namespace's revisions, so within one
+ *   namespace they still only grow).
  */
 import type { History, Op } from '../history.js';
 import { VIOLATIONS_KEPT_MAX } from '../limits.js';
@@ -69,7 +73,7 @@ function sweep<T extends { inv: number; comp: number }>(
   }
 }
 
-export function checkTokens(history: History): TokenReport {
+export function checkTokens(history: History, revisionScope: (name: string) => string = () => ''): TokenReport {
   const violations: string[] = [];
   let count = 0;
   const report = (v: string): void => {
@@ -103,25 +107,31 @@ export function checkTokens(history: History): TokenReport {
     }
   }
   // Revisions in real time, across names.
-  const revs: Array<{ inv: number; comp: number; rev: number; write: boolean; what: string }> = [];
+  type Rev = { inv: number; comp: number; rev: number; write: boolean; what: string };
+  const scopes = new Map<string, Rev[]>();
+  const revsOf = (name: string): Rev[] => {
+    const scope = revisionScope(name);
+    return scopes.get(scope) ?? scopes.set(scope, []).get(scope)!;
+  };
   for (const o of history.ops) {
     if (o.outcome !== 'ok' || !o.r || repeats.has(o)) continue;
     if (o.r.f === 'acquire' && o.op.f === 'acquire' && o.r.status !== 'QUEUED') {
       const rev = o.r.status === 'GRANTED' ? o.r.token : o.r.rev;
-      revs.push({ inv: o.inv, comp: o.comp, rev, write: true, what: `${o.p}#${o.id} acquire ${o.op.name} ${o.r.status}` });
+      revsOf(o.op.name).push({ inv: o.inv, comp: o.comp, rev, write: true, what: `${o.p}#${o.id} acquire ${o.op.name} ${o.r.status}` });
     } else if (o.r.f === 'get' && o.op.f === 'get') {
-      revs.push({ inv: o.inv, comp: o.comp, rev: o.r.rev, write: false, what: `${o.p}#${o.id} get ${o.op.name}` });
+      revsOf(o.op.name).push({ inv: o.inv, comp: o.comp, rev: o.r.rev, write: false, what: `${o.p}#${o.id} get ${o.op.name}` });
     }
   }
-  sweep(
-    revs,
-    (r) => r.rev,
-    (r, maxBefore, by) => {
-      if (r.write ? r.rev <= maxBefore : r.rev < maxBefore)
-        report(
-          `revision ${r.rev} of ${r.what} (invoked at ${r.inv.toFixed(1)}) is below revision ${maxBefore} of ${by!.what}, which completed before`,
-        );
-    },
-  );
+  for (const revs of scopes.values())
+    sweep(
+      revs,
+      (r) => r.rev,
+      (r, maxBefore, by) => {
+        if (r.write ? r.rev <= maxBefore : r.rev < maxBefore)
+          report(
+            `revision ${r.rev} of ${r.what} (invoked at ${r.inv.toFixed(1)}) is below revision ${maxBefore} of ${by!.what}, which completed before`,
+          );
+      },
+    );
   return { grants: grants.length, violations, violationCount: count };
 }

@@ -147,6 +147,8 @@ export interface DropNamespaceRequest {
    * and stays as it was.
    */
   force: boolean;
+  /** set by a move's worker (its freeze and its drop carry it) */
+  fence: MoveFence | undefined;
 }
 
 export interface DropNamespaceResponse {
@@ -196,9 +198,25 @@ export interface SnapshotChunk {
  * move worker freezes the namespace on its cell, exports it, imports it
  * frozen into the next cell, and unfreezes it there. Every call is safe to
  * repeat: each answers what its effect is now.
+ *
+ * Each call of a move carries its fence. The cell keeps the highest fence a
+ * move step carried for the namespace (replicated) and refuses an older one
+ * with FAILED_PRECONDITION, lock-reason MOVE_FENCED: the step was decided by
+ * a meta leader since deposed, or from a state of the move's journal since
+ * left behind. Older: a lower term, or the same term and a lower journal
+ * index. Without a fence (an operator's call) nothing is checked.
  */
+export interface MoveFence {
+  /** the meta group's term of the leader running the move */
+  term: number;
+  /** the meta log index of the entry that put the move in its current state */
+  journalIndex: number;
+  moveId: string;
+}
+
 export interface FreezeNamespaceRequest {
   namespace: string;
+  fence: MoveFence | undefined;
 }
 
 export interface FreezeNamespaceResponse {
@@ -210,6 +228,7 @@ export interface FreezeNamespaceResponse {
 
 export interface UnfreezeNamespaceRequest {
   namespace: string;
+  fence: MoveFence | undefined;
 }
 
 export interface UnfreezeNamespaceResponse {
@@ -235,6 +254,8 @@ export interface WaitLeft {
 export interface ExportNamespaceRequest {
   namespace: string;
   offset: number;
+  /** checked at offset 0 (the export is a read: it records nothing) */
+  fence: MoveFence | undefined;
 }
 
 export interface ExportNamespaceResponse {
@@ -255,8 +276,9 @@ export interface ExportNamespaceResponse {
 /**
  * An export arrives in pieces of at most 512 KiB, from offset 0 in order; the
  * piece that completes it imports it (frozen unless activate). A namespace
- * this cell owns already (an earlier attempt's import) answers done with
- * already set, and changes nothing.
+ * this cell owns already (an earlier attempt's import: with a fence, one whose
+ * fence names the same move) answers done with already set, and changes
+ * nothing; a copy another move left is refused INVALID_ARGUMENT (drop it first).
  */
 export interface ImportNamespaceRequest {
   namespace: string;
@@ -266,6 +288,7 @@ export interface ImportNamespaceRequest {
   activate: boolean;
   /** with the piece that completes the export */
   waitsLeft: WaitLeft[];
+  fence: MoveFence | undefined;
 }
 
 export interface ImportNamespaceResponse {
@@ -338,6 +361,32 @@ export interface SetNamespaceQuotasResponse {
   changed: boolean;
 }
 
+/**
+ * One tenant token's hash as a cell checks it (docs/decisions/0016-tenant-credentials-and-mtls.md):
+ * "sha256:" + 64 hex digits of the token; valid_until_ms is wall-clock milliseconds after which
+ * a rotated-out token is refused (0 = no expiry: the current token).
+ */
+export interface CredentialHash {
+  hash: string;
+  validUntilMs: number;
+}
+
+/**
+ * Replaces the namespace's token hashes (replicated: every replica holds them; the leader checks
+ * each lock-service call against them where --auth is on). An empty list lets no tenant token in.
+ * Refused with UNAVAILABLE NAMESPACE_MOVING while the namespace is frozen for a move,
+ * FAILED_PRECONDITION NAMESPACE_NOT_HERE when this cell does not own it.
+ */
+export interface SetNamespaceCredentialsRequest {
+  namespace: string;
+  credentials: CredentialHash[];
+}
+
+export interface SetNamespaceCredentialsResponse {
+  /** false when the namespace already had these hashes */
+  changed: boolean;
+}
+
 export interface NamespaceEntry {
   namespace: string;
   /** active | frozen | moved */
@@ -345,7 +394,11 @@ export interface NamespaceEntry {
   sessions: number;
   locks: number;
   waiters: number;
-  quotas: NamespaceQuotas | undefined;
+  quotas:
+    | NamespaceQuotas
+    | undefined;
+  /** the token hashes replicated here, newest first */
+  credentials: CredentialHash[];
 }
 
 export interface ListNamespacesResponse {
@@ -1792,7 +1845,7 @@ export const ClaimNamespaceResponse: MessageFns<ClaimNamespaceResponse> = {
 };
 
 function createBaseDropNamespaceRequest(): DropNamespaceRequest {
-  return { namespace: "", force: false };
+  return { namespace: "", force: false, fence: undefined };
 }
 
 export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
@@ -1802,6 +1855,9 @@ export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
     }
     if (message.force !== false) {
       writer.uint32(16).bool(message.force);
+    }
+    if (message.fence !== undefined) {
+      MoveFence.encode(message.fence, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1835,6 +1891,14 @@ export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
             message.force = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fence = MoveFence.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1851,6 +1915,7 @@ export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
     return {
       namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
       force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
+      fence: isSet(object.fence) ? MoveFence.fromJSON(object.fence) : undefined,
     };
   },
 
@@ -1862,6 +1927,9 @@ export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
     if (message.force !== false) {
       obj.force = message.force;
     }
+    if (message.fence !== undefined) {
+      obj.fence = MoveFence.toJSON(message.fence);
+    }
     return obj;
   },
 
@@ -1872,6 +1940,9 @@ export const DropNamespaceRequest: MessageFns<DropNamespaceRequest> = {
     const message = createBaseDropNamespaceRequest();
     message.namespace = object.namespace ?? "";
     message.force = object.force ?? false;
+    message.fence = (object.fence !== undefined && object.fence !== null)
+      ? MoveFence.fromPartial(object.fence)
+      : undefined;
     return message;
   },
 };
@@ -2324,14 +2395,126 @@ export const SnapshotChunk: MessageFns<SnapshotChunk> = {
   },
 };
 
+function createBaseMoveFence(): MoveFence {
+  return { term: 0, journalIndex: 0, moveId: "" };
+}
+
+export const MoveFence: MessageFns<MoveFence> = {
+  encode(message: MoveFence, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.term !== 0) {
+      writer.uint32(8).uint64(message.term);
+    }
+    if (message.journalIndex !== 0) {
+      writer.uint32(16).uint64(message.journalIndex);
+    }
+    if (message.moveId !== "") {
+      writer.uint32(26).string(message.moveId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MoveFence {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMoveFence();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.term = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.journalIndex = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.moveId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MoveFence {
+    return {
+      term: isSet(object.term) ? globalThis.Number(object.term) : 0,
+      journalIndex: isSet(object.journalIndex)
+        ? globalThis.Number(object.journalIndex)
+        : isSet(object.journal_index)
+        ? globalThis.Number(object.journal_index)
+        : 0,
+      moveId: isSet(object.moveId)
+        ? globalThis.String(object.moveId)
+        : isSet(object.move_id)
+        ? globalThis.String(object.move_id)
+        : "",
+    };
+  },
+
+  toJSON(message: MoveFence): unknown {
+    const obj: any = {};
+    if (message.term !== 0) {
+      obj.term = Math.round(message.term);
+    }
+    if (message.journalIndex !== 0) {
+      obj.journalIndex = Math.round(message.journalIndex);
+    }
+    if (message.moveId !== "") {
+      obj.moveId = message.moveId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MoveFence>, I>>(base?: I): MoveFence {
+    return MoveFence.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MoveFence>, I>>(object: I): MoveFence {
+    const message = createBaseMoveFence();
+    message.term = object.term ?? 0;
+    message.journalIndex = object.journalIndex ?? 0;
+    message.moveId = object.moveId ?? "";
+    return message;
+  },
+};
+
 function createBaseFreezeNamespaceRequest(): FreezeNamespaceRequest {
-  return { namespace: "" };
+  return { namespace: "", fence: undefined };
 }
 
 export const FreezeNamespaceRequest: MessageFns<FreezeNamespaceRequest> = {
   encode(message: FreezeNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.namespace !== "") {
       writer.uint32(10).string(message.namespace);
+    }
+    if (message.fence !== undefined) {
+      MoveFence.encode(message.fence, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -2357,6 +2540,14 @@ export const FreezeNamespaceRequest: MessageFns<FreezeNamespaceRequest> = {
             message.namespace = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fence = MoveFence.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2370,13 +2561,19 @@ export const FreezeNamespaceRequest: MessageFns<FreezeNamespaceRequest> = {
   },
 
   fromJSON(object: any): FreezeNamespaceRequest {
-    return { namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "" };
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      fence: isSet(object.fence) ? MoveFence.fromJSON(object.fence) : undefined,
+    };
   },
 
   toJSON(message: FreezeNamespaceRequest): unknown {
     const obj: any = {};
     if (message.namespace !== "") {
       obj.namespace = message.namespace;
+    }
+    if (message.fence !== undefined) {
+      obj.fence = MoveFence.toJSON(message.fence);
     }
     return obj;
   },
@@ -2387,6 +2584,9 @@ export const FreezeNamespaceRequest: MessageFns<FreezeNamespaceRequest> = {
   fromPartial<I extends Exact<DeepPartial<FreezeNamespaceRequest>, I>>(object: I): FreezeNamespaceRequest {
     const message = createBaseFreezeNamespaceRequest();
     message.namespace = object.namespace ?? "";
+    message.fence = (object.fence !== undefined && object.fence !== null)
+      ? MoveFence.fromPartial(object.fence)
+      : undefined;
     return message;
   },
 };
@@ -2481,13 +2681,16 @@ export const FreezeNamespaceResponse: MessageFns<FreezeNamespaceResponse> = {
 };
 
 function createBaseUnfreezeNamespaceRequest(): UnfreezeNamespaceRequest {
-  return { namespace: "" };
+  return { namespace: "", fence: undefined };
 }
 
 export const UnfreezeNamespaceRequest: MessageFns<UnfreezeNamespaceRequest> = {
   encode(message: UnfreezeNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.namespace !== "") {
       writer.uint32(10).string(message.namespace);
+    }
+    if (message.fence !== undefined) {
+      MoveFence.encode(message.fence, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -2513,6 +2716,14 @@ export const UnfreezeNamespaceRequest: MessageFns<UnfreezeNamespaceRequest> = {
             message.namespace = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fence = MoveFence.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2526,13 +2737,19 @@ export const UnfreezeNamespaceRequest: MessageFns<UnfreezeNamespaceRequest> = {
   },
 
   fromJSON(object: any): UnfreezeNamespaceRequest {
-    return { namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "" };
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      fence: isSet(object.fence) ? MoveFence.fromJSON(object.fence) : undefined,
+    };
   },
 
   toJSON(message: UnfreezeNamespaceRequest): unknown {
     const obj: any = {};
     if (message.namespace !== "") {
       obj.namespace = message.namespace;
+    }
+    if (message.fence !== undefined) {
+      obj.fence = MoveFence.toJSON(message.fence);
     }
     return obj;
   },
@@ -2543,6 +2760,9 @@ export const UnfreezeNamespaceRequest: MessageFns<UnfreezeNamespaceRequest> = {
   fromPartial<I extends Exact<DeepPartial<UnfreezeNamespaceRequest>, I>>(object: I): UnfreezeNamespaceRequest {
     const message = createBaseUnfreezeNamespaceRequest();
     message.namespace = object.namespace ?? "";
+    message.fence = (object.fence !== undefined && object.fence !== null)
+      ? MoveFence.fromPartial(object.fence)
+      : undefined;
     return message;
   },
 };
@@ -2728,7 +2948,7 @@ export const WaitLeft: MessageFns<WaitLeft> = {
 };
 
 function createBaseExportNamespaceRequest(): ExportNamespaceRequest {
-  return { namespace: "", offset: 0 };
+  return { namespace: "", offset: 0, fence: undefined };
 }
 
 export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
@@ -2738,6 +2958,9 @@ export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
     }
     if (message.offset !== 0) {
       writer.uint32(16).uint64(message.offset);
+    }
+    if (message.fence !== undefined) {
+      MoveFence.encode(message.fence, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -2771,6 +2994,14 @@ export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
             message.offset = longToNumber(reader.uint64());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fence = MoveFence.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2787,6 +3018,7 @@ export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
     return {
       namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      fence: isSet(object.fence) ? MoveFence.fromJSON(object.fence) : undefined,
     };
   },
 
@@ -2798,6 +3030,9 @@ export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.fence !== undefined) {
+      obj.fence = MoveFence.toJSON(message.fence);
+    }
     return obj;
   },
 
@@ -2808,6 +3043,9 @@ export const ExportNamespaceRequest: MessageFns<ExportNamespaceRequest> = {
     const message = createBaseExportNamespaceRequest();
     message.namespace = object.namespace ?? "";
     message.offset = object.offset ?? 0;
+    message.fence = (object.fence !== undefined && object.fence !== null)
+      ? MoveFence.fromPartial(object.fence)
+      : undefined;
     return message;
   },
 };
@@ -3019,7 +3257,15 @@ export const ExportNamespaceResponse: MessageFns<ExportNamespaceResponse> = {
 };
 
 function createBaseImportNamespaceRequest(): ImportNamespaceRequest {
-  return { namespace: "", data: new Uint8Array(0), offset: 0, totalBytes: 0, activate: false, waitsLeft: [] };
+  return {
+    namespace: "",
+    data: new Uint8Array(0),
+    offset: 0,
+    totalBytes: 0,
+    activate: false,
+    waitsLeft: [],
+    fence: undefined,
+  };
 }
 
 export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
@@ -3041,6 +3287,9 @@ export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
     }
     for (const v of message.waitsLeft) {
       WaitLeft.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.fence !== undefined) {
+      MoveFence.encode(message.fence, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -3106,6 +3355,14 @@ export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
             message.waitsLeft.push(WaitLeft.decode(reader, reader.uint32()));
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.fence = MoveFence.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3134,6 +3391,7 @@ export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
         : globalThis.Array.isArray(object?.waits_left)
         ? object.waits_left.map((e: any) => WaitLeft.fromJSON(e))
         : [],
+      fence: isSet(object.fence) ? MoveFence.fromJSON(object.fence) : undefined,
     };
   },
 
@@ -3157,6 +3415,9 @@ export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
     if (message.waitsLeft?.length) {
       obj.waitsLeft = message.waitsLeft.map((e) => WaitLeft.toJSON(e));
     }
+    if (message.fence !== undefined) {
+      obj.fence = MoveFence.toJSON(message.fence);
+    }
     return obj;
   },
 
@@ -3171,6 +3432,9 @@ export const ImportNamespaceRequest: MessageFns<ImportNamespaceRequest> = {
     message.totalBytes = object.totalBytes ?? 0;
     message.activate = object.activate ?? false;
     message.waitsLeft = object.waitsLeft?.map((e) => WaitLeft.fromPartial(e)) || [];
+    message.fence = (object.fence !== undefined && object.fence !== null)
+      ? MoveFence.fromPartial(object.fence)
+      : undefined;
     return message;
   },
 };
@@ -4041,8 +4305,255 @@ export const SetNamespaceQuotasResponse: MessageFns<SetNamespaceQuotasResponse> 
   },
 };
 
+function createBaseCredentialHash(): CredentialHash {
+  return { hash: "", validUntilMs: 0 };
+}
+
+export const CredentialHash: MessageFns<CredentialHash> = {
+  encode(message: CredentialHash, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.hash !== "") {
+      writer.uint32(10).string(message.hash);
+    }
+    if (message.validUntilMs !== 0) {
+      writer.uint32(16).uint64(message.validUntilMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CredentialHash {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCredentialHash();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hash = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.validUntilMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CredentialHash {
+    return {
+      hash: isSet(object.hash) ? globalThis.String(object.hash) : "",
+      validUntilMs: isSet(object.validUntilMs)
+        ? globalThis.Number(object.validUntilMs)
+        : isSet(object.valid_until_ms)
+        ? globalThis.Number(object.valid_until_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: CredentialHash): unknown {
+    const obj: any = {};
+    if (message.hash !== "") {
+      obj.hash = message.hash;
+    }
+    if (message.validUntilMs !== 0) {
+      obj.validUntilMs = Math.round(message.validUntilMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CredentialHash>, I>>(base?: I): CredentialHash {
+    return CredentialHash.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CredentialHash>, I>>(object: I): CredentialHash {
+    const message = createBaseCredentialHash();
+    message.hash = object.hash ?? "";
+    message.validUntilMs = object.validUntilMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetNamespaceCredentialsRequest(): SetNamespaceCredentialsRequest {
+  return { namespace: "", credentials: [] };
+}
+
+export const SetNamespaceCredentialsRequest: MessageFns<SetNamespaceCredentialsRequest> = {
+  encode(message: SetNamespaceCredentialsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    for (const v of message.credentials) {
+      CredentialHash.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetNamespaceCredentialsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetNamespaceCredentialsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.credentials.push(CredentialHash.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetNamespaceCredentialsRequest {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      credentials: globalThis.Array.isArray(object?.credentials)
+        ? object.credentials.map((e: any) => CredentialHash.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SetNamespaceCredentialsRequest): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.credentials?.length) {
+      obj.credentials = message.credentials.map((e) => CredentialHash.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetNamespaceCredentialsRequest>, I>>(base?: I): SetNamespaceCredentialsRequest {
+    return SetNamespaceCredentialsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetNamespaceCredentialsRequest>, I>>(
+    object: I,
+  ): SetNamespaceCredentialsRequest {
+    const message = createBaseSetNamespaceCredentialsRequest();
+    message.namespace = object.namespace ?? "";
+    message.credentials = object.credentials?.map((e) => CredentialHash.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSetNamespaceCredentialsResponse(): SetNamespaceCredentialsResponse {
+  return { changed: false };
+}
+
+export const SetNamespaceCredentialsResponse: MessageFns<SetNamespaceCredentialsResponse> = {
+  encode(message: SetNamespaceCredentialsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== false) {
+      writer.uint32(8).bool(message.changed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetNamespaceCredentialsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetNamespaceCredentialsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetNamespaceCredentialsResponse {
+    return { changed: isSet(object.changed) ? globalThis.Boolean(object.changed) : false };
+  },
+
+  toJSON(message: SetNamespaceCredentialsResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== false) {
+      obj.changed = message.changed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetNamespaceCredentialsResponse>, I>>(base?: I): SetNamespaceCredentialsResponse {
+    return SetNamespaceCredentialsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetNamespaceCredentialsResponse>, I>>(
+    object: I,
+  ): SetNamespaceCredentialsResponse {
+    const message = createBaseSetNamespaceCredentialsResponse();
+    message.changed = object.changed ?? false;
+    return message;
+  },
+};
+
 function createBaseNamespaceEntry(): NamespaceEntry {
-  return { namespace: "", state: "", sessions: 0, locks: 0, waiters: 0, quotas: undefined };
+  return { namespace: "", state: "", sessions: 0, locks: 0, waiters: 0, quotas: undefined, credentials: [] };
 }
 
 export const NamespaceEntry: MessageFns<NamespaceEntry> = {
@@ -4064,6 +4575,9 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     }
     if (message.quotas !== undefined) {
       NamespaceQuotas.encode(message.quotas, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.credentials) {
+      CredentialHash.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -4129,6 +4643,14 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
             message.quotas = NamespaceQuotas.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.credentials.push(CredentialHash.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4149,6 +4671,9 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
       locks: isSet(object.locks) ? globalThis.Number(object.locks) : 0,
       waiters: isSet(object.waiters) ? globalThis.Number(object.waiters) : 0,
       quotas: isSet(object.quotas) ? NamespaceQuotas.fromJSON(object.quotas) : undefined,
+      credentials: globalThis.Array.isArray(object?.credentials)
+        ? object.credentials.map((e: any) => CredentialHash.fromJSON(e))
+        : [],
     };
   },
 
@@ -4172,6 +4697,9 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     if (message.quotas !== undefined) {
       obj.quotas = NamespaceQuotas.toJSON(message.quotas);
     }
+    if (message.credentials?.length) {
+      obj.credentials = message.credentials.map((e) => CredentialHash.toJSON(e));
+    }
     return obj;
   },
 
@@ -4188,6 +4716,7 @@ export const NamespaceEntry: MessageFns<NamespaceEntry> = {
     message.quotas = (object.quotas !== undefined && object.quotas !== null)
       ? NamespaceQuotas.fromPartial(object.quotas)
       : undefined;
+    message.credentials = object.credentials?.map((e) => CredentialHash.fromPartial(e)) || [];
     return message;
   },
 };
@@ -4432,6 +4961,18 @@ export const CellAdminService = {
       Buffer.from(SetNamespaceQuotasResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetNamespaceQuotasResponse => SetNamespaceQuotasResponse.decode(value),
   },
+  setNamespaceCredentials: {
+    path: "/fencer.admin.v1.CellAdmin/SetNamespaceCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetNamespaceCredentialsRequest): Buffer =>
+      Buffer.from(SetNamespaceCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetNamespaceCredentialsRequest => SetNamespaceCredentialsRequest.decode(value),
+    responseSerialize: (value: SetNamespaceCredentialsResponse): Buffer =>
+      Buffer.from(SetNamespaceCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetNamespaceCredentialsResponse =>
+      SetNamespaceCredentialsResponse.decode(value),
+  },
 } as const;
 
 export interface CellAdminServer extends UntypedServiceImplementation {
@@ -4451,6 +4992,7 @@ export interface CellAdminServer extends UntypedServiceImplementation {
   namespaceStatus: handleUnaryCall<NamespaceStatusRequest, NamespaceStatusResponse>;
   listNamespaces: handleUnaryCall<ListNamespacesRequest, ListNamespacesResponse>;
   setNamespaceQuotas: handleUnaryCall<SetNamespaceQuotasRequest, SetNamespaceQuotasResponse>;
+  setNamespaceCredentials: handleUnaryCall<SetNamespaceCredentialsRequest, SetNamespaceCredentialsResponse>;
 }
 
 export interface CellAdminClient extends Client {
@@ -4684,6 +5226,21 @@ export interface CellAdminClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetNamespaceQuotasResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceCredentials(
+    request: SetNamespaceCredentialsRequest,
+    callback: (error: ServiceError | null, response: SetNamespaceCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceCredentials(
+    request: SetNamespaceCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetNamespaceCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  setNamespaceCredentials(
+    request: SetNamespaceCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetNamespaceCredentialsResponse) => void,
   ): ClientUnaryCall;
 }
 
