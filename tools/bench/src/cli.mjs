@@ -16,6 +16,7 @@ import * as fleetLoad from './suites/fleet-load.mjs';
 import * as scaling from './suites/scaling.mjs';
 import * as page from './suites/page.mjs';
 import * as watchFanout from './suites/watch-fanout.mjs';
+import * as security from './suites/security.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
@@ -23,6 +24,7 @@ SUITES.push(efficiency);
 SUITES.push(fleetLoad);
 SUITES.push(scaling);
 SUITES.push(watchFanout);
+SUITES.push(security);
 SUITES.unshift(page);
 
 export function buildProgram() {
