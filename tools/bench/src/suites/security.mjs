@@ -105,8 +105,10 @@ function report(results, meta, o) {
   ];
   console.log(`\n${textTable(head, [...rows, cost])}`);
   return [
+    '## Security: the cost of mutual TLS',
+    '',
     `Run ${meta.date} on ${meta.cpu}, Node ${meta.node}; load average ${meta.loadStart} at the start, ${meta.loadEnd} at the end (1 / 5 / 15 min).`,
-    `Command: \`node tools/bench/run.mjs ${commandLine()}\`.`,
+    `Reproduce: \`${commandLine()}\`.`,
     '',
     `Two fleets in the same run, each a cell of three replicas and a router; clients reach the router only. The secure one runs its links as \`npm start -- --secure\` does (mutual TLS between processes, TLS from the client). ${o.rounds} rounds of ${o.seconds} s per window, the fleets' order alternating; medians over the rounds.`,
     '',
@@ -125,7 +127,7 @@ export async function runSecurity(o) {
     meta.end();
     const body = report(results, meta, o);
     if (o.json) writeJson(o.json, { meta, options: o, results });
-    writeDocs({ name: 'security', body, write: o.write });
+    writeDocs({ name: 'security', body, keepNotes: true, write: o.write });
   } finally {
     for (const f of fleets) await f.stop().catch(() => {});
   }
