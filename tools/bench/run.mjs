@@ -9,7 +9,8 @@
 // cell (Fencer against etcd and ZooKeeper), fleet (router overhead and
 // heartbeats through the proxies), wal, lock-fsm, duties (micro-benchmarks
 // of one library each), snapshots (object storage and restore), moves
-// (tenant moves between cells) and profile (summarises a V8 CPU profile).
+// (tenant moves between cells), security (mutual TLS against plaintext) and
+// profile (summarises a V8 CPU profile).
 //
 // Needs the tree built (`npx nx run-many -t build`) and, for the peers,
 // Debian's etcd-server and zookeeper (with default-jre-headless).

@@ -44,7 +44,7 @@ import { openRaftLogStore, type WalStore } from '@fencer/wal';
 import { type SyncPolicyView, walSyncOnLoop } from './wal-sync-policy.js';
 import { timedDisk } from './timed-disk.js';
 import type { CellNodeConfig } from './config.js';
-import { type Logger, TlsFiles, serveMetrics } from '@fencer/service';
+import { type Logger, TlsFiles, grpcIdleServerOptions, serveMetrics } from '@fencer/service';
 import type { NodeMetrics } from './metrics.js';
 import { CellNode } from './node.js';
 import { GrpcForwarder, LaneForwarder } from './forwarder.js';
@@ -79,6 +79,8 @@ const grpcOptions = (config: CellNodeConfig) => ({
   'grpc.http2.min_ping_interval_without_data_ms': 5_000,
   // Channelz (grpc-js's introspection service, which nothing here serves) costs bookkeeping on every call.
   'grpc.enable_channelz': 0,
+  // A connection with no call for a while gets GOAWAY (slow-loris; @fencer/service connection-guard.ts).
+  ...grpcIdleServerOptions(),
 });
 
 /** Real timers for the cell; delays above Node's limit are chained by the cell and refused here. */

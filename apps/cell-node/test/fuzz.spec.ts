@@ -18,23 +18,32 @@
  * input handling, and they have their own tests. Then raw bytes on the
  * client port, one connection each: random bytes, the HTTP/2 preface with
  * frames that lie about their length or type, gRPC messages with lying
- * prefixes. Connections the node leaves open (a valid but idle HTTP/2
- * session) are dropped by the fuzzer after 2 s and counted.
+ * prefixes, the good client working beside them. Connections the node
+ * leaves open are dropped by the fuzzer after 2 s and counted: at most 1%
+ * (before the listener checked the HTTP/2 opening, about 18% stalled
+ * mid-frame stayed open).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cell, startCell } from './support/cell.js';
 import { describeTally, fuzz, fuzzRaw, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
 
 /**
- * Requests per target (the lock service, the admin API), times
- * FENCER_FUZZ_SCALE (default 1): scale 1 fits a loaded two-core machine in
- * about two minutes; a CI runner raises it (scale 4 sends 16,000).
+ * Requests per target (the lock service, the admin API) and raw payloads,
+ * times FENCER_FUZZ_SCALE (default 1: issue 29's bar, which CI runs: with
+ * the router's and the proxy's 30,000 in apps/cell-router/test/fuzz.spec.ts,
+ * 50,000 structured requests, and 10,000 raw payloads on each port); a
+ * quick local run lowers it (FENCER_FUZZ_SCALE=0.2).
  */
 const SCALE = Number(process.env['FENCER_FUZZ_SCALE'] ?? 1);
-const LOCK_REQUESTS = Number(process.env['FENCER_FUZZ_LOCK_REQUESTS'] ?? 3_000 * SCALE);
-const ADMIN_REQUESTS = Number(process.env['FENCER_FUZZ_ADMIN_REQUESTS'] ?? 1_000 * SCALE);
+const LOCK_REQUESTS = Math.round(Number(process.env['FENCER_FUZZ_LOCK_REQUESTS'] ?? 15_000 * SCALE));
+const ADMIN_REQUESTS = Math.round(Number(process.env['FENCER_FUZZ_ADMIN_REQUESTS'] ?? 5_000 * SCALE));
 /** Raw malformed HTTP/2 and protobuf payloads, each on its own connection. */
-const RAW_PAYLOADS = Number(process.env['FENCER_FUZZ_RAW_PAYLOADS'] ?? 2_000 * SCALE);
+const RAW_PAYLOADS = Math.round(Number(process.env['FENCER_FUZZ_RAW_PAYLOADS'] ?? 10_000 * SCALE));
+/**
+ * Raw connections the node may leave open past the fuzzer's 2 s: its listener drops an HTTP/2 opening that is
+ * malformed or late within 1 s (@fencer/service connection-guard.ts), so only a loaded machine's stragglers remain.
+ */
+const RAW_HELD_FRACTION_MAX = 0.01;
 const SEED = Number(process.env['FENCER_FUZZ_SEED'] ?? 290_029);
 /** Short: a generated Acquire may wait on a held lock, and the client giving up is one of the cases. */
 const CALL_TIMEOUT_MS = 1_500;
@@ -104,6 +113,7 @@ describe('structured fuzzing of a cell node', () => {
         const rssBefore = await rssOf(pid);
         let stopped = false;
         const good = wellBehaved(() => stopped);
+        const started = Date.now();
         await Promise.all([
           fuzz({ client: lockClient, methods: lockMethods, count: LOCK_REQUESTS, seed: SEED, pool, timeoutMs: CALL_TIMEOUT_MS }, t),
           fuzz({ client: adminRaw, methods: adminMethods, count: ADMIN_REQUESTS, seed: SEED + 7, pool, timeoutMs: CALL_TIMEOUT_MS }, t),
@@ -112,7 +122,7 @@ describe('structured fuzzing of a cell node', () => {
         const served = await good;
         const rssAfter = await rssOf(pid);
         console.log(
-          `${describeTally(t)}; RSS ${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rssAfter / 2 ** 20).toFixed(0)} MiB; good client ${served.ok} rounds`,
+          `${describeTally(t)} in ${Date.now() - started} ms; RSS ${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rssAfter / 2 ** 20).toFixed(0)} MiB; good client ${served.ok} rounds`,
         );
         expect(t.sent).toBe(LOCK_REQUESTS + ADMIN_REQUESTS);
         expect(t.bad.slice(0, 5)).toEqual([]);
@@ -127,7 +137,7 @@ describe('structured fuzzing of a cell node', () => {
         adminRaw.close();
       }
     },
-    300_000 * SCALE,
+    Math.max(120_000, 600_000 * SCALE),
   );
 
   it(
@@ -135,15 +145,25 @@ describe('structured fuzzing of a cell node', () => {
     async () => {
       const port = Number(cell.replicas[0]!.grpc.split(':')[1]);
       const rssBefore = await rssOf(pid);
+      let stopped = false;
+      const good = wellBehaved(() => stopped);
+      const started = Date.now();
       const seen = await fuzzRaw(port, RAW_PAYLOADS, SEED + 11);
+      stopped = true;
+      const served = await good;
       expect(seen.closed + seen.held).toBe(RAW_PAYLOADS);
       const rssAfter = await rssOf(pid);
       const mib = (b: number) => (b / 2 ** 20).toFixed(0);
-      console.log(`raw fuzz: ${RAW_PAYLOADS} payloads (${seen.held} left open by the node); RSS ${mib(rssBefore)} -> ${mib(rssAfter)} MiB`);
+      console.log(
+        `raw fuzz: ${RAW_PAYLOADS} payloads in ${Date.now() - started} ms (${seen.held} left open by the node); RSS ${mib(rssBefore)} -> ${mib(rssAfter)} MiB; good client ${served.ok} rounds`,
+      );
+      expect(seen.held).toBeLessThanOrEqual(Math.ceil(RAW_PAYLOADS * RAW_HELD_FRACTION_MAX));
+      expect(served.failures.slice(0, 3)).toEqual([]);
+      expect(served.ok).toBeGreaterThan(0);
       expect(rssAfter - rssBefore).toBeLessThan(RSS_GROWTH_BYTES_MAX);
       expect(cell.children.get(cell.replicas[0]!.id)!.exitCode).toBeNull();
       expect((await cell.client.openSession('after', 60_000)).sessionId).toMatch(/^after:/);
     },
-    300_000 * SCALE,
+    Math.max(120_000, 600_000 * SCALE),
   );
 });

@@ -13,20 +13,29 @@
  * through the router and acquires and releases in a loop, and every one of
  * its calls must succeed. RSS is read from /proc after a warm-up batch and
  * at the end. Then raw bytes on each front end's port, one connection each
- * (random bytes, lying HTTP/2 frames, gRPC messages with lying prefixes);
- * connections left open (an idle but valid session) are dropped after 2 s
- * and counted.
+ * (random bytes, lying HTTP/2 frames, gRPC messages with lying prefixes),
+ * the good client working beside them; connections left open are dropped
+ * after 2 s and counted: at most 1% (about 18% stalled mid-frame stayed
+ * open before the listeners checked the HTTP/2 opening).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClient } from '@fencer/fleet/contract';
 import { describeTally, fuzz, fuzzRaw, methodsOf, rawClient, rssOf, tally } from '@fencer/fleet/fuzz';
 import { startTestFleet, type TestFleet } from '@fencer/fleet/testing';
 
-/** Requests per front end, times FENCER_FUZZ_SCALE (default 1, sized for a loaded two-core machine). */
+/**
+ * Requests per front end and raw payloads per port, times FENCER_FUZZ_SCALE
+ * (default 1: issue 29's bar, which CI runs: with the cell's 20,000 in
+ * apps/cell-node/test/fuzz.spec.ts, 50,000 structured requests, and 10,000
+ * raw payloads on each port); a quick local run lowers it
+ * (FENCER_FUZZ_SCALE=0.2).
+ */
 const SCALE = Number(process.env['FENCER_FUZZ_SCALE'] ?? 1);
-const REQUESTS = Number(process.env['FENCER_FUZZ_FRONT_REQUESTS'] ?? 3_000 * SCALE);
+const REQUESTS = Math.round(Number(process.env['FENCER_FUZZ_FRONT_REQUESTS'] ?? 15_000 * SCALE));
 /** Raw malformed HTTP/2 and protobuf payloads per front end, each on its own connection. */
-const RAW_PAYLOADS = Number(process.env['FENCER_FUZZ_RAW_PAYLOADS'] ?? 2_000 * SCALE);
+const RAW_PAYLOADS = Math.round(Number(process.env['FENCER_FUZZ_RAW_PAYLOADS'] ?? 10_000 * SCALE));
+/** Raw connections a front end may leave open past the fuzzer's 2 s (its listener checks the HTTP/2 opening: @fencer/routing lock-server.ts). */
+const RAW_HELD_FRACTION_MAX = 0.01;
 const SEED = Number(process.env['FENCER_FUZZ_SEED'] ?? 290_029);
 /** Short: a generated Acquire may wait on a held lock, and the client giving up is one of the cases. */
 const CALL_TIMEOUT_MS = 1_500;
@@ -89,12 +98,15 @@ describe('structured fuzzing of the router and the proxy', () => {
         const rssBefore = await Promise.all(pids.map(rssOf));
         let stopped = false;
         const good = wellBehaved(() => stopped);
+        const started = Date.now();
         await Promise.all([fuzz(run(routerRaw, REQUESTS, SEED), routerTally), fuzz(run(proxyRaw, REQUESTS, SEED + 3), proxyTally)]);
         stopped = true;
         const served = await good;
         const rssAfter = await Promise.all(pids.map(rssOf));
         const mib = (b: number) => (b / 2 ** 20).toFixed(0);
-        console.log(`router ${describeTally(routerTally)}; RSS ${mib(rssBefore[0]!)} -> ${mib(rssAfter[0]!)} MiB`);
+        console.log(
+          `router ${describeTally(routerTally)} in ${Date.now() - started} ms; RSS ${mib(rssBefore[0]!)} -> ${mib(rssAfter[0]!)} MiB`,
+        );
         console.log(
           `proxy ${describeTally(proxyTally)}; RSS ${mib(rssBefore[1]!)} -> ${mib(rssAfter[1]!)} MiB; good client ${served.ok} rounds`,
         );
@@ -111,7 +123,7 @@ describe('structured fuzzing of the router and the proxy', () => {
         proxyRaw.close();
       }
     },
-    300_000 * SCALE,
+    Math.max(120_000, 600_000 * SCALE),
   );
 
   it(
@@ -122,18 +134,26 @@ describe('structured fuzzing of the router and the proxy', () => {
         { port: Number(fleet.proxyEndpoints[0]!.split(':')[1]), pid: fleet.proxies[0]!.pid, id: fleet.proxies[0]!.id },
       ];
       const rssBefore = await Promise.all(targets.map((t) => rssOf(t.pid)));
+      let stopped = false;
+      const good = wellBehaved(() => stopped);
+      const started = Date.now();
       const sent = await Promise.all(targets.map((t, i) => fuzzRaw(t.port, RAW_PAYLOADS, SEED + 11 + i)));
+      stopped = true;
+      const served = await good;
       expect(sent.map((x) => x.closed + x.held)).toEqual([RAW_PAYLOADS, RAW_PAYLOADS]);
       const rssAfter = await Promise.all(targets.map((t) => rssOf(t.pid)));
       console.log(
-        `raw fuzz: ${RAW_PAYLOADS} payloads each (left open: ${sent.map((x) => x.held).join(', ')}); RSS ${rssBefore.map((b, i) => `${(b / 2 ** 20).toFixed(0)} -> ${(rssAfter[i]! / 2 ** 20).toFixed(0)} MiB`).join(', ')}`,
+        `raw fuzz: ${RAW_PAYLOADS} payloads each in ${Date.now() - started} ms (left open: ${sent.map((x) => x.held).join(', ')}); RSS ${rssBefore.map((b, i) => `${(b / 2 ** 20).toFixed(0)} -> ${(rssAfter[i]! / 2 ** 20).toFixed(0)} MiB`).join(', ')}; good client ${served.ok} rounds`,
       );
+      for (const x of sent) expect(x.held).toBeLessThanOrEqual(Math.ceil(RAW_PAYLOADS * RAW_HELD_FRACTION_MAX));
+      expect(served.failures.slice(0, 3)).toEqual([]);
+      expect(served.ok).toBeGreaterThan(0);
       for (let i = 0; i < targets.length; i++) {
         expect(rssAfter[i]! - rssBefore[i]!).toBeLessThan(RSS_GROWTH_BYTES_MAX);
         expect(fleet.alive(targets[i]!.id)).toBe(true);
       }
       expect((await client.openSession('good', 60_000)).sessionId).toMatch(/^good:/);
     },
-    300_000 * SCALE,
+    Math.max(120_000, 600_000 * SCALE),
   );
 });

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { ServerCredentials, type Server } from '@grpc/grpc-js';
 import { FencerError } from '@fencer/base';
 import { lockservice } from '@fencer/protocol';
-import type { PeerIdentity } from '@fencer/service';
+import { type OpeningRefusal, type PeerIdentity, awaitHttp2Opening } from '@fencer/service';
 import {
   LANE_MAGIC,
   LANE_METHODS,
@@ -189,6 +189,8 @@ export interface MuxOptions {
    * LANE_MAGIC both ways (the lane's own version check).
    */
   readonly tls?: Pick<TlsListenOptions, 'files' | 'accepts' | 'onRefused'>;
+  /** A gRPC connection dropped before grpc-js saw it: its HTTP/2 opening was malformed or late (@fencer/service connection-guard.ts). */
+  readonly onOpeningRefused?: (reason: OpeningRefusal) => void;
 }
 
 /**
@@ -213,6 +215,7 @@ function muxListener(
 /** Listens on host:port; without TLS each connection is sniffed (LANE_MAGIC → the lane, anything else → the grpc-js server), with TLS routed by ALPN. */
 export async function listenMuxed(server: Server, address: string, options: MuxOptions): Promise<MuxedPort> {
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const openingRefusals = options.onOpeningRefused ? { onRefused: options.onOpeningRefused } : {};
   const lanes = new Set<LaneConnection>();
   const sniffing = new Set<net.Socket>();
   const sniff = (socket: net.Socket): void => {
@@ -236,8 +239,8 @@ export async function listenMuxed(server: Server, address: string, options: MuxO
         if (rest.length > 0) socket.unshift(rest);
         socket.resume();
       } else {
-        socket.unshift(seen);
-        injector.injectConnection(socket);
+        // gRPC: its HTTP/2 opening must come whole and in time before grpc-js takes the socket (connection-guard.ts).
+        awaitHttp2Opening(socket, (s) => injector.injectConnection(s), { seen, ...openingRefusals });
       }
     };
     const onData = (d: Buffer): void => {
@@ -259,7 +262,7 @@ export async function listenMuxed(server: Server, address: string, options: MuxO
     const peer = `${socket.remoteAddress}:${socket.remotePort}`;
     if (identity !== undefined) identities.set(peer, identity);
     socket.once('close', () => identities.delete(peer));
-    injector.injectConnection(socket);
+    awaitHttp2Opening(socket, (s) => injector.injectConnection(s), openingRefusals);
   });
   const { address: boundAddress } = await listenOn(listener, address);
   return {

@@ -11,7 +11,16 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { type ChannelCredentials, ServerCredentials, credentials } from '@grpc/grpc-js';
-import { type PeerIdentity, type TlsFiles, describeIdentity, identitiesOf, identityOf } from '@fencer/service';
+import {
+  type OpeningRefusal,
+  type PeerIdentity,
+  type TlsFiles,
+  awaitHttp2Opening,
+  describeIdentity,
+  identitiesOf,
+  identityOf,
+  tlsHandshakeTimeoutMs,
+} from '@fencer/service';
 import { splitAddress } from './address.js';
 
 /** The ALPN protocols of Fencer's links: Raft peer frames, the lane, and HTTP/2 (gRPC). */
@@ -80,7 +89,9 @@ export interface TlsListenOptions {
 export function createTlsListener(options: TlsListenOptions): { server: tls.Server; stopFollowing: () => void } {
   const { files } = options;
   const anyClient = options.clientCertificate === 'none';
-  const serverOptions = anyClient ? { ...files.serverOptions(options.alpn), requestCert: false } : files.serverOptions(options.alpn);
+  const base = anyClient ? { ...files.serverOptions(options.alpn), requestCert: false } : files.serverOptions(options.alpn);
+  // A handshake that does not finish in time is dropped (slow-loris; @fencer/service connection-guard.ts).
+  const serverOptions = { ...base, handshakeTimeout: tlsHandshakeTimeoutMs };
   const server = tls.createServer(serverOptions, (socket) => {
     if (anyClient) return options.onConnection(socket, undefined, typeof socket.alpnProtocol === 'string' ? socket.alpnProtocol : '');
     const id = identityOf(socket);
@@ -120,7 +131,10 @@ export type IdentityByPeer = (peer: string) => PeerIdentity | undefined;
 export async function listenGrpcTls(
   server: { createConnectionInjector(c: ServerCredentials): { injectConnection(s: net.Socket): void } },
   address: string,
-  options: Pick<TlsListenOptions, 'files' | 'accepts' | 'onRefused' | 'clientCertificate'>,
+  options: Pick<TlsListenOptions, 'files' | 'accepts' | 'onRefused' | 'clientCertificate'> & {
+    /** A connection dropped before grpc-js saw it: its HTTP/2 opening was malformed or late (connection-guard.ts). */
+    readonly onOpeningRefused?: (reason: OpeningRefusal) => void;
+  },
 ): Promise<GrpcTlsPort & { identityByPeer: IdentityByPeer }> {
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
   const identities = new Map<string, PeerIdentity>();
@@ -131,7 +145,9 @@ export async function listenGrpcTls(
       const peer = `${socket.remoteAddress}:${socket.remotePort}`;
       if (identity !== undefined) identities.set(peer, identity);
       socket.once('close', () => identities.delete(peer));
-      injector.injectConnection(socket);
+      awaitHttp2Opening(socket, (s) => injector.injectConnection(s), {
+        ...(options.onOpeningRefused ? { onRefused: options.onOpeningRefused } : {}),
+      });
     },
   });
   const bound = await listenOn(listener, address);

@@ -1,17 +1,22 @@
 /**
  * The gRPC server a router or proxy serves the lock contract on: the
  * contract's service on a TolerantServer (request bytes that do not decode
- * get INVALID_ARGUMENT, @fencer/protocol), bound to host:port (port 0
+ * get INVALID_ARGUMENT, @fencer/protocol), listening on host:port (port 0
  * picks one), and a stop that waits for calls to finish for a moment, then
  * cuts the rest. Methods named in `raw` are served on node:http2 directly
  * (the front ends' KeepAlive, keepalive-h2.ts): grpc-js hands their streams
- * over before it builds a call, and serves every other method.
+ * over before it builds a call, and serves every other method. The listener
+ * is ours, not grpc-js's: each connection's HTTP/2 opening must arrive whole
+ * and in time before grpc-js takes it, and a connection idle for
+ * connectionIdleMs gets GOAWAY (@fencer/service connection-guard.ts:
+ * against slow-loris).
  */
+import net from 'node:net';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { type Server, ServerCredentials } from '@grpc/grpc-js';
 import { TolerantServer, lockservice } from '@fencer/protocol';
-import { type GrpcTlsPort, listenGrpcTls } from '@fencer/peer-transport';
-import type { TlsFiles } from '@fencer/service';
+import { type GrpcTlsPort, listenGrpcTls, listenOn } from '@fencer/peer-transport';
+import { type TlsFiles, awaitHttp2Opening, grpcIdleServerOptions } from '@fencer/service';
 import { MESSAGE_BYTES_MAX } from './keepalive-h2.js';
 
 /**
@@ -89,15 +94,20 @@ export async function startLockServer(
   raw: ReadonlyMap<string, RawStreamHandler> = new Map(),
 ): Promise<LockServer> {
   // Channelz stays off: the raw route replaces the handler used without it.
-  const server = new TolerantServer({ 'grpc.max_receive_message_length': MESSAGE_BYTES_MAX, 'grpc.enable_channelz': 0 });
+  const server = new TolerantServer({
+    'grpc.max_receive_message_length': MESSAGE_BYTES_MAX,
+    'grpc.enable_channelz': 0,
+    ...grpcIdleServerOptions(),
+  });
   server.addService(LOCK_SERVICE, handlers);
   if (raw.size > 0) routeRawStreams(server, raw);
   let tlsPort: GrpcTlsPort | undefined;
+  let plain: net.Server | undefined;
   let port: number;
   if (tls === undefined) {
-    port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(address, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-    );
+    const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+    plain = net.createServer({ noDelay: true }, (socket) => awaitHttp2Opening(socket, (s) => injector.injectConnection(s)));
+    port = (await listenOn(plain, address)).port;
   } else {
     tlsPort = await listenGrpcTls(server, address, { files: tls, accepts: () => undefined, clientCertificate: 'none' });
     port = tlsPort.port;
@@ -107,6 +117,7 @@ export async function startLockServer(
     close: () =>
       new Promise<void>((resolve) => {
         void tlsPort?.close();
+        plain?.close();
         const force = setTimeout(() => {
           server.forceShutdown();
           resolve();

@@ -23,3 +23,14 @@ export {
   tlsFilePollMs,
   tlsPathsOf,
 } from './tls.js';
+export {
+  awaitHttp2Opening,
+  connectionIdleMs,
+  grpcIdleServerOptions,
+  HTTP2_PREFACE,
+  http2OpeningTimeoutMs,
+  judgeOpening,
+  tlsHandshakeTimeoutMs,
+  type OpeningOptions,
+  type OpeningRefusal,
+} from './connection-guard.js';

@@ -17,6 +17,7 @@ import * as scaling from './suites/scaling.mjs';
 import * as page from './suites/page.mjs';
 import * as watchFanout from './suites/watch-fanout.mjs';
 import * as clientDirect from './suites/client-direct.mjs';
+import * as security from './suites/security.mjs';
 
 /** Every suite, in the order --help lists them. */
 const SUITES = [cell, fleet, failover, wal, lockFsm, duties, snapshots, moves, profile];
@@ -25,6 +26,7 @@ SUITES.push(fleetLoad);
 SUITES.push(scaling);
 SUITES.push(watchFanout);
 SUITES.push(clientDirect);
+SUITES.push(security);
 SUITES.unshift(page);
 
 export function buildProgram() {

@@ -31,6 +31,7 @@ import {
   type WatchClientFactory,
 } from '../../src/index.js';
 import type { adminpb } from '@fencer/protocol';
+import type { TlsFiles } from '@fencer/service';
 
 export class FakeCells implements CellDirectory {
   /** cell → namespaces it owns, with their live sessions. */
@@ -222,6 +223,8 @@ export async function startHarness(
     limits?: Partial<MetaLimits>;
     snapshotEveryEntries?: number;
     newWatchClient?: WatchClientFactory;
+    /** Serve HTTPS with these files (the control plane's --tls-* flags). */
+    https?: TlsFiles;
   } = {},
 ): Promise<Harness> {
   const dir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'fencer-cp-'));
@@ -265,6 +268,7 @@ export async function startHarness(
     ...(opts.adminToken !== undefined ? { adminToken: opts.adminToken } : {}),
     ...(opts.newWatchClient !== undefined ? { newWatchClient: opts.newWatchClient } : {}),
     ...(opts.frontEndToken !== undefined ? { frontEndToken: opts.frontEndToken } : {}),
+    ...(opts.https !== undefined ? { https: opts.https } : {}),
   });
   return {
     app,

@@ -25,6 +25,7 @@ export const PAGE_SUITES = [
   'moves',
   'watch-fanout',
   'client-direct',
+  'security',
 ];
 /** Suites without a --quick preset. */
 const NO_QUICK = new Set(['duties']);

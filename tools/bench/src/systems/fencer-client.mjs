@@ -33,13 +33,15 @@ export class FencerClientSystem {
     /** Where calls go now; `endpoints` are where they may go (set by the subclass on start). */
     this.target = undefined;
     this.endpoints = [];
+    /** gRPC channel credentials of this client's channels: plaintext unless a subclass sets TLS (a --secure fleet). */
+    this.channelCredentials = undefined;
   }
 
   raw(address, Client = lockservice.LockServiceClient) {
     const k = `${Client.serviceName ?? Client.name}@${address}`;
     let c = this.channels.get(k);
     if (!c) {
-      c = new Client(address, credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 });
+      c = new Client(address, this.channelCredentials ?? credentials.createInsecure(), { 'grpc.per_rpc_retry_buffer_size': 0 });
       this.channels.set(k, c);
     }
     return c;

@@ -7,12 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
+  fleetCredentials,
   planFleet,
   planProxies,
   planRouters,
   routingFor,
   spawnPlanned,
   spawnReplica,
+  useFleetTls,
   waitForLeader,
   waitForPort,
   writeRoutingFile,
@@ -36,7 +38,7 @@ const FRONT_END_WAIT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
 
 export class FencerFleet extends FencerClientSystem {
-  /** @param {{ build?: object, key?: string, label?: string, cells?: number, replicas?: number, routers?: number, proxies?: number, proxyIntervalMs?: number, keepData?: boolean, proxyCpuProfDir?: string, routerArgs?: string[][] }} opts */
+  /** @param {{ build?: object, key?: string, label?: string, cells?: number, replicas?: number, routers?: number, proxies?: number, proxyIntervalMs?: number, keepData?: boolean, proxyCpuProfDir?: string, routerArgs?: string[][], tls?: boolean }} opts */
   constructor(opts = {}) {
     super();
     this.opts = opts;
@@ -69,6 +71,18 @@ export class FencerFleet extends FencerClientSystem {
     requireBuilt(this.build, ['cell-node', 'cell-router', 'session-proxy']);
     this.portBase = await freeFleetPortBase(this.cellsN, this.replicasN, this.routersN, this.proxiesN);
     this.dataDir = mkdtempSync(path.join(tmpdir(), 'fencer-bench-fleet-'));
+    // --secure's links (tls): @fencer/fleet's TLS mode is this process's while this fleet is planned and started,
+    // then plaintext again, so another fleet of the same run may be plaintext; this fleet's clients keep TLS.
+    if (this.opts.tls) useFleetTls(path.join(this.dataDir, 'tls'));
+    try {
+      await this.spawnAll();
+      if (this.opts.tls) this.channelCredentials = fleetCredentials();
+    } finally {
+      if (this.opts.tls) useFleetTls(undefined);
+    }
+  }
+
+  async spawnAll() {
     const env = { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' };
     this.plan = planFleet({ cells: this.cellsN, replicas: this.replicasN, portBase: this.portBase, dataDir: this.dataDir, env });
     for (const c of this.plan) c.replicas.forEach((r) => useBuild(r, this.build, 'cell-node'));
