@@ -68,14 +68,30 @@ export const ERROR_TABLE: { readonly [K in ErrorCode]: ErrorSpec } = {
 
 const CODES = new Set<string>(ERROR_CODES);
 
+/**
+ * Characters of an error message sent as `grpc-message`. A message may quote
+ * what the caller sent (a 100 KB namespace, say); the trailers carrying it
+ * must stay far below a peer's header-list limit (grpc-js and nghttp2 take
+ * 16-64 KiB), or the trailers cannot be written, the call never ends and
+ * the connection is torn down with every call on it.
+ */
+export const ERROR_DETAILS_CHARS_MAX = 1_024;
+
+/** `message`, cut to ERROR_DETAILS_CHARS_MAX characters with a note of how much was left out. */
+export function boundedDetails(message: string): string {
+  if (message.length <= ERROR_DETAILS_CHARS_MAX) return message;
+  return `${message.slice(0, ERROR_DETAILS_CHARS_MAX)}… (${message.length - ERROR_DETAILS_CHARS_MAX} more characters cut)`;
+}
+
 /** A grpc-js ServiceError for a FencerError: status, message, `lock-reason` and `leader-hint` metadata. */
 export function toServiceError(error: FencerError): Partial<ServiceError> & { code: status; metadata: Metadata } {
   const spec = ERROR_TABLE[error.code];
+  const details = boundedDetails(error.message);
   const metadata = new Metadata();
   metadata.set(LOCK_REASON_KEY, error.code);
   if (error.leaderHint) metadata.set(LEADER_HINT_KEY, error.leaderHint);
   if (error.retryAfterMs !== undefined) metadata.set(RETRY_AFTER_MS_KEY, String(Math.max(0, Math.ceil(error.retryAfterMs))));
-  return { code: spec.grpc, details: error.message, message: error.message, metadata, name: 'FencerError' };
+  return { code: spec.grpc, details, message: details, metadata, name: 'FencerError' };
 }
 
 /** Default code for a gRPC status that arrived without `lock-reason` (e.g. from grpc-js itself). */

@@ -3,7 +3,9 @@ export * as raftpb from './gen/fencer/raft/v1/raft.js';
 export * as adminpb from './gen/fencer/admin/v1/admin.js';
 export * as internalpb from './gen/fencer/internal/v1/heartbeat.js';
 export {
+  ERROR_DETAILS_CHARS_MAX,
   ERROR_TABLE,
+  boundedDetails,
   FORWARDED_KEY,
   LEADER_HINT_KEY,
   RETRY_AFTER_MS_KEY,

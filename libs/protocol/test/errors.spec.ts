@@ -11,7 +11,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Metadata, status } from '@grpc/grpc-js';
 import { ERROR_CODES, FencerError, type ErrorCode } from '@fencer/base';
-import { ERROR_TABLE, LEADER_HINT_KEY, LOCK_REASON_KEY, fromServiceError, isRetryable, toServiceError } from '../src/index.js';
+import {
+  ERROR_DETAILS_CHARS_MAX,
+  ERROR_TABLE,
+  LEADER_HINT_KEY,
+  LOCK_REASON_KEY,
+  fromServiceError,
+  isRetryable,
+  toServiceError,
+} from '../src/index.js';
 
 const contract = readFileSync(
   path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../proto/lockservice/v1/lockservice.proto'),
@@ -80,5 +88,19 @@ describe('error table against the contract', () => {
     });
     expect(big.code).toBe('MESSAGE_TOO_LARGE');
     expect(isRetryable(big.code)).toBe(false);
+  });
+});
+
+describe('an error quoting what the caller sent', () => {
+  it('sends at most ERROR_DETAILS_CHARS_MAX characters of its message, saying how many were cut', () => {
+    const name = 'x'.repeat(100_000);
+    const message = `invalid namespace "${name}"`;
+    const e = toServiceError(new FencerError('INVALID_NAME', message));
+    expect(e.details!.length).toBeLessThan(ERROR_DETAILS_CHARS_MAX + 64);
+    expect(e.details).toBe(
+      `${message.slice(0, ERROR_DETAILS_CHARS_MAX)}… (${message.length - ERROR_DETAILS_CHARS_MAX} more characters cut)`,
+    );
+    expect(e.metadata.get(LOCK_REASON_KEY)).toEqual(['INVALID_NAME']);
+    expect(toServiceError(new FencerError('INVALID_NAME', 'short')).details).toBe('short');
   });
 });
