@@ -24,10 +24,9 @@ import {
   type RequestOf,
   type ResponseOf,
   type WatchSink,
-  bearerToken,
   lockToWire,
 } from '@fencer/cell';
-import { namespaceOfSessionId } from '@fencer/contract';
+import { bearerOf, namespaceOfSessionId } from '@fencer/contract';
 import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
 import type { LaneDispatch } from '@fencer/peer-transport';
 
@@ -39,7 +38,7 @@ const { WatchEventType } = lockservice as Pb;
 
 /** How the call came (forwarded by a router or replica) and the token it presented (`authorization: Bearer`). */
 function contextOf(call: { metadata: { get(key: string): unknown[] } }): CallContext {
-  const token = bearerToken(call.metadata.get('authorization')[0]);
+  const token = bearerOf(call.metadata.get('authorization')[0]);
   return { forwarded: call.metadata.get(FORWARDED_KEY).length > 0, ...(token !== undefined ? { token } : {}) };
 }
 

@@ -18,30 +18,15 @@
  * itself. Under auto-claim (a cell without a control plane), a namespace not
  * held yet is forbidden instead: a token must never create one.
  */
-import { type Clock, FencerError } from '@fencer/base';
+import type { Clock, FencerError } from '@fencer/base';
 import { credentialsAdmit, type LockStateMachine } from '@fencer/lock-fsm';
+import { forbidden, missingToken } from '@fencer/contract';
 
 export interface CellAuth {
   /** The form a token is stored in ("sha256:" + hex in the cell node), as the control plane hashes it. */
   hashToken(token: string): string;
   /** The admin token's hash: it reaches every namespace. None: no admin token is accepted on the lock service. */
   readonly adminTokenHash?: string;
-}
-
-/** The refusal of a call without a token. */
-export function missingToken(): FencerError {
-  return new FencerError(
-    'BAD_CREDENTIALS',
-    'this fleet requires a tenant token: send metadata "authorization: Bearer <token>" (the client\'s token option, $FENCER_TOKEN in the CLI)',
-  );
-}
-
-/** The refusal of a token that does not grant the namespace (the same for another tenant's and a missing one). */
-export function forbidden(namespace: string): FencerError {
-  return new FencerError(
-    'NAMESPACE_FORBIDDEN',
-    `this token does not grant namespace "${namespace.slice(0, 80)}": use the tenant's current token (rotated ones stop at the end of their grace period)`,
-  );
 }
 
 export interface AuthCheck {
@@ -60,11 +45,4 @@ export function refusal(check: AuthCheck, fsm: LockStateMachine, namespace: stri
   const credentials = fsm.namespaceCredentials(namespace);
   if (credentials === undefined) return check.autoClaim ? forbidden(namespace) : undefined;
   return credentialsAdmit(credentials, hash, check.clock.wallMs()) ? undefined : forbidden(namespace);
-}
-
-/** The token of an `authorization` value (`Bearer <token>`); undefined for none or any other form. */
-export function bearerToken(value: unknown): string | undefined {
-  if (typeof value !== 'string') return undefined;
-  const m = /^Bearer ([\x21-\x7e]{1,512})$/.exec(value);
-  return m?.[1];
 }

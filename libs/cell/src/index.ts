@@ -29,7 +29,7 @@ export { type Cancel, TIMER_DELAY_MS_MAX } from '@fencer/group';
 export { type LockCellConfig, type LockCellTestHooks } from './config.js';
 export { LockCell } from './lock-cell.js';
 export { type CallContext, type CallDone, type LeaderForwarder, type Receipt, namespaceOfRequest } from './request-api.js';
-export { type CellAuth, bearerToken, forbidden, missingToken } from './auth.js';
+export { type CellAuth } from './auth.js';
 export { type WatchRequest } from './watches.js';
 export { HeartbeatRelay, type HeartbeatRelayOptions, type RelayRoute } from './heartbeat-relay.js';
 export {

@@ -77,3 +77,6 @@ export {
 } from './limits.js';
 export { utf8ByteLength } from './utf8.js';
 export { AcquireStatus, LockMode, WatchEventType } from './gen/wire-enums.js';
+
+// How a call presents its tenant token, and the refusals every checker answers.
+export { TOKEN_CHARS_MAX, bearerOf, forbidden, missingToken } from './credentials.js';

@@ -14,6 +14,7 @@
  * an import between them are not one log.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { CheckBook } from './check/book.js';
 import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -307,22 +308,10 @@ function median(xs: number[]): number | null {
 }
 
 function check(o: MovesChaosOptions, r: RunOutcome): MovesReport {
-  const violations: Record<string, string[]> = {};
-  let violationCount = 0;
-  const flag = (group: string, list: readonly string[], total = list.length): void => {
-    if (total === 0) return;
-    (violations[group] ??= []).push(...list);
-    violationCount += total;
-  };
-  const checkerMs: Record<string, number> = {};
-  const timed = <T>(name: string, fn: () => T): T => {
-    const started = performance.now();
-    try {
-      return fn();
-    } finally {
-      checkerMs[name] = Math.round(performance.now() - started);
-    }
-  };
+  const book = new CheckBook();
+  const { violations, checkerMs } = book;
+  const flag = book.flag.bind(book);
+  const timed = <T>(name: string, fn: () => T): T => book.timed(name, fn);
   flag('processes', r.problems);
   flag('moves', [...r.nemesis.problems, ...r.routeProblems]);
   const history: History = timed('load history', () => loadHistory(r.dirs.history));
@@ -390,7 +379,7 @@ function check(o: MovesChaosOptions, r: RunOutcome): MovesReport {
     checkerMs,
   };
   return {
-    ok: violationCount === 0 && !checkerTimedOut,
+    ok: book.violationCount === 0 && !checkerTimedOut,
     seed: o.seed,
     workDir: r.workDir,
     rerun: movesRerunCommand(o),
@@ -398,7 +387,7 @@ function check(o: MovesChaosOptions, r: RunOutcome): MovesReport {
     moves,
     faults: r.nemesis.records,
     violations,
-    violationCount,
+    violationCount: book.violationCount,
     checkerTimedOut,
   };
 }

@@ -8,6 +8,7 @@
  * violations, and where the history and the fault schedule are, with the
  * command that reruns the same seed.
  */
+import { CheckBook } from './check/book.js';
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -397,22 +398,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   }
 
   // ---- checks ----
-  const violations: Record<string, string[]> = {};
-  let violationCount = 0;
-  const flag = (group: string, list: readonly string[], total = list.length): void => {
-    if (total === 0) return;
-    (violations[group] ??= []).push(...list);
-    violationCount += total;
-  };
-  const checkerMs: Record<string, number> = {};
-  const timed = <T>(name: string, fn: () => T): T => {
-    const started = performance.now();
-    try {
-      return fn();
-    } finally {
-      checkerMs[name] = Math.round(performance.now() - started);
-    }
-  };
+  const book = new CheckBook();
+  const { violations, checkerMs } = book;
+  const flag = book.flag.bind(book);
+  const timed = <T>(name: string, fn: () => T): T => book.timed(name, fn);
   flag('disk faults', diskFaultProblems(cell.faultExits, logDir));
   flag('leader disrupted', nemesis?.disruptions ?? []);
   flag('processes', [
@@ -534,7 +523,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     connectionLossPreVote: o.bug !== 'campaignWithoutPreVoteOnConnectionLoss',
     failoverMs: nemesis?.failoverMs ?? [],
   };
-  const ok = violationCount === 0 && !checkerTimedOut;
+  const ok = book.violationCount === 0 && !checkerTimedOut;
   const report: ChaosReport = {
     ok,
     seed: o.seed,
@@ -545,7 +534,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     rerun,
     figures,
     violations,
-    violationCount,
+    violationCount: book.violationCount,
     checkerTimedOut,
     faults: nemesis?.records ?? [],
     ...(resourceReport ? { resource: resourceReport } : {}),
