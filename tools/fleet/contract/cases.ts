@@ -513,12 +513,15 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       address: string,
       req: lockservice.WatchRequest,
       until: (evs: lockservice.WatchEvent[]) => boolean,
+      onLive?: () => void,
     ): Promise<lockservice.WatchEvent[]> {
       const events: lockservice.WatchEvent[] = [];
       const stream = t().client.raw(address).watch(req);
       return new Promise((resolve, reject) => {
         stream.on('data', (e: lockservice.WatchEvent) => {
           events.push(e);
+          // The first PROGRESS ends the snapshot: from here the watch delivers every change as it applies.
+          if (e.type === W.WATCH_EVENT_TYPE_PROGRESS) onLive?.();
           if (until(events)) {
             stream.cancel();
             resolve(events);
@@ -535,10 +538,16 @@ export function contractSuite(opts: ContractSuiteOptions): void {
       // A watch is served from the replica's own apply stream: start it on the
       // leader, which has applied the grant before answering it.
       const leaderAddr = await t().leaderAddress();
-      const initial = collect(leaderAddr, { name: `/ls/${n}/w/`, prefix: true, sinceRevision: 0 }, (evs) =>
-        evs.some((e) => e.type === W.WATCH_EVENT_TYPE_RELEASED),
+      let onLive!: () => void;
+      const watching = new Promise<void>((resolve) => (onLive = resolve));
+      const initial = collect(
+        leaderAddr,
+        { name: `/ls/${n}/w/`, prefix: true, sinceRevision: 0 },
+        (evs) => evs.some((e) => e.type === W.WATCH_EVENT_TYPE_RELEASED),
+        onLive,
       );
-      await new Promise((r) => setTimeout(r, 300));
+      // Changes made once the watch is live (its first PROGRESS), not before; a watch that fails first fails here.
+      await Promise.race([watching, initial]);
       await t().client.acquire({ sessionId: a, name: `/ls/${n}/w/2` });
       await t().client.call('release', { sessionId: a, name: `/ls/${n}/w/1`, token: g1.token });
       const evs = await initial;
