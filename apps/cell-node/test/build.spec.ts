@@ -47,6 +47,9 @@ describe('buildCellNode', () => {
         'b1',
         '--peers',
         `b1=127.0.0.1:${port}`,
+        // Its own block's ports, never the defaults (7001, peer 7301), which a fleet started beside the tests holds.
+        '--listen',
+        `127.0.0.1:${port}`,
         '--admin-listen',
         `127.0.0.1:${port + 100}`,
         '--metrics-listen',
