@@ -26,7 +26,7 @@ import {
   type WatchSink,
   lockToWire,
 } from '@fencer/cell';
-import { bearerOf, namespaceOfSessionId } from '@fencer/contract';
+import { bearerOf, namespaceOfSessionId, parseLockName, parseLockPrefix } from '@fencer/contract';
 import { FORWARDED_KEY, internalpb, lockservice, toServiceError } from '@fencer/protocol';
 import type { LaneDispatch } from '@fencer/peer-transport';
 
@@ -67,9 +67,10 @@ function watchEventToPb(e: HubEvent): lockservice.WatchEvent {
   }
 }
 
-/** The namespace a Watch names (`/ls/<namespace>/...`); '' for a name the watch itself refuses as invalid. */
-function watchNamespace(name: string): string {
-  return /^\/ls\/([^/]+)/.exec(name)?.[1] ?? '';
+/** The namespace a Watch names (a lock name, or a prefix); '' for a name the watch itself refuses as invalid. */
+function watchNamespace(req: lockservice.WatchRequest): string {
+  const parsed = req.prefix ? parseLockPrefix(req.name) : parseLockName(req.name);
+  return parsed.ok ? parsed.namespace : '';
 }
 
 export class LockServiceImpl {
@@ -198,7 +199,7 @@ export class LockServiceImpl {
     };
     const req = call.request;
     // Checked on the replica that serves the watch, against its copy of the namespace's hashes.
-    const refused = this.node.cell.refusal(watchNamespace(req.name), contextOf(call).token);
+    const refused = this.node.cell.refusal(watchNamespace(req), contextOf(call).token);
     if (refused !== undefined) return reject(refused);
     const stop = this.node.cell.watch({ name: req.name, prefix: req.prefix, sinceRevision: req.sinceRevision }, sink, (error) => {
       if (error) reject(error);

@@ -25,17 +25,39 @@ export function hashToken(token: string): string {
   return `sha256:${createHash('sha256').update(token).digest('hex')}`;
 }
 
+/** Tokens whose hash a node keeps at once: far more than the tenants that call one cell; past it the memo starts over. */
+const TOKEN_HASHES_MAX = 4_096;
+
 /**
- * With --auth, how the cell checks tokens: SHA-256 like the control plane,
- * and the admin token of --admin-token-file (read once at start; it is
- * written before the fleet starts and never rewritten).
+ * hashToken with a memo: a token is checked on every call and on every
+ * heartbeat of a KeepAlive stream or a proxy's batch, while a fleet has few
+ * distinct tokens, so each is hashed once rather than per heartbeat.
+ */
+function memoizedHashToken(): (token: string) => string {
+  const hashes = new Map<string, string>();
+  return (token) => {
+    let hash = hashes.get(token);
+    if (hash === undefined) {
+      if (hashes.size >= TOKEN_HASHES_MAX) hashes.clear();
+      hash = hashToken(token);
+      hashes.set(token, hash);
+    }
+    return hash;
+  };
+}
+
+/**
+ * With --auth, how the cell checks tokens: SHA-256 like the control plane
+ * (memoized), and the admin token of --admin-token-file (read once at start;
+ * it is written before the fleet starts and never rewritten).
  */
 export function cellAuth(config: CellNodeConfig): CellAuth | undefined {
   if (config.auth !== true) return undefined;
-  if (config.adminTokenFile === undefined) return { hashToken };
+  const hash = memoizedHashToken();
+  if (config.adminTokenFile === undefined) return { hashToken: hash };
   const admin = readFileSync(config.adminTokenFile, 'utf8').trim();
   if (admin === '') throw new Error(`${config.adminTokenFile} is empty: it must hold the control plane's admin token`);
-  return { hashToken, adminTokenHash: hashToken(admin) };
+  return { hashToken: hash, adminTokenHash: hash(admin) };
 }
 
 /** The cell library's configuration for this node. */

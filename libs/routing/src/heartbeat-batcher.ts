@@ -104,7 +104,6 @@ function connectionLost(err: ServiceError | null): boolean {
   return err !== null && err.code === status.UNAVAILABLE && (err.metadata?.get(LOCK_REASON_KEY).length ?? 0) === 0;
 }
 
-/** Adds the waiters of `from` to `into` (the same session met twice: after a failed batch, or a partial answer). */
 /** A batch as its request: each session once, each distinct token once, and which token each session came with (1-based, 0 = none). */
 function batchRequest(batch: Map<string, Entry>): { sessionIds: string[]; tokens: string[]; tokenIndex: number[] } {
   const sessionIds: string[] = [];
@@ -129,6 +128,7 @@ function batchRequest(batch: Map<string, Entry>): { sessionIds: string[]; tokens
   return indexOf === undefined ? { sessionIds, tokens, tokenIndex: [] } : { sessionIds, tokens, tokenIndex };
 }
 
+/** Adds the waiters of `from` to `into` (the same session met twice: after a failed batch, or a partial answer). */
 function merge(into: Entry, from: Entry): void {
   const more = (into.more ??= []);
   more.push({ done: from.done, arrivedAtMs: from.arrivedAtMs });

@@ -296,3 +296,22 @@ export function loadHistory(dir: string): History {
   ops.sort((a, b) => a.inv - b.inv);
   return { ops, sessions, watches, badLines };
 }
+
+/** Operations of one kind by how they ended. */
+export interface OpTally {
+  ok: number;
+  fail: number;
+  unknown: number;
+}
+
+/** The history's operations counted by kind (`f`) and outcome, as a run's report gives them. */
+export function opsByKind(ops: readonly Op[]): Record<string, OpTally> {
+  const byKind: Record<string, OpTally> = {};
+  for (const op of ops) {
+    const k = (byKind[op.op.f] ??= { ok: 0, fail: 0, unknown: 0 });
+    if (op.outcome === 'ok') k.ok++;
+    else if (op.outcome === 'fail') k.fail++;
+    else k.unknown++;
+  }
+  return byKind;
+}

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SeededRandom, assert } from '@fencer/base';
 import { cellNodeBuilt, controlPlaneBuilt, frontendsBuilt } from '@fencer/fleet';
-import { type History, loadHistory } from './history.js';
+import { type History, type OpTally, loadHistory, opsByKind } from './history.js';
 import { LINEARIZABILITY_STATES_MAX } from './limits.js';
 import { MovesFleet, MOVES_REPLICAS, type MovesBug } from './moves-fleet.js';
 import {
@@ -72,7 +72,7 @@ export interface MovesFigures {
   readonly controlPlanes: number;
   readonly lockServiceOps: number;
   readonly clientOps: number;
-  readonly opsByKind: Record<string, { ok: number; fail: number; unknown: number }>;
+  readonly opsByKind: Record<string, OpTally>;
   readonly fencedWrites: number;
   readonly movesDone: number;
   /** Moves that failed before switching and rolled back (the source serving again). */
@@ -345,13 +345,6 @@ function check(o: MovesChaosOptions, r: RunOutcome): MovesReport {
   flag('expiry', promises.violations, promises.violationCount);
   if (history.badLines > 0) flag('history', [`${history.badLines} history lines did not parse`]);
 
-  const opsByKind: Record<string, { ok: number; fail: number; unknown: number }> = {};
-  for (const op of history.ops) {
-    const k = (opsByKind[op.op.f] ??= { ok: 0, fail: 0, unknown: 0 });
-    if (op.outcome === 'ok') k.ok++;
-    else if (op.outcome === 'fail') k.fail++;
-    else k.unknown++;
-  }
   const moves = r.nemesis.moves;
   const unavailable = moves.filter((m) => m.state === 'done' && m.unavailableMs !== undefined).map((m) => m.unavailableMs!);
   let expiriesSeen = 0;
@@ -363,7 +356,7 @@ function check(o: MovesChaosOptions, r: RunOutcome): MovesReport {
     controlPlanes: 3,
     lockServiceOps: history.ops.filter((op) => !op.op.f.startsWith('ctr-')).length,
     clientOps: history.ops.length,
-    opsByKind,
+    opsByKind: opsByKind(history.ops),
     fencedWrites: resource?.acceptedWrites ?? 0,
     movesDone: moves.filter((m) => m.state === 'done').length,
     movesFailed: moves.filter((m) => m.state === 'failed').length,

@@ -19,7 +19,7 @@ import { SeededRandom, assert } from '@fencer/base';
 import { cellNodeBuilt, waitForLeader } from '@fencer/fleet';
 import { type ChaosBug, ChaosCell, FAKETIME_LIB, faketimeAvailable, fiuAvailable, FIU_RUN } from './cell.js';
 import { type FinalLogs, readFinalLogs } from './final-log.js';
-import { type History, loadHistory } from './history.js';
+import { type History, type OpTally, loadHistory, opsByKind } from './history.js';
 import { CONVERGE_MS_MAX, LINEARIZABILITY_STATES_MAX } from './limits.js';
 import {
   FULL_NEMESIS,
@@ -86,7 +86,7 @@ export interface ChaosFigures {
   readonly seconds: number;
   readonly clientOps: number;
   readonly lockServiceOps: number;
-  readonly opsByKind: Record<string, { ok: number; fail: number; unknown: number }>;
+  readonly opsByKind: Record<string, OpTally>;
   readonly fencedWrites: number;
   readonly leaderChangesSeen: number;
   readonly termsInLog: number;
@@ -474,13 +474,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (history.badLines > 0) flag('history', [`${history.badLines} history lines did not parse`]);
 
   // ---- figures ----
-  const opsByKind: Record<string, { ok: number; fail: number; unknown: number }> = {};
-  for (const op of history.ops) {
-    const k = (opsByKind[op.op.f] ??= { ok: 0, fail: 0, unknown: 0 });
-    if (op.outcome === 'ok') k.ok++;
-    else if (op.outcome === 'fail') k.fail++;
-    else k.unknown++;
-  }
   const lockServiceOps = history.ops.filter((op) => !op.op.f.startsWith('ctr-')).length;
   let expiriesSeen = 0;
   let abandoned = 0;
@@ -491,7 +484,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     seconds: o.seconds,
     clientOps: history.ops.length,
     lockServiceOps,
-    opsByKind,
+    opsByKind: opsByKind(history.ops),
     fencedWrites: resourceReport?.acceptedWrites ?? 0,
     leaderChangesSeen: Math.max(0, leaderTerms.size - 1),
     termsInLog: finalLogs?.replay.terms.size ?? 0,
