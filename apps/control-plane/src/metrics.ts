@@ -109,6 +109,13 @@ export class ControlPlaneMetrics implements AppMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
+  private readonly moveStepSeconds = new Histogram({
+    name: 'fencer_cp_move_step_seconds',
+    help: 'Seconds one step of a move took (a cell call such as freeze-source or copy, or a journal write), by step and outcome (ok, failed)',
+    labelNames: ['step', 'outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 20],
+    registers: [this.registry],
+  });
   private readonly moveUnavailableSeconds = new Histogram({
     name: 'fencer_cp_move_unavailable_seconds',
     help: "Per finished move: time its namespace refused writes, from the freeze to the target's first write",
@@ -152,6 +159,7 @@ export class ControlPlaneMetrics implements AppMetrics {
   readonly moves: MoveWorkerMetrics = {
     moveAdvanced: (_state, previous, seconds) => this.moveStateSeconds.observe({ state: previous }, seconds),
     moveUnavailable: (seconds) => this.moveUnavailableSeconds.observe(seconds),
+    moveStep: (step, seconds, ok) => this.moveStepSeconds.observe({ step, outcome: ok ? 'ok' : 'failed' }, seconds),
     movesInProgress: (count, oldest) => {
       this.movesInProgress.set(count);
       this.moveOldestStateSeconds.set(oldest);

@@ -44,6 +44,15 @@ export const ROUTING_FILE_BYTES_MAX = 16 * 1024 * 1024;
 export const RETRY_BACKOFF_MS_MIN = 10;
 export const RETRY_BACKOFF_MS_MAX = 250;
 /**
+ * The longest pause between attempts at a namespace frozen for a move
+ * (NAMESPACE_MOVING). A move's frozen window is a few hundred ms (its
+ * target is 300 ms): a backoff grown to RETRY_BACKOFF_MS_MAX would add up
+ * to 250 ms after the target unfreezes. The frozen leader refuses an
+ * attempt before proposing anything, so 20 attempts a second per waiting
+ * call cost little.
+ */
+export const MOVING_RETRY_MS_MAX = 50;
+/**
  * After a lost connection to a leader, the router asks the cell's replicas
  * who leads every LEADER_SEARCH_PAUSE_MS (a dead leader's followers elect
  * within a few round trips), for at most LEADER_SEARCH_MS_MAX: past two
@@ -63,4 +72,5 @@ assert(BATCH_SESSIONS_MAX <= 100_000, 'a batch fits the cell limit');
 assert(STREAM_PENDING_MAX <= BATCHER_SESSIONS_MAX, 'one stream fits the batcher');
 assert(ROUTES_MAX * 80 <= ROUTING_FILE_BYTES_MAX, 'a full table fits a routing file');
 assert(RETRY_BACKOFF_MS_MIN < RETRY_BACKOFF_MS_MAX, 'backoff grows');
+assert(RETRY_BACKOFF_MS_MIN < MOVING_RETRY_MS_MAX && MOVING_RETRY_MS_MAX < RETRY_BACKOFF_MS_MAX, 'a move is retried sooner');
 assert(HEARTBEAT_INTERVAL_MS_MIN < HEARTBEAT_INTERVAL_MS_DEFAULT, 'the default interval is allowed');

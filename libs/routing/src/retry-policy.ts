@@ -9,7 +9,7 @@ import { FencerError, type ErrorCode } from '@fencer/base';
 import type { ServiceError } from '@grpc/grpc-js';
 import { toServiceError } from '@fencer/protocol';
 import type { Logger } from 'pino';
-import { CALL_BUDGET_MS_DEFAULT, RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN } from './limits.js';
+import { CALL_BUDGET_MS_DEFAULT, MOVING_RETRY_MS_MAX, RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN } from './limits.js';
 
 /** Reasons that mean "this attempt did not run the call, or ran it idempotently": retry elsewhere. */
 export const RETRY_CODES = new Set<ErrorCode>(['NOT_LEADER', 'NO_LEADER', 'NAMESPACE_MOVING', 'OUTCOME_UNKNOWN', 'SHUTTING_DOWN']);
@@ -23,9 +23,14 @@ export function deadlineOf(call: { getDeadline(): Date | number }, extraMs: numb
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The pause before attempt n + 1: doubling from min to max, with jitter so that retrying callers spread out. */
-export const backoffMs = (attempt: number): number =>
-  Math.min(RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN * 2 ** attempt) * (0.5 + Math.random() / 2);
+/**
+ * The pause before attempt n + 1: doubling from min to max, with jitter so
+ * that retrying callers spread out. A namespace frozen for a move grows
+ * only to MOVING_RETRY_MS_MAX: it serves again within a move's cutover.
+ */
+export const backoffMs = (attempt: number, code?: ErrorCode): number =>
+  Math.min(code === 'NAMESPACE_MOVING' ? MOVING_RETRY_MS_MAX : RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN * 2 ** attempt) *
+  (0.5 + Math.random() / 2);
 
 /** A FencerError as the router's client sees it: no leader-hint (the cell's replicas are not the client's endpoints). */
 export function toClientError(e: unknown, logger: Logger, method: string): Partial<ServiceError> {

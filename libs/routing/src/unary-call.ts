@@ -120,6 +120,9 @@ async function callWithRetries<Res>(
         leaderFound = (await searchLeader(deps.attempt, cell, target, namespace, deadlineMs)) !== undefined;
         if (state.cancelled) fail('CANCELLED', 'the client cancelled the call');
         retry = true;
+      } else if (fe.code === 'NAMESPACE_MOVING') {
+        // The leader answered: the namespace is frozen for a move. Ask it again (or the route's new cell) soon.
+        retry = true;
       } else if (RETRY_CODES.has(fe.code)) {
         followHint = moveToNextTarget(cell, fe, target);
         retry = true;
@@ -129,7 +132,7 @@ async function callWithRetries<Res>(
         retry = true;
       }
       // A fresh leader-hint (or a leader found after a lost connection) is followed at once; anything else waits, growing.
-      const pauseMs = leaderFound || (followHint && n < HINTS_FOLLOWED_AT_ONCE_MAX) ? 0 : backoffMs(n);
+      const pauseMs = leaderFound || (followHint && n < HINTS_FOLLOWED_AT_ONCE_MAX) ? 0 : backoffMs(n, fe.code);
       if (!retry || Date.now() + pauseMs >= deadlineMs) throw fe;
       deps.metrics.retries.inc({ cell: cell.id, method, reason: fe.code });
       if (pauseMs > 0) await sleep(pauseMs);

@@ -135,7 +135,7 @@ export class UpstreamWatch {
     if (fe.code === 'NOT_LEADER' && fe.leaderHint) c.noteLeader(fe.leaderHint);
     else c.advance(target);
     this.deps.metrics.retries.inc({ cell: c.id, method: 'watch', reason: fe.code });
-    const pauseMs = backoffMs(this.attemptNo++);
+    const pauseMs = backoffMs(this.attemptNo++, fe.code);
     const resume = async (): Promise<void> => {
       if (fe.code === 'NAMESPACE_NOT_HERE') await this.deps.source.refresh();
       await sleep(pauseMs);

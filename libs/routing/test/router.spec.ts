@@ -25,6 +25,8 @@ import { TolerantServer, lockservice } from '@fencer/protocol';
 import { type LaneMethod, type LaneOutcome, type MuxedPort, listenMuxed } from '@fencer/peer-transport';
 import { TestClient, errorOf, eventually } from '@fencer/fleet/contract';
 import { buildRouter, StaticRoutingSource, type Router } from '../src/index.js';
+import { backoffMs } from '../src/retry-policy.js';
+import { MOVING_RETRY_MS_MAX, RETRY_BACKOFF_MS_MAX } from '../src/limits.js';
 
 let router: Router | undefined;
 let fake: FakeLockService | undefined;
@@ -107,6 +109,37 @@ describe('cell router', () => {
     const text = await router!.metrics.registry.metrics();
     expect(text).toMatch(/fencer_router_retries_total\{cell="cell-1",method="getLock",reason="NAMESPACE_MOVING"\} 1/);
     expect(text).toMatch(/fencer_router_retries_total\{cell="cell-1",method="getLock",reason="NAMESPACE_NOT_HERE"\} 1/);
+  });
+
+  it('asks the same leader again while a namespace is frozen for a move, the pauses growing no further than MOVING_RETRY_MS_MAX', async () => {
+    fake = await FakeLockService.start();
+    const follower = await FakeLockService.start();
+    try {
+      await start([fake.address, follower.address]);
+      const frozenAnswers = 8;
+      for (let i = 0; i < frozenAnswers; i++) fake.injectFault({ method: 'getLock', code: 'NAMESPACE_MOVING' });
+      const attemptsAt: number[] = [];
+      fake.on('call', ({ method }: { method: string }) => method === 'getLock' && attemptsAt.push(performance.now()));
+      const r = await client!.call<{ name: string }, { lock: { name: string } }>('getLock', { name: '/ls/ns/frozen' });
+      expect(r.lock.name).toBe('/ls/ns/frozen');
+      // Every attempt went to the leader that answered NAMESPACE_MOVING: a follower would only forward it there.
+      expect(attemptsAt).toHaveLength(frozenAnswers + 1);
+      expect(follower.callsOf('getLock')).toHaveLength(0);
+      // Past the doubling (10, 20, 40 ms), each pause is at most MOVING_RETRY_MS_MAX, not the ordinary 250 ms.
+      const pauses = attemptsAt.slice(1).map((t, i) => t - attemptsAt[i]!);
+      const late = pauses.slice(4);
+      expect(Math.max(...late)).toBeLessThan(MOVING_RETRY_MS_MAX + 40);
+    } finally {
+      await follower.stop();
+    }
+  });
+
+  it('backs off a frozen namespace to at most MOVING_RETRY_MS_MAX, anything else up to RETRY_BACKOFF_MS_MAX', () => {
+    for (let i = 0; i < 200; i++) {
+      expect(backoffMs(12, 'NAMESPACE_MOVING')).toBeLessThanOrEqual(MOVING_RETRY_MS_MAX);
+      expect(backoffMs(12, 'NAMESPACE_MOVING')).toBeGreaterThanOrEqual(MOVING_RETRY_MS_MAX / 2);
+      expect(backoffMs(12, 'NO_LEADER')).toBeGreaterThanOrEqual(RETRY_BACKOFF_MS_MAX / 2);
+    }
   });
 
   it('follows NOT_LEADER to the hinted replica of the cell, and keeps the hint from the client', async () => {

@@ -38,6 +38,8 @@ export interface MoveWorkerMetrics {
   moveUnavailable(seconds: number): void;
   /** Unfinished moves, and how long the oldest has been in its state. */
   movesInProgress(count: number, oldestStateSeconds: number): void;
+  /** One step performed (a cell call or a journal write), how long it took, and whether it succeeded. */
+  moveStep?(step: string, seconds: number, ok: boolean): void;
 }
 
 export interface MoveWorkerDeps {
@@ -127,10 +129,14 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, term: number, signal
       await pause(deps.stepPauseMs, signal);
       if (signal.aborted) return undefined;
     }
+    const startedMs = performance.now();
+    const timed = (ok: boolean) => deps.metrics?.moveStep?.(stepLabel(step), (performance.now() - startedMs) / 1000, ok);
     try {
       move = await perform(deps, move, step, facts, { term, journalIndex: move.journalIndex ?? 0, moveId: move.id });
+      timed(true);
       delete facts.transient;
     } catch (e) {
+      timed(false);
       if (e instanceof CellRefusal && e.reason === 'MOVE_FENCED') {
         deps.logger.info({ move: move.id, step: step.kind, term, err: e.message }, 'move step fenced: this pass is stale; it ends');
         return 'fenced';
@@ -142,6 +148,11 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, term: number, signal
     }
   }
   return undefined;
+}
+
+/** A step's name in the step histogram: a journal write names the state it writes ("journal switching"). */
+function stepLabel(step: MoveStep): string {
+  return step.kind === 'journal' ? `journal ${step.state}` : step.kind;
 }
 
 /** Performs one step, its cell calls carrying `fence`; returns the move as journaled now. */

@@ -85,6 +85,18 @@ async function stateSeconds(fleet) {
   return out;
 }
 
+/** The steps a move takes while its namespace is frozen, in order (the control plane's fencer_cp_move_step_seconds labels). */
+const FROZEN_STEPS = ['freeze-source', 'journal copying', 'copy', 'journal switching', 'unfreeze-target'];
+
+/** The control plane's fencer_cp_move_step_seconds sums of the frozen window's steps that succeeded (seconds, so far). */
+async function stepSeconds(fleet) {
+  const text = await (await fetch(fleet.controlPlanes[0].metrics, { signal: AbortSignal.timeout(10_000) })).text();
+  const out = Object.fromEntries(FROZEN_STEPS.map((st) => [st, 0]));
+  for (const m of text.matchAll(/^fencer_cp_move_step_seconds_sum\{step="([\w -]+)",outcome="ok"\} ([\d.e+-]+)$/gm))
+    if (m[1] in out) out[m[1]] = Number(m[2]);
+  return out;
+}
+
 /** POST /v1/moves and poll to the end; the done move, or an error naming how it ended. */
 async function moveOnce(fleet, namespace, toCell) {
   const url = fleet.controlPlaneUrls[0];
@@ -152,6 +164,7 @@ async function moveBackAndForth(fleet, namespace, moves, log, failed) {
     const to = from === 'cell-1' ? 'cell-2' : 'cell-1';
     const bytes = await exportBytes(fleet, from, namespace);
     const before = await stateSeconds(fleet);
+    const stepsBefore = await stepSeconds(fleet);
     const m = await moveOnce(fleet, namespace, to);
     log(`  move ${m.id} ${m.state} at ${new Date().toISOString()}${m.error ? `: ${m.error}` : ''}`);
     if (m.state === 'failed') {
@@ -161,9 +174,13 @@ async function moveBackAndForth(fleet, namespace, moves, log, failed) {
     }
     const after = await stateSeconds(fleet);
     const inState = Object.fromEntries(STATES.map((st) => [st, Math.round((after[st] - before[st]) * 1000)]));
-    out.push({ unavailableMs: m.unavailableMs, exportBytes: bytes, sessions: m.sessions, locks: m.locks, inState });
+    const stepsAfter = await stepSeconds(fleet);
+    const inStep = Object.fromEntries(FROZEN_STEPS.map((st) => [st, Math.round((stepsAfter[st] - stepsBefore[st]) * 1000)]));
+    out.push({ unavailableMs: m.unavailableMs, exportBytes: bytes, sessions: m.sessions, locks: m.locks, inState, inStep });
     const states = STATES.map((st) => `${st} ${inState[st]}`).join(', ');
-    log(`  ${namespace} ${from} → ${to}: unavailableMs ${m.unavailableMs}, export ${fmt.fixed(bytes / MB, 2)} MB; ms in ${states}`);
+    const inSteps = FROZEN_STEPS.reduce((sum, st) => sum + inStep[st], 0);
+    const steps = `${FROZEN_STEPS.map((st) => `${st} ${inStep[st]}`).join(', ')} (the rest of unavailableMs: ${m.unavailableMs - inSteps})`;
+    log(`  ${namespace} ${from} → ${to}: unavailableMs ${m.unavailableMs}, export ${fmt.fixed(bytes / MB, 2)} MB; ms in ${states}; frozen steps ${steps}`);
     from = to;
   }
   return out;
@@ -243,7 +260,7 @@ function render(meta, r, o) {
     '',
     markdownTable(['tenant', 'export MB', 'median unavailableMs', 'worst', 'each move'], rows),
     '',
-    `Where the test tenant's moves spent their time (median ms per state, from the control plane's \`fencer_cp_move_state_seconds\`): ${STATES.map((st) => `${st} ${fmt.int(median(r.main.map((m) => m.inState[st])))}`).join(', ')}. The namespace is frozen from the start of \`freezing\` until the target unfreezes during \`switching\`; \`unavailableMs\` adds the time to the target's first write.`,
+    `Where the test tenant's moves spent their time (median ms per state, from the control plane's \`fencer_cp_move_state_seconds\`): ${STATES.map((st) => `${st} ${fmt.int(median(r.main.map((m) => m.inState[st])))}`).join(', ')}. The namespace is frozen from the start of \`freezing\` until the target unfreezes during \`switching\`; \`unavailableMs\` adds the time to the target's first write. The steps inside that window (median ms, \`fencer_cp_move_step_seconds\`): ${FROZEN_STEPS.map((st) => `${st} ${fmt.int(median(r.main.map((m) => m.inStep[st])))}`).join(', ')}.`,
     '',
     passedText,
     '',
