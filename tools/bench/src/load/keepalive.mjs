@@ -28,6 +28,8 @@ export function openKeepAlives({ targets, wire, ids, streams }) {
   const frames = ids.map((id) => grpcFrame(wire.encode(id)));
   const index = new Map(ids.map((id, i) => [wire.keyOf(id), i]));
   const sentAt = new Float64Array(n);
+  /** 1 for a session some answer called expired: `expired` counts sessions, not answers (an expired one keeps being answered so). */
+  const lapsed = new Uint8Array(n);
   const h = histogram();
   const state = { sent: 0, acked: 0, expired: 0, errors: 0, lastError: undefined, measuring: false, latency: h };
   const perTarget = targets.map((_, t) => Math.ceil((streams - t) / targets.length));
@@ -37,7 +39,10 @@ export function openKeepAlives({ targets, wire, ids, streams }) {
     const i = index.get(key);
     if (i === undefined) return;
     state.acked++;
-    if (expired) state.expired++;
+    if (expired && lapsed[i] === 0) {
+      lapsed[i] = 1;
+      state.expired++;
+    }
     if (state.measuring) h.record(nowMs() - sentAt[i]);
     onAnswer(streamOnTarget * targets.length + t);
   };

@@ -89,7 +89,7 @@ function steadyMd(s, o) {
           `${int(s.hb.ackedPerS)}/s of ${int(s.hb.offeredPerS)}/s offered`,
           ms(s.hb.p50),
           ms(s.hb.p99),
-          `${s.hb.errors} stream errors, ${s.hb.expired} expired`,
+          `${s.hb.errors} stream errors, ${s.hb.expired} sessions expired`,
         ],
         ['acquire (through the router)', `${int(s.lock.rate)} cycles/s`, ms(s.lock.p50), ms(s.lock.p99), s.lock.failed],
       ],

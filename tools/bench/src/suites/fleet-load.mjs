@@ -20,6 +20,10 @@ import os from 'node:os';
 const PARTS = ['steady', 'storm'];
 /** Sessions live this long: far longer than a proxy's restart, so an expiry means a heartbeat was lost. */
 const SESSION_TTL_S = 60;
+/** Sessions are opened this many at a time; between chunks, those open get a heartbeat if OPEN_REFRESH_MS passed since their last. */
+const OPEN_CHUNK = 4_000;
+/** Well inside SESSION_TTL_S: opening 50,000 sessions took 128 s on a lightly loaded run, twice the TTL. */
+const OPEN_REFRESH_MS = 20_000;
 const STORM_SAMPLE_MS = 100;
 const STORM_BIN_MS = 500;
 const PROXY_UP_WAIT_MS = 60_000;
@@ -181,6 +185,31 @@ async function storm(fleet, ids, hbBefore, o) {
   }
 }
 
+/**
+ * Opens o.sessions sessions over the heartbeat tenants, a chunk at a time,
+ * sending each one already open a heartbeat whenever OPEN_REFRESH_MS passed
+ * since the last round: as real clients do from the moment they open, so no
+ * session lapses while the rest are still opening.
+ */
+async function openKeptAlive(fleet, o) {
+  const ids = [];
+  let refreshedAt = nowMs();
+  while (ids.length < o.sessions) {
+    ids.push(...(await fleet.openManySessions(Math.min(OPEN_CHUNK, o.sessions - ids.length), SESSION_TTL_S, fleet.tenants.heartbeat)));
+    if (nowMs() - refreshedAt < OPEN_REFRESH_MS || ids.length === o.sessions) continue;
+    refreshedAt = nowMs();
+    const round = openKeepAlives({ targets: fleet.keepAliveTargets(), wire: fleet.keepAliveWire(), ids: [...ids], streams: o.streams });
+    try {
+      await round.runRate(0.01, 10);
+      await round.drain();
+      if (round.expired > 0) throw new Error(`${round.expired} sessions expired while the others were opened`);
+    } finally {
+      await round.close();
+    }
+  }
+  return ids;
+}
+
 export async function runFleetLoad(o) {
   const unknown = o.only.filter((p) => !PARTS.includes(p));
   if (unknown.length) throw new Error(`--only ${unknown.join(',')}: use ${PARTS.join(', ')}`);
@@ -203,7 +232,7 @@ export async function runFleetLoad(o) {
     console.log(`up in ${((nowMs() - t) / 1000).toFixed(1)} s`);
     meta.fleet = { label: fleet.label, version: fleet.version, settings: fleet.settings, cells: o.cells, replicas: o.replicas };
     const t1 = nowMs();
-    const ids = await fleet.openManySessions(o.sessions, SESSION_TTL_S, fleet.tenants.heartbeat);
+    const ids = await openKeptAlive(fleet, o);
     const opened = { openS: (nowMs() - t1) / 1000 };
     const hb = openKeepAlives({ targets: fleet.keepAliveTargets(), wire: fleet.keepAliveWire(), ids, streams: o.streams });
     if (o.only.includes('steady'))
