@@ -46,8 +46,16 @@ export const laneFrameBytesMax = 4 * 1024 * 1024;
 /** Calls one lane connection may have in flight at a node; beyond, TOO_MANY_REQUESTS. */
 export const laneCallsMax = 10_000;
 
-/** How long a caller waits for PONG before it drops a connection that went silent. */
-export const laneProbeTimeoutMs = 1_000;
+/**
+ * How long a caller waits for PONG before it drops a connection that went
+ * silent. A node answers PING from its event loop at once, so a live one
+ * answers within this unless its loop stalls that long; a false drop costs
+ * a reconnect and resent calls (an Acquire keeps its request_id), while a
+ * frozen leader holds its callers this long past laneSilenceProbeMs (the
+ * partition failover of docs/benchmarks.md: 1 s here left the router
+ * behind the new leader's election).
+ */
+export const laneProbeTimeoutMs = 500;
 /**
  * A connection with calls waiting and nothing received for this long is
  * asked PING as well, not only at a call's deadline: a node frozen with its

@@ -38,7 +38,7 @@ const FRONT_END_WAIT_MS = 60_000;
 const STOP_GRACE_MS = 8_000;
 
 export class FencerFleet extends FencerClientSystem {
-  /** @param {{ build?: object, key?: string, label?: string, cells?: number, replicas?: number, routers?: number, proxies?: number, proxyIntervalMs?: number, keepData?: boolean, proxyCpuProfDir?: string, routerArgs?: string[][], tls?: boolean }} opts */
+  /** @param {{ build?: object, key?: string, label?: string, cells?: number, replicas?: number, routers?: number, proxies?: number, proxyIntervalMs?: number, keepData?: boolean, proxyCpuProfDir?: string, routerArgs?: string[][], replicaArgs?: string[], tls?: boolean }} opts */
   constructor(opts = {}) {
     super();
     this.opts = opts;
@@ -86,6 +86,7 @@ export class FencerFleet extends FencerClientSystem {
     const env = { FENCER_LOG_LEVEL: process.env.FENCER_LOG_LEVEL ?? 'warn' };
     this.plan = planFleet({ cells: this.cellsN, replicas: this.replicasN, portBase: this.portBase, dataDir: this.dataDir, env });
     for (const c of this.plan) c.replicas.forEach((r) => useBuild(r, this.build, 'cell-node'));
+    for (const r of this.plan.flatMap((c) => c.replicas)) r.argv.push(...(this.opts.replicaArgs ?? []));
     const routingFile = writeRoutingFile(path.join(this.dataDir, 'routing.json'), routingFor(this.plan, this.routes()));
     const front = { portBase: this.portBase, routingFile, env, heartbeatIntervalMs: this.proxyIntervalMs };
     this.routers = planRouters({ ...front, count: this.routersN }).map((p) => useBuild(p, this.build, 'cell-router'));
