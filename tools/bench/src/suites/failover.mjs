@@ -61,25 +61,18 @@ export function register(program) {
 }
 
 async function makeSystem(name, o) {
-  if (name === 'fencer')
+  if (name === 'fencer' || name === 'fencer-fast') {
+    const fast = name === 'fencer-fast';
     return new FencerFleet({
       cells: 1,
       replicas: 5,
       routers: 1,
       proxies: 0,
       keepData: o.keepData,
-      label: 'Fencer, cell of 5 via the router',
+      replicaArgs: fast ? FAST_ELECTION_ARGS : [],
+      label: fast ? `Fencer, the same with ${FAST_ELECTION_ARGS.join(' ')}` : 'Fencer, cell of 5 via the router',
     });
-  if (name === 'fencer-fast')
-    return new FencerFleet({
-      cells: 1,
-      replicas: 5,
-      routers: 1,
-      proxies: 0,
-      keepData: o.keepData,
-      replicaArgs: FAST_ELECTION_ARGS,
-      label: `Fencer, the same with ${FAST_ELECTION_ARGS.join(' ')}`,
-    });
+  }
   if (name.startsWith('etcd')) return new EtcdSystem(Number(name.slice(4)), { keepData: o.keepData });
   if (name === 'zk3') {
     const { ZkSystem } = await import('../systems/zk.mjs');
