@@ -17,6 +17,7 @@ import { EtcdSystem } from '../systems/etcd.mjs';
 import { common, count, listOption, numeric, resolve } from '../options.mjs';
 import { commandLine, fmt, machineMeta, markdownTable, textTable, writeDocs, writeJson } from '../report.mjs';
 import { alive, stopOnSignal } from '../processes.mjs';
+import { adminClient, status } from '@fencer/fleet';
 
 const SYSTEMS = ['fencer', 'fencer-fast', 'etcd5', 'zk3'];
 /**
@@ -39,6 +40,8 @@ const AFTER_RECOVERY_MS = 1_000;
 const RETRY_PAUSE_MS = 5;
 /** Polling of the trial's state while the clients run. */
 const POLL_MS = 2;
+/** During a Fencer freeze trial, the other replicas' Status is asked this often for a new leader. */
+const ELECTION_POLL_MS = 10;
 /** The clients' last calls and the sessions' closes are waited for at most this long once the trials are over. */
 const WIND_DOWN_MS_MAX = 15_000;
 /** Session TTL: longer than the whole run of one system. */
@@ -123,6 +126,34 @@ async function crashTrial(system, load) {
   return { kind: 'crash', ms, member: id };
 }
 
+/**
+ * A Fencer cell's election after its leader `frozenId` stopped at t0: the
+ * other replicas' admin Status every ELECTION_POLL_MS until one leads; the
+ * ms from t0 to the answer that said so (undefined for other systems).
+ * Set beside the first success, it splits a freeze trial into the election
+ * and what the router took after it.
+ */
+function watchElection(system, frozenId, t0) {
+  if (!(system instanceof FencerFleet)) return { stop: () => {}, electedMs: Promise.resolve(undefined) };
+  const clients = system.replicas.filter((r) => r.id !== frozenId).map((r) => adminClient(r.admin));
+  let stopped = false;
+  const electedMs = (async () => {
+    while (!stopped && nowMs() < t0 + RECOVERY_MS_MAX) {
+      const all = await Promise.all(clients.map((c) => status(c, ELECTION_POLL_MS * 20)));
+      if (all.some((st) => st?.role === 'leader')) return nowMs() - t0;
+      await sleep(ELECTION_POLL_MS);
+    }
+    return undefined;
+  })();
+  return {
+    electedMs,
+    stop: () => {
+      stopped = true;
+      void electedMs.finally(() => clients.forEach((c) => c.close()));
+    },
+  };
+}
+
 async function freezeTrial(system, load) {
   await sleep(SETTLE_MS);
   load.firstOk = Infinity;
@@ -130,10 +161,13 @@ async function freezeTrial(system, load) {
   const t = nowMs();
   process.kill(child.pid, 'SIGSTOP');
   load.since = t;
+  const election = watchElection(system, id, t);
   try {
     const ms = await waitFirstOk(load, t);
-    return { kind: 'freeze', ms, member: id };
+    election.stop();
+    return { kind: 'freeze', ms, member: id, electedMs: await election.electedMs };
   } finally {
+    election.stop();
     load.since = Infinity;
     if (alive(child)) process.kill(child.pid, 'SIGCONT');
     await sleep(AFTER_RECOVERY_MS);
@@ -160,6 +194,21 @@ async function measureSystem(system, o) {
     await Promise.race([Promise.all(sessions.map((s) => s.close().catch(() => {}))), sleep(WIND_DOWN_MS_MAX)]);
   }
   return { trials, failedCycles: load.failures };
+}
+
+/** The freeze trials split into election and what followed, when they were watched (Fencer). */
+function electionSplit(trials) {
+  const watched = trials.filter((t) => t.kind === 'freeze' && t.electedMs !== undefined);
+  if (watched.length === 0) return undefined;
+  const elected = watched.map((t) => t.electedMs);
+  const after = watched.map((t) => t.ms - t.electedMs);
+  return {
+    each: watched.map((t) => `${Math.round(t.electedMs)} + ${Math.round(t.ms - t.electedMs)}`).join(', ') + ' ms',
+    electedP50: quantile(elected, 0.5),
+    electedP99: quantile(elected, 0.99),
+    afterP50: quantile(after, 0.5),
+    afterP99: quantile(after, 0.99),
+  };
 }
 
 function summarise(trials, kind) {
@@ -209,6 +258,13 @@ function markdown(meta, results, o) {
         '',
         `${r.label}, every trial: ${r.trials.map((t) => `${t.kind === 'crash' ? 'k' : 'f'} ${Math.round(t.ms)}`).join(', ')} ms`,
       );
+    const split = electionSplit(r.trials);
+    if (split !== undefined)
+      lines.push(
+        '',
+        `${r.label}, where each SIGSTOP trial's time went (a new leader seen by polling the other replicas' Status every ${ELECTION_POLL_MS} ms, then the first success through the router): ${split.each}. ` +
+          `Election p50 ${fmt.ms(split.electedP50)}, p99 ${fmt.ms(split.electedP99)}; from it to the first success p50 ${fmt.ms(split.afterP50)}, p99 ${fmt.ms(split.afterP99)}.`,
+      );
   }
   return lines.join('\n');
 }
@@ -240,6 +296,10 @@ function report(meta, results, o) {
   meta.end();
   console.log(`\n${textTable(HEAD, tableRows(results))}`);
   console.log(`load average at start ${meta.loadStart}, now ${meta.loadEnd}`);
+  for (const r of results) {
+    const split = r.trials && electionSplit(r.trials);
+    if (split) console.log(`${r.label}, SIGSTOP trials as election + the rest: ${split.each}`);
+  }
   if (o.json) writeJson(o.json, { meta, results });
   writeDocs({ name: 'failover', body: markdown(meta, results, o), keepNotes: true, write: o.write });
 }
