@@ -8,18 +8,8 @@
  */
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 
-/**
- * How often the event loop's delay is sampled (prom-client's default is
- * 10 ms). Each sample is a timer that wakes the process: at 100 ms it woke
- * an idle follower as often as its Raft tick, about 10 of its 23 wake-ups a
- * second, and on this VM a wake-up costs more than the work it does (an
- * idle follower's JavaScript is 1–2 ms/s of its 6–8 ms/s; docs/benchmarks.md,
- * footprint). Sampled once a second, a stall still shows whenever a sample
- * falls due during it (the sample runs late by what is left of the stall),
- * so every stall of a second or more is seen, and shorter ones in
- * proportion to their length.
- */
-export const EVENT_LOOP_SAMPLE_MS = 1_000;
+/** How often the event loop's delay is sampled (prom-client's default is 10 ms). */
+export const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** Registers the process metrics on `registry`, sampling the event loop every EVENT_LOOP_SAMPLE_MS. */
 export function collectProcessMetrics(registry: Registry): void {
