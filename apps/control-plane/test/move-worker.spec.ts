@@ -130,6 +130,50 @@ describe('the move worker', () => {
     expect(move['unavailableMs']).toBeGreaterThanOrEqual(130);
   });
 
+  it('times every step it takes for fencer_cp_move_step_seconds, a journal write under the state it writes, a failed call as failed', async () => {
+    await tenantWithSessions('pay', 1);
+    await startMove('pay', 'cell-2');
+    const steps: string[] = [];
+    const realUnfreeze = h.cells.unfreeze.bind(h.cells);
+    let refusals = 1;
+    h.cells.unfreeze = async (cell, ns, fence) => {
+      if (refusals-- > 0) throw new Error('cell-2 has no leader just now');
+      return realUnfreeze(cell, ns, fence);
+    };
+    const timed = moveWorker({
+      meta: h.group,
+      term: () => h.group.replica.status().term,
+      cells: h.cells,
+      logger,
+      wallMs: () => nowMs,
+      pauseBudgetMs: 5_000,
+      metrics: {
+        moveAdvanced: () => {},
+        moveUnavailable: () => {},
+        movesInProgress: () => {},
+        moveStep: (step, seconds, ok) => {
+          expect(seconds).toBeGreaterThanOrEqual(0);
+          steps.push(ok ? step : `${step} (failed)`);
+        },
+      },
+    });
+    await timed.runPass(new AbortController().signal);
+    expect(steps).toEqual([
+      'measure-size',
+      'journal freezing',
+      'freeze-source',
+      'journal copying',
+      'copy',
+      'journal switching',
+      'unfreeze-target (failed)',
+      'unfreeze-target',
+      'journal cleaning',
+      'drop-source',
+      'first-write',
+      'journal done',
+    ]);
+  });
+
   it('refuses a move too large for its target before freezing anything', async () => {
     await tenantWithSessions('big', 50);
     h.cells.importBytesMax = 1_000;
