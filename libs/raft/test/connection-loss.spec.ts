@@ -130,6 +130,53 @@ describe('connection to the leader lost: the ranked pre-vote round', () => {
   });
 });
 
+describe("connection to the leader lost: the round's election", () => {
+  /** Node 'b' of five at term 2, its leader 'a' just heard from; `lost`: it then loses a's connection. */
+  function followerOfA(lost: boolean): ReturnType<typeof newNode> {
+    const h = newNode({ id: 'b', voters: five, logTerms: [1, 2], term: 2, ...fast });
+    h.node.step(msg(MessageType.Heartbeat, 'a', 'b', 2, { commit: LogIndex(0) }));
+    drain(h);
+    if (lost) h.node.reportConnectionLost(N('a'));
+    drain(h);
+    return h;
+  }
+
+  /** Grants b's pre-vote from c and d: b turns candidate at term 3. */
+  function winPreVote(h: ReturnType<typeof newNode>): void {
+    for (const from of ['c', 'd']) h.node.step(msg(MessageType.PreVoteResponse, from, 'b', 3, { reject: false }));
+    const out = drain(h).messages;
+    expect(h.node.status()).toMatchObject({ role: 'candidate', term: 3 });
+    expect(ofType(out, MessageType.RequestVote).map((m) => m.to).sort()).toEqual(['a', 'c', 'd', 'e']);
+  }
+
+  /** Ticks until b starts another campaign (a PreVote out), at most `max` ticks; how many it took. */
+  function ticksUntilNextCampaign(h: ReturnType<typeof newNode>, max: number): number {
+    for (let t = 1; t <= max; t++) {
+      h.node.tick();
+      if (ofType(drain(h).messages, MessageType.PreVote).length > 0) return t;
+    }
+    return Infinity;
+  }
+
+  it("a candidate of the round whose votes split tries again within a third of the election timeout, not a whole one", () => {
+    const h = followerOfA(true);
+    winPreVote(h);
+    // No vote comes back (split between two candidates of the round): the next attempt is a pre-vote for term 4.
+    const ticks = ticksUntilNextCampaign(h, 30);
+    expect(ticks).toBeGreaterThanOrEqual(1);
+    expect(ticks).toBeLessThanOrEqual(Math.ceil(10 / 3));
+    expect(h.node.status()).toMatchObject({ role: 'pre-candidate', term: 3 });
+  });
+
+  it('a candidate of an ordinary, timed election keeps the whole randomised election timeout', () => {
+    const h = followerOfA(false);
+    // The timer runs out (at most two election timeouts): an ordinary pre-vote.
+    expect(ticksUntilNextCampaign(h, 20)).toBeLessThanOrEqual(20);
+    winPreVote(h);
+    expect(ticksUntilNextCampaign(h, 30)).toBeGreaterThanOrEqual(10);
+  });
+});
+
 describe('connection to the leader lost: a cell', () => {
   it("a dead leader is replaced without a tick, in one election's round trips, when its followers see the reset at once", () => {
     const net = new Network({ ids: five, seed: 7, config: fast });
