@@ -146,7 +146,11 @@ describe("connection to the leader lost: the round's election", () => {
     for (const from of ['c', 'd']) h.node.step(msg(MessageType.PreVoteResponse, from, 'b', 3, { reject: false }));
     const out = drain(h).messages;
     expect(h.node.status()).toMatchObject({ role: 'candidate', term: 3 });
-    expect(ofType(out, MessageType.RequestVote).map((m) => m.to).sort()).toEqual(['a', 'c', 'd', 'e']);
+    expect(
+      ofType(out, MessageType.RequestVote)
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['a', 'c', 'd', 'e']);
   }
 
   /** Ticks until b starts another campaign (a PreVote out), at most `max` ticks; how many it took. */
@@ -158,7 +162,7 @@ describe("connection to the leader lost: the round's election", () => {
     return Infinity;
   }
 
-  it("a candidate of the round whose votes split tries again within a third of the election timeout, not a whole one", () => {
+  it('a candidate of the round whose votes split tries again within a third of the election timeout, not a whole one', () => {
     const h = followerOfA(true);
     winPreVote(h);
     // No vote comes back (split between two candidates of the round): the next attempt is a pre-vote for term 4.

@@ -76,8 +76,13 @@ describe('the benchmark entry', () => {
     expect((await parse(['fleet', '--quick'])).opts).toMatchObject({ replicas: 3, sessions: 2000, streams: 8, rounds: 1 });
   });
 
-  it('runs the failover suite with 20 kills of the leader on Fencer, etcd-5 and ZooKeeper-3 by default', async () => {
-    expect((await parse(['failover'])).opts).toMatchObject({ kills: 20, freezes: 10, clients: 4, systems: ['fencer', 'etcd5', 'zk3'] });
+  it('runs the failover suite with 20 kills of the leader on Fencer (defaults, and a 700 ms election timeout), etcd-5 and ZooKeeper-3 by default', async () => {
+    expect((await parse(['failover'])).opts).toMatchObject({
+      kills: 20,
+      freezes: 10,
+      clients: 4,
+      systems: ['fencer', 'fencer-fast', 'etcd5', 'zk3'],
+    });
     expect((await parse(['failover', '--quick', '--systems', 'fencer'])).opts).toMatchObject({ kills: 3, freezes: 2, systems: ['fencer'] });
   });
 

@@ -180,7 +180,9 @@ async function moveBackAndForth(fleet, namespace, moves, log, failed) {
     const states = STATES.map((st) => `${st} ${inState[st]}`).join(', ');
     const inSteps = FROZEN_STEPS.reduce((sum, st) => sum + inStep[st], 0);
     const steps = `${FROZEN_STEPS.map((st) => `${st} ${inStep[st]}`).join(', ')} (the rest of unavailableMs: ${m.unavailableMs - inSteps})`;
-    log(`  ${namespace} ${from} → ${to}: unavailableMs ${m.unavailableMs}, export ${fmt.fixed(bytes / MB, 2)} MB; ms in ${states}; frozen steps ${steps}`);
+    log(
+      `  ${namespace} ${from} → ${to}: unavailableMs ${m.unavailableMs}, export ${fmt.fixed(bytes / MB, 2)} MB; ms in ${states}; frozen steps ${steps}`,
+    );
     from = to;
   }
   return out;
