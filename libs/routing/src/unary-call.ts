@@ -120,9 +120,6 @@ async function callWithRetries<Res>(
         leaderFound = (await searchLeader(deps.attempt, cell, target, namespace, deadlineMs)) !== undefined;
         if (state.cancelled) fail('CANCELLED', 'the client cancelled the call');
         retry = true;
-      } else if (fe.code === 'NAMESPACE_MOVING') {
-        // The leader answered: the namespace is frozen for a move. Ask it again (or the route's new cell) soon.
-        retry = true;
       } else if (RETRY_CODES.has(fe.code)) {
         followHint = moveToNextTarget(cell, fe, target);
         retry = true;
@@ -153,12 +150,14 @@ function routeTrailer(request: Metadata, servedBy: string | undefined): Metadata
 /**
  * After an attempt on `target` that did not run: the cell's next target is
  * the replica its NOT_LEADER answer named, when that is another replica of
- * the cell (returns true), else the next replica in turn.
+ * the cell (returns true); the same one after NAMESPACE_MOVING (the leader
+ * answered: the namespace is frozen for a move and is asked again soon,
+ * backoffMs); else the next replica in turn.
  */
 function moveToNextTarget(cell: CellState, fe: FencerError, target: string): boolean {
   const followHint =
     fe.code === 'NOT_LEADER' && fe.leaderHint !== undefined && fe.leaderHint !== target && cell.replicas.includes(fe.leaderHint);
   if (followHint) cell.noteLeader(fe.leaderHint);
-  else cell.advance(target);
+  else if (fe.code !== 'NAMESPACE_MOVING') cell.advance(target);
   return followHint;
 }

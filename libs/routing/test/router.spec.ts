@@ -26,7 +26,7 @@ import { type LaneMethod, type LaneOutcome, type MuxedPort, listenMuxed } from '
 import { TestClient, errorOf, eventually } from '@fencer/fleet/contract';
 import { buildRouter, StaticRoutingSource, type Router } from '../src/index.js';
 import { backoffMs } from '../src/retry-policy.js';
-import { MOVING_RETRY_MS_MAX, RETRY_BACKOFF_MS_MAX } from '../src/limits.js';
+import { MOVING_RETRY_MS_MAX, RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN } from '../src/limits.js';
 
 let router: Router | undefined;
 let fake: FakeLockService | undefined;
@@ -125,10 +125,17 @@ describe('cell router', () => {
       // Every attempt went to the leader that answered NAMESPACE_MOVING: a follower would only forward it there.
       expect(attemptsAt).toHaveLength(frozenAnswers + 1);
       expect(follower.callsOf('getLock')).toHaveLength(0);
-      // Past the doubling (10, 20, 40 ms), each pause is at most MOVING_RETRY_MS_MAX, not the ordinary 250 ms.
-      const pauses = attemptsAt.slice(1).map((t, i) => t - attemptsAt[i]!);
-      const late = pauses.slice(4);
-      expect(Math.max(...late)).toBeLessThan(MOVING_RETRY_MS_MAX + 40);
+      // The pauses grew to MOVING_RETRY_MS_MAX at most (10 + 20 + 40 + 5 × 50 = 320 ms in all at the longest draws): less
+      // than the shortest the ordinary backoff could have drawn for the same attempts (half of 10 + 20 + ... + 250 = 530 ms).
+      const ordinaryFloorMs = Array.from(
+        { length: frozenAnswers },
+        (_, n) => Math.min(RETRY_BACKOFF_MS_MAX, RETRY_BACKOFF_MS_MIN * 2 ** n) / 2,
+      ).reduce((a, b) => a + b);
+      const cappedCeilingMs = Array.from({ length: frozenAnswers }, (_, n) =>
+        Math.min(MOVING_RETRY_MS_MAX, RETRY_BACKOFF_MS_MIN * 2 ** n),
+      ).reduce((a, b) => a + b);
+      expect(cappedCeilingMs).toBeLessThan(ordinaryFloorMs);
+      expect(attemptsAt.at(-1)! - attemptsAt[0]!).toBeLessThan(ordinaryFloorMs);
     } finally {
       await follower.stop();
     }

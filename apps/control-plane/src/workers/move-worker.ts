@@ -39,7 +39,7 @@ export interface MoveWorkerMetrics {
   /** Unfinished moves, and how long the oldest has been in its state. */
   movesInProgress(count: number, oldestStateSeconds: number): void;
   /** One step performed (a cell call or a journal write), how long it took, and whether it succeeded. */
-  moveStep?(step: string, seconds: number, ok: boolean): void;
+  moveStep(step: string, seconds: number, ok: boolean): void;
 }
 
 export interface MoveWorkerDeps {
@@ -130,7 +130,7 @@ async function driveMove(deps: MoveWorkerDeps, first: Move, term: number, signal
       if (signal.aborted) return undefined;
     }
     const startedMs = performance.now();
-    const timed = (ok: boolean) => deps.metrics?.moveStep?.(stepLabel(step), (performance.now() - startedMs) / 1000, ok);
+    const timed = (ok: boolean) => deps.metrics?.moveStep(stepLabel(step), (performance.now() - startedMs) / 1000, ok);
     try {
       move = await perform(deps, move, step, facts, { term, journalIndex: move.journalIndex ?? 0, moveId: move.id });
       timed(true);

@@ -145,13 +145,9 @@ function watchElection(system, frozenId, t0) {
     }
     return undefined;
   })();
-  return {
-    electedMs,
-    stop: () => {
-      stopped = true;
-      void electedMs.finally(() => clients.forEach((c) => c.close()));
-    },
-  };
+  // The clients close once the loop has ended (it may be waiting on a Status call).
+  void electedMs.finally(() => clients.forEach((c) => c.close()));
+  return { electedMs, stop: () => (stopped = true) };
 }
 
 async function freezeTrial(system, load) {
@@ -164,7 +160,7 @@ async function freezeTrial(system, load) {
   const election = watchElection(system, id, t);
   try {
     const ms = await waitFirstOk(load, t);
-    election.stop();
+    // A success means a leader: the watch sees it within a poll, if it has not yet.
     return { kind: 'freeze', ms, member: id, electedMs: await election.electedMs };
   } finally {
     election.stop();

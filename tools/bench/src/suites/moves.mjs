@@ -77,25 +77,26 @@ const passes = (moves) => moves.length === 0 || median(moves.map((m) => m.unavai
 
 const STATES = ['queued', 'freezing', 'copying', 'switching', 'cleaning'];
 
-/** The control plane's fencer_cp_move_state_seconds sums by state (seconds moves spent in each, so far). */
-async function stateSeconds(fleet) {
-  const text = await (await fetch(fleet.controlPlanes[0].metrics, { signal: AbortSignal.timeout(10_000) })).text();
-  const out = Object.fromEntries(STATES.map((st) => [st, 0]));
-  for (const m of text.matchAll(/^fencer_cp_move_state_seconds_sum\{state="(\w+)"\} ([\d.e+-]+)$/gm)) out[m[1]] = Number(m[2]);
-  return out;
-}
-
 /** The steps a move takes while its namespace is frozen, in order (the control plane's fencer_cp_move_step_seconds labels). */
 const FROZEN_STEPS = ['freeze-source', 'journal copying', 'copy', 'journal switching', 'unfreeze-target'];
 
-/** The control plane's fencer_cp_move_step_seconds sums of the frozen window's steps that succeeded (seconds, so far). */
-async function stepSeconds(fleet) {
+/**
+ * From one scrape of the control plane: seconds moves spent so far in each
+ * state (fencer_cp_move_state_seconds) and in each frozen-window step that
+ * succeeded (fencer_cp_move_step_seconds).
+ */
+async function moveSeconds(fleet) {
   const text = await (await fetch(fleet.controlPlanes[0].metrics, { signal: AbortSignal.timeout(10_000) })).text();
-  const out = Object.fromEntries(FROZEN_STEPS.map((st) => [st, 0]));
+  const states = Object.fromEntries(STATES.map((st) => [st, 0]));
+  for (const m of text.matchAll(/^fencer_cp_move_state_seconds_sum\{state="(\w+)"\} ([\d.e+-]+)$/gm)) states[m[1]] = Number(m[2]);
+  const steps = Object.fromEntries(FROZEN_STEPS.map((st) => [st, 0]));
   for (const m of text.matchAll(/^fencer_cp_move_step_seconds_sum\{step="([\w -]+)",outcome="ok"\} ([\d.e+-]+)$/gm))
-    if (m[1] in out) out[m[1]] = Number(m[2]);
-  return out;
+    if (m[1] in steps) steps[m[1]] = Number(m[2]);
+  return { states, steps };
 }
+
+/** The ms spent in each of `keys` between two moveSeconds() figures. */
+const msBetween = (keys, before, after) => Object.fromEntries(keys.map((k) => [k, Math.round((after[k] - before[k]) * 1000)]));
 
 /** POST /v1/moves and poll to the end; the done move, or an error naming how it ended. */
 async function moveOnce(fleet, namespace, toCell) {
@@ -163,8 +164,7 @@ async function moveBackAndForth(fleet, namespace, moves, log, failed) {
   for (let i = 0; i < moves; i++) {
     const to = from === 'cell-1' ? 'cell-2' : 'cell-1';
     const bytes = await exportBytes(fleet, from, namespace);
-    const before = await stateSeconds(fleet);
-    const stepsBefore = await stepSeconds(fleet);
+    const before = await moveSeconds(fleet);
     const m = await moveOnce(fleet, namespace, to);
     log(`  move ${m.id} ${m.state} at ${new Date().toISOString()}${m.error ? `: ${m.error}` : ''}`);
     if (m.state === 'failed') {
@@ -172,10 +172,9 @@ async function moveBackAndForth(fleet, namespace, moves, log, failed) {
       failed.push(m.error);
       continue;
     }
-    const after = await stateSeconds(fleet);
-    const inState = Object.fromEntries(STATES.map((st) => [st, Math.round((after[st] - before[st]) * 1000)]));
-    const stepsAfter = await stepSeconds(fleet);
-    const inStep = Object.fromEntries(FROZEN_STEPS.map((st) => [st, Math.round((stepsAfter[st] - stepsBefore[st]) * 1000)]));
+    const after = await moveSeconds(fleet);
+    const inState = msBetween(STATES, before.states, after.states);
+    const inStep = msBetween(FROZEN_STEPS, before.steps, after.steps);
     out.push({ unavailableMs: m.unavailableMs, exportBytes: bytes, sessions: m.sessions, locks: m.locks, inState, inStep });
     const states = STATES.map((st) => `${st} ${inState[st]}`).join(', ');
     const inSteps = FROZEN_STEPS.reduce((sum, st) => sum + inStep[st], 0);
